@@ -1,0 +1,35 @@
+# curator: `make demo` to try it, `make test` to check it.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+DEMO   ?= curator-demo
+
+.PHONY: install demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Build the bundled demo workspace (offline, no API key) and open it.
+demo: $(STAMP)
+	$(BIN)/curator demo $(DEMO)
+	cd $(DEMO) && $(abspath $(BIN))/curator status
+
+## Run the whole test suite.
+test: $(STAMP)
+	$(BIN)/python -m pytest -n 2 -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check curator tests bench
+
+## Benchmarks against their anchors (need ../shared/corpora; results in docs/benchmarks.md).
+bench: $(STAMP)
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) $(DEMO) .pytest_cache .hypothesis

@@ -1,0 +1,3 @@
+"""curator: build, review and keep retrieval-evaluation question sets."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,3 @@
+from curator.cli import main
+
+main()

@@ -1,0 +1,166 @@
+"""`curator corpus add|search|show`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.markup import escape
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from curator.cli.main import cli, console, err_console, json_option, pass_ws, print_json
+from curator.errors import EXIT_PARTIAL
+
+
+@cli.group()
+def corpus() -> None:
+    """Import and search the passages that questions are labelled with."""
+
+
+@corpus.command("add")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--history", is_flag=True, help="Also import every past git revision of the files.")
+@click.option("--prefix", default="", help="Put this before every passage id (e.g. 'docs/').")
+@click.option(
+    "--base",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Make ids relative to this folder (default: the folder given, or the file's folder).",
+)
+@json_option
+@pass_ws
+def corpus_add(ws, paths: tuple[Path, ...], history: bool, prefix: str, base: Path | None, as_json: bool) -> None:
+    """Import documents (Markdown, text, reStructuredText, HTML) or corpus files.
+
+    Documents are chunked on headings; passage ids are `relative/path.md#heading-slug`.
+    JSONL files keep your own ids: passages (`id`, `text`), BEIR corpus.jsonl (`_id`),
+    or document revisions (`path`, `revision`, `committed_at`, `text`). Inside a git work
+    tree a passage's revision is the last commit of its file. Re-importing unchanged
+    files changes nothing. Exits 3 if some input was skipped (each one is listed).
+
+    \b
+    Example:
+        curator corpus add docs/ runbooks/
+        curator corpus add docs/ --history       # every past git revision too
+        curator corpus add beir/corpus.jsonl
+    """
+    from curator.corpus import add_paths
+
+    with Progress(
+        SpinnerColumn(), TextColumn("{task.description}"), TextColumn("[dim]{task.completed} files"),
+        TimeElapsedColumn(), console=err_console, transient=True, disable=as_json or not sys.stderr.isatty(),
+    ) as bar:
+        task = bar.add_task("Importing", total=None)
+
+        def progress(name: str) -> None:
+            bar.update(task, advance=1, description=f"Importing {escape(name[-60:])}")
+
+        report = add_paths(ws, paths, history=history, prefix=prefix, base=base, progress=progress)
+    stats = ws.corpus_stats()
+    if as_json:
+        print_json(
+            {
+                "documents_new": report.documents_new,
+                "documents_unchanged": report.documents_unchanged,
+                "revisions_added": report.revisions_added,
+                "history_revisions": report.history_revisions,
+                "passages_added": report.passages_added,
+                "skipped": [{"path": p, "line": n, "reason": r} for p, n, r in report.skipped],
+                "corpus": stats.__dict__,
+            }
+        )
+    else:
+        console.print(
+            f"Imported {report.revisions_added} document revisions "
+            f"({report.documents_new} new documents, {report.history_revisions} older revisions kept as history, "
+            f"{report.documents_unchanged} unchanged), {report.passages_added} passages."
+        )
+        console.print(f"Corpus: {stats.documents} documents, {stats.passages} current passages.")
+        for path, line, reason in report.skipped:
+            where = f"{path}:{line}" if line else path
+            err_console.print(f"[yellow]skipped[/] {escape(where)}: {escape(reason)}", highlight=False)
+    if report.skipped:
+        if not as_json:
+            err_console.print(f"[yellow]{len(report.skipped)} input(s) skipped[/] (exit code {EXIT_PARTIAL}).")
+        sys.exit(EXIT_PARTIAL)
+
+
+@corpus.command("search")
+@click.argument("query", nargs=-1, required=True)
+@click.option("-n", "--limit", default=10, show_default=True, help="How many passages to show.")
+@json_option
+@pass_ws
+def corpus_search(ws, query: tuple[str, ...], limit: int, as_json: bool) -> None:
+    """Full-text search (BM25) over current passages.
+
+    \b
+    Example:
+        curator corpus search dhl cutoff time
+        curator corpus search CARRIER-E1042 --json
+    """
+    from curator.workspace import HL_END, HL_START
+
+    hits = ws.search(" ".join(query), limit=limit)
+    if as_json:
+        print_json(
+            [
+                {**h.model_dump(), "snippet": h.snippet.replace(HL_START, "").replace(HL_END, "")}
+                for h in hits
+            ]
+        )
+        return
+    if not hits:
+        console.print("No passage matches.")
+        return
+    table = Table(show_lines=True)
+    table.add_column("#", justify="right")
+    table.add_column("passage")
+    table.add_column("snippet", ratio=1)
+    table.add_column("score", justify="right")
+    for i, hit in enumerate(hits, 1):
+        snippet = escape(hit.snippet).replace(HL_START, "[bold yellow]").replace(HL_END, "[/]")
+        table.add_row(
+            str(i),
+            f"[bold]{escape(hit.id)}[/]\n[dim]{escape(' › '.join(hit.heading_path))}\n@{hit.revision[:12]}[/]",
+            snippet,
+            f"{hit.score:.2f}",
+        )
+    console.print(table)
+
+
+@corpus.command("show")
+@click.argument("passage_id")
+@click.option("--revision", help="A stored revision (default: the current one).")
+@click.option("--revisions", "list_revisions", is_flag=True, help="List every stored revision.")
+@json_option
+@pass_ws
+def corpus_show(ws, passage_id: str, revision: str | None, list_revisions: bool, as_json: bool) -> None:
+    """Print one passage's text and metadata.
+
+    \b
+    Example:
+        curator corpus show 'carriers/dhl.md#cutoff-times' --revisions
+    """
+    from curator.errors import CuratorError
+
+    if list_revisions:
+        revisions = ws.revisions_of(passage_id)
+        if not revisions:
+            raise CuratorError(f"no passage {passage_id!r} in the corpus", "Find ids with `curator corpus search`.")
+        if as_json:
+            print_json([{"revision": r, "committed_at": t, "current": c} for r, t, c in revisions])
+        else:
+            for rev, when, current in revisions:
+                console.print(f"{rev}  {when or '-'}  {'[green]current[/]' if current else ''}")
+        return
+    passage = ws.passage(passage_id, revision)
+    if passage is None:
+        raise CuratorError(f"no passage {passage_id!r} in the corpus", "Find ids with `curator corpus search`.")
+    if as_json:
+        print_json(passage.model_dump())
+        return
+    console.print(f"[bold]{escape(passage.id)}[/]  @{passage.revision}  {passage.committed_at or ''}"
+                  f"{'' if passage.is_current else '  [yellow](not current)[/]'}")
+    console.print(f"[dim]{escape(passage.heading)}[/]\n")
+    console.print(escape(passage.text), highlight=False)

@@ -1,0 +1,103 @@
+"""The `curator` click group and what every command shares.
+
+A command parses its options, opens the workspace, makes one library call and prints.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from functools import update_wrapper
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+
+from curator import __version__
+from curator.errors import CuratorError
+
+console = Console()
+err_console = Console(stderr=True)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class CuratorGroup(click.Group):
+    """Prints a CuratorError as a message (and hint) without a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except CuratorError as exc:
+            err_console.print(f"[bold red]error:[/] {_escape(exc.message)}", highlight=False)
+            if exc.hint:
+                err_console.print(f"[dim]hint:[/] {_escape(exc.hint)}", highlight=False)
+            sys.exit(exc.exit_code)
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+class State:
+    def __init__(self, workspace: str | None):
+        self.workspace_arg = workspace
+        self._ws = None
+
+    @property
+    def ws(self):  # -> Workspace, imported lazily to keep `--help` fast
+        if self._ws is None:
+            from curator.workspace import Workspace
+
+            self._ws = Workspace.find(self.workspace_arg)
+        return self._ws
+
+
+@click.group(cls=CuratorGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "-w",
+    "--workspace",
+    type=click.Path(file_okay=False, path_type=str),
+    envvar="CURATOR_WORKSPACE",
+    help="Workspace folder (default: found from the current directory upward).",
+)
+@click.version_option(__version__, prog_name="curator")
+@click.pass_context
+def cli(ctx: click.Context, workspace: str | None) -> None:
+    """Build, review and keep retrieval-evaluation question sets.
+
+    \b
+    Start with the demo:     curator demo && cd curator-demo && curator status
+    Or a workspace of yours: curator init && curator corpus add docs/
+    """
+    ctx.obj = State(workspace)
+    ctx.call_on_close(lambda: ctx.obj._ws.close() if ctx.obj._ws else None)
+
+
+def pass_ws(f: F) -> F:
+    """Give the command the open Workspace as its first argument."""
+
+    @click.pass_context
+    def wrapper(ctx: click.Context, *args: Any, **kwargs: Any) -> Any:
+        return ctx.invoke(f, ctx.obj.ws, *args, **kwargs)
+
+    return update_wrapper(wrapper, f)  # type: ignore[return-value]
+
+
+def json_option(f: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")(f)
+
+
+def print_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def rel(path: Path | str, root: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(root))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,261 @@
+"""Workspace configuration: `curator.toml`, overridden by environment variables.
+
+Precedence, highest first: explicit arguments > `CURATOR_*` environment variables >
+`curator.toml` > built-in defaults. The model key is never read from `curator.toml`
+(it would end up in git): only from the environment variable named by
+`model.api_key_env` (default `OPENAI_API_KEY`).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from curator.errors import ConfigError
+
+CONFIG_FILE = "curator.toml"
+
+DEFAULT_SLICES: dict[str, str] = {
+    "exact_identifier": "Error codes, alert names, flags, config keys quoted verbatim.",
+    "paraphrase": "The same need as a passage, in different words.",
+    "multi_hop": "A procedure that needs several passages (all primaries required).",
+    "negative": "The corpus does not answer it; nothing should come back.",
+    "freshness": "The answer changed; only the current revision is right.",
+}
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class SliceConfig(_Section):
+    target: int = Field(10, ge=0)
+    description: str = ""
+
+
+class CorpusConfig(_Section):
+    min_tokens: int = Field(200, ge=1)
+    max_tokens: int = Field(900, ge=10)
+    include: list[str] = Field(
+        default_factory=lambda: ["*.md", "*.markdown", "*.mdx", "*.txt", "*.rst", "*.html", "*.htm"]
+    )
+    exclude: list[str] = Field(default_factory=lambda: [".git", "node_modules", ".curator"])
+
+
+class ModelConfig(_Section):
+    name: str = "gpt-4o-mini"
+    base_url: str | None = None  # falls back to OPENAI_BASE_URL, then the client's default
+    api_key_env: str = "OPENAI_API_KEY"
+    concurrency: int = Field(8, ge=1, le=256)
+    timeout: float = Field(60.0, gt=0)
+    max_retries: int = Field(5, ge=0)
+    temperature: float = 0.2
+    # USD per million tokens, {"model-name": {"input": 0.15, "output": 0.6}}
+    prices: dict[str, dict[str, float]] = Field(
+        default_factory=lambda: {
+            "gpt-4o-mini": {"input": 0.15, "output": 0.60},
+            "gpt-4o": {"input": 2.50, "output": 10.00},
+            "gpt-4.1-mini": {"input": 0.40, "output": 1.60},
+        }
+    )
+
+
+class LogsConfig(_Section):
+    similarity: float = Field(88.0, ge=0, le=100)  # rapidfuzz score that joins a cluster
+    min_count: int = Field(1, ge=1)
+    min_length: int = Field(3, ge=1)
+    max_length: int = Field(300, ge=1)
+    redact_patterns: dict[str, str] = Field(default_factory=dict)  # KIND -> regex
+    noise_patterns: list[str] = Field(default_factory=list)  # regexes of queries to drop
+
+
+class Gate(_Section):
+    metric: str = "success@5"
+    min: float | None = None
+    slices: list[str] = Field(default_factory=list)  # empty: every slice with cases
+    max_p95_latency_ms: float | None = None
+
+
+class ScoringConfig(_Section):
+    k: list[int] = Field(default_factory=lambda: [5, 15])
+    rel_level: int = Field(1, ge=1, le=2)  # 1: secondaries count as relevant; 2: primaries only
+    negative_threshold: float | None = None
+    gates: list[Gate] = Field(default_factory=list)
+
+    @field_validator("k")
+    @classmethod
+    def _positive(cls, value: list[int]) -> list[int]:
+        if not value or any(k < 1 for k in value):
+            raise ValueError("k values must be positive integers")
+        return value
+
+
+class ReviewConfig(_Section):
+    lease_minutes: int = Field(30, ge=1)
+    suggestions: int = Field(8, ge=1, le=50)
+
+
+class Config(_Section):
+    default_set: str = "main"
+    reviewer: str | None = None
+    slices: dict[str, SliceConfig] = Field(
+        default_factory=lambda: {n: SliceConfig(description=d) for n, d in DEFAULT_SLICES.items()}
+    )
+    corpus: CorpusConfig = Field(default_factory=CorpusConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    logs: LogsConfig = Field(default_factory=LogsConfig)
+    scoring: ScoringConfig = Field(default_factory=ScoringConfig)
+    review: ReviewConfig = Field(default_factory=ReviewConfig)
+    keymap: dict[str, str] = Field(default_factory=dict)  # binding id -> keys ("k,enter")
+
+    @property
+    def reviewer_name(self) -> str:
+        return self.reviewer or os.environ.get("USER") or "reviewer"
+
+    def api_key(self) -> SecretStr | None:
+        value = os.environ.get(self.model.api_key_env) or os.environ.get("CURATOR_API_KEY")
+        return SecretStr(value) if value else None
+
+    def resolved_base_url(self) -> str | None:
+        return self.model.base_url or os.environ.get("OPENAI_BASE_URL")
+
+
+# Environment variables with a fixed meaning. Any other `CURATOR_SECTION__KEY` variable
+# sets `[section] key` (values parsed as TOML scalars when they can be).
+_ENV_SHORTCUTS = {
+    "CURATOR_SET": ("default_set",),
+    "CURATOR_REVIEWER": ("reviewer",),
+    "CURATOR_MODEL": ("model", "name"),
+    "CURATOR_BASE_URL": ("model", "base_url"),
+}
+
+
+def _env_value(raw: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def _apply_env(data: dict[str, Any], environ: dict[str, str]) -> None:
+    for name, raw in environ.items():
+        if name in _ENV_SHORTCUTS:
+            keys: tuple[str, ...] = _ENV_SHORTCUTS[name]
+            value: Any = raw
+        elif name.startswith("CURATOR_") and "__" in name:
+            keys = tuple(part.lower() for part in name[len("CURATOR_") :].split("__"))
+            value = _env_value(raw)
+        else:
+            continue
+        target = data
+        for key in keys[:-1]:
+            target = target.setdefault(key, {})
+        target[keys[-1]] = value
+
+
+def load_config(root: Path | None, environ: dict[str, str] | None = None) -> Config:
+    """Read `root/curator.toml` (if any) and apply environment overrides."""
+    data: dict[str, Any] = {}
+    path = root / CONFIG_FILE if root else None
+    if path and path.exists():
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"{path}: not UTF-8 text") from None
+    _apply_env(data, dict(os.environ if environ is None else environ))
+    if "api_key" in data.get("model", {}):
+        raise ConfigError(
+            f"{path}: [model] api_key must not be stored in curator.toml",
+            "Set the environment variable named by [model] api_key_env (default OPENAI_API_KEY).",
+        )
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(f"{path or 'environment'}: invalid configuration: {problems}") from None
+
+
+DEFAULT_TOML = """\
+# curator workspace configuration. Every key is optional; the values shown are the defaults.
+# Environment variables override this file: CURATOR_SET, CURATOR_REVIEWER, CURATOR_MODEL,
+# CURATOR_BASE_URL, and CURATOR_<SECTION>__<KEY> for anything else
+# (for example CURATOR_SCORING__K="[5, 10]").
+
+# The question set that commands use when none is named (datasets/<name>/).
+default_set = "main"
+# reviewer = "your-name"          # defaults to $USER
+
+# Slices: what kinds of question the set must hold, and how many of each.
+[slices.exact_identifier]
+target = 10
+description = "Error codes, alert names, flags, config keys quoted verbatim."
+
+[slices.paraphrase]
+target = 10
+description = "The same need as a passage, in different words."
+
+[slices.multi_hop]
+target = 10
+description = "A procedure that needs several passages (all primaries required)."
+
+[slices.negative]
+target = 10
+description = "The corpus does not answer it; nothing should come back."
+
+[slices.freshness]
+target = 10
+description = "The answer changed; only the current revision is right."
+
+[corpus]
+min_tokens = 200                 # small sections merge into their parent up to this size
+max_tokens = 900                 # larger sections split at paragraph boundaries
+# include = ["*.md", "*.markdown", "*.mdx", "*.txt", "*.rst", "*.html", "*.htm"]
+# exclude = [".git", "node_modules", ".curator"]
+
+[model]
+# Any OpenAI-compatible server: OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp server.
+name = "gpt-4o-mini"
+# base_url = "http://127.0.0.1:8000/v1"   # else OPENAI_BASE_URL, else the client's default
+api_key_env = "OPENAI_API_KEY"           # the key itself never goes in this file
+concurrency = 8
+timeout = 60
+max_retries = 5
+temperature = 0.2
+
+[logs]
+similarity = 88.0                # rapidfuzz score (0-100) that joins two queries in a cluster
+min_count = 1
+min_length = 3
+max_length = 300
+# noise_patterns = ["^test$", "^asdf"]
+# [logs.redact_patterns]
+# TICKET = "INC-\\\\d{6}"
+
+[scoring]
+k = [5, 15]
+rel_level = 1                    # 1: secondary passages count as relevant; 2: primaries only
+# negative_threshold = 0.5       # a negative case fails if any result scores at or above this
+
+# Gates: a red gate makes `curator score` exit 1.
+# [[scoring.gates]]
+# metric = "success@5"
+# min = 0.8
+# slices = []                    # empty: every slice that has cases
+# [[scoring.gates]]
+# max_p95_latency_ms = 250
+
+[review]
+lease_minutes = 30
+suggestions = 8
+
+# [keymap]                       # binding id = "keys"; see `?` in `curator review`
+# keep = "k"
+"""

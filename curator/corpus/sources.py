@@ -1,0 +1,139 @@
+"""Reading source files: documents on disk, in git, and JSONL records."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+BINARY_SNIFF = 8192
+
+
+class SourceError(Exception):
+    """A file (or line) that cannot be used; the importer reports it and moves on."""
+
+    def __init__(self, message: str, line: int | None = None):
+        super().__init__(message)
+        self.line = line
+
+
+def decode_document(data: bytes) -> str:
+    if b"\x00" in data[:BINARY_SNIFF]:
+        raise SourceError("binary file (NUL bytes), expected text")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"invalid UTF-8 at byte {exc.start}, expected UTF-8 text") from None
+    if not text.strip():
+        raise SourceError("empty document")
+    return text
+
+
+def read_document(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SourceError(f"cannot read: {exc.strerror or exc}") from None
+    return decode_document(data)
+
+
+def content_revision(data: str | bytes) -> str:
+    """Revision of content outside git: the first 12 hex digits of its sha256."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.sha256(data).hexdigest()[:12]
+
+
+def iso_utc(value: str | float | int | None) -> str | None:
+    """Normalise a timestamp (ISO string with any offset, or epoch seconds) to `...Z` UTC."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, int | float):
+        moment = datetime.fromtimestamp(float(value), UTC)
+    else:
+        text = str(value).strip().replace("Z", "+00:00")
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            return str(value)
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def file_time(path: Path) -> str | None:
+    try:
+        return iso_utc(path.stat().st_mtime)
+    except OSError:
+        return None
+
+
+def open_text(path: Path) -> io.TextIOBase:
+    """Open a (possibly gzipped) text file, replacing invalid UTF-8 so one bad line
+    doesn't stop the rest; the JSON reader then rejects that line."""
+    if path.suffix == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="replace")
+    return open(path, encoding="utf-8", errors="replace")
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any] | SourceError]]:
+    """(line number, record or the reason it was rejected) for every non-blank line."""
+    try:
+        fh = open_text(path)
+    except OSError as exc:
+        raise SourceError(f"cannot read: {exc.strerror or exc}") from None
+    with fh:
+        try:
+            for number, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                if "\ufffd" in line:
+                    yield number, SourceError("invalid UTF-8", number)
+                    continue
+                try:
+                    record = json.loads(line)
+                except ValueError as exc:
+                    yield number, SourceError(f"not valid JSON ({exc.msg})", number)
+                    continue
+                if not isinstance(record, dict):
+                    yield number, SourceError("expected a JSON object", number)
+                    continue
+                yield number, record
+        except (OSError, EOFError) as exc:
+            raise SourceError(f"cannot read: {exc}") from None
+
+
+def sniff_jsonl(path: Path) -> str | None:
+    """'beir', 'revisions' or 'passages', from the first records of a JSONL file."""
+    try:
+        for _, record in iter_jsonl(path):
+            if isinstance(record, SourceError):
+                continue
+            if "_id" in record:
+                return "beir"
+            if "id" in record and "text" in record:
+                return "passages"
+            if {"path", "revision", "text"} <= record.keys():
+                return "revisions"
+            return None
+    except SourceError:
+        return None
+    return None
+
+
+def walk(root: Path, include: list[str], exclude: list[str]) -> Iterator[Path]:
+    """Files under `root` matching `include` globs, skipping `exclude` names, sorted."""
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in exclude and not d.startswith("."))
+        for name in sorted(files):
+            path = Path(folder) / name
+            if name in exclude:
+                continue
+            if any(path.match(pattern) for pattern in include):
+                yield path

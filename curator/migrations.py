@@ -1,0 +1,105 @@
+"""Schema of `.curator/workspace.db`, as sqlite-utils migrations.
+
+Append-only: a released migration is never edited; change the schema by adding
+`m00N_<what>` at the end of this file.
+"""
+
+from __future__ import annotations
+
+from sqlite_utils import Database
+from sqlite_utils.migrations import Migrations
+
+migrations = Migrations("curator")
+
+
+@migrations()
+def m001_core(db: Database) -> None:
+    db["meta"].create({"key": str, "value": str}, pk="key")
+    db["documents"].create(
+        {
+            "id": str,
+            "path": str,
+            "url": str,
+            "title": str,
+            "format": str,
+            "current_revision": str,
+            "current_committed_at": str,
+            "updated_at": str,
+        },
+        pk="id",
+    )
+    # One row per (document, revision) ever imported: re-importing one is a no-op.
+    db["document_revisions"].create(
+        {"doc_id": str, "revision": str, "committed_at": str, "imported_at": str, "passages": int},
+        pk=("doc_id", "revision"),
+    )
+    db["passages"].create(
+        {
+            "rowid": int,
+            "id": str,
+            "revision": str,
+            "doc_id": str,
+            "path": str,
+            "url": str,
+            "title": str,
+            "heading": str,  # heading path joined with " › ", indexed for search
+            "heading_path": str,  # JSON list
+            "text": str,
+            "fingerprint": str,
+            "tokens": int,
+            "committed_at": str,
+            "is_current": int,
+            "ordinal": int,
+        },
+        pk="rowid",
+    )
+    db["passages"].create_index(["id", "revision"], unique=True)
+    db["passages"].create_index(["doc_id", "is_current"])
+    db["passages"].create_index(["is_current", "id"])
+    # External-content FTS5 index holding current passages only; rows are added and
+    # removed by Workspace when a revision becomes (or stops being) current.
+    db.execute(
+        "CREATE VIRTUAL TABLE passages_fts USING fts5("
+        "heading, text, content='passages', content_rowid='rowid', "
+        "tokenize='unicode61 remove_diacritics 2')"
+    )
+    db["candidates"].create(
+        {
+            "id": int,
+            "query": str,
+            "norm": str,
+            "source_kind": str,
+            "state": str,
+            "suggested_slice": str,
+            "suggestions": str,  # JSON list of Suggestion
+            "provenance": str,  # JSON object
+            "rationale": str,
+            "count": int,
+            "expect_empty": int,
+            "require_all": int,
+            "created_at": str,
+            "updated_at": str,
+            "query_id": str,
+            "set_name": str,
+            "lease_owner": str,
+            "lease_until": str,
+        },
+        pk="id",
+    )
+    db["candidates"].create_index(["norm"], unique=True)
+    db["candidates"].create_index(["state", "source_kind"])
+    db["decisions"].create(
+        {
+            "id": int,
+            "candidate_id": int,
+            "action": str,
+            "reviewer": str,
+            "at": str,
+            "set_name": str,
+            "query_id": str,
+            "detail": str,
+        },
+        pk="id",
+        foreign_keys=[("candidate_id", "candidates", "id")],
+    )
+    db["decisions"].create_index(["candidate_id"])

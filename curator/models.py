@@ -1,0 +1,193 @@
+"""Domain models shared by every part of curator.
+
+Case and ChangeEntry are the records of `cases.jsonl` and `changelog.jsonl`
+(docs/formats.md); they forbid unknown fields so that `curator verify` catches typos.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Role = Literal["primary", "secondary"]
+CaseStatus = Literal["active", "retired"]
+ChangeAction = Literal["add", "relabel", "edit", "reslice", "retire"]
+CandidateState = Literal["pending", "kept", "binned", "skipped"]
+SourceKind = Literal["log", "generated", "manual", "triage"]
+
+GRADE_FOR_ROLE: dict[str, int] = {"primary": 2, "secondary": 1}
+
+
+def utcnow() -> str:
+    """UTC time as an ISO-8601 string with a `Z`, second precision."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Relevant(_Strict):
+    id: str = Field(min_length=1)
+    role: Role = "primary"
+    grade: int | None = Field(None, ge=0, le=3)
+    revision: str | None = None
+
+    @model_validator(mode="after")
+    def _default_grade(self) -> Relevant:
+        if self.grade is None:
+            self.grade = GRADE_FOR_ROLE[self.role]
+        return self
+
+
+class Freshness(_Strict):
+    revision: str | None = None
+    max_age_days: int | None = Field(None, ge=0)
+
+    @model_validator(mode="after")
+    def _one_constraint(self) -> Freshness:
+        if self.revision is None and self.max_age_days is None:
+            raise ValueError("freshness needs a revision or max_age_days")
+        return self
+
+
+class CaseSource(BaseModel):
+    """Where a case came from. Known keys are typed; others are kept as they are."""
+
+    model_config = ConfigDict(extra="allow")
+    kind: SourceKind = "manual"
+    count: int | None = None
+    first_seen: str | None = None
+    last_seen: str | None = None
+    candidate_id: int | None = None
+
+
+class Case(_Strict):
+    query_id: str = Field(min_length=1, pattern=r"^[a-z0-9][a-z0-9-]*$")
+    rev: int = Field(1, ge=1)
+    query: str = Field(min_length=1)
+    slice: str = Field(min_length=1)
+    status: CaseStatus = "active"
+    relevant: list[Relevant] = Field(default_factory=list)
+    require_all: bool = False
+    max_rank: int | None = Field(None, ge=1)
+    expect_empty: bool = False
+    freshness: Freshness | None = None
+    explanation: str = ""
+    source: CaseSource = Field(default_factory=CaseSource)
+    tags: list[str] = Field(default_factory=list)
+    reviewer: str = ""
+    at: str = Field(default_factory=utcnow)
+
+    @model_validator(mode="after")
+    def _labels_agree(self) -> Case:
+        if self.status == "active":
+            if self.expect_empty and self.relevant:
+                raise ValueError("a case with expect_empty must not list relevant passages")
+            if not self.expect_empty and not any(r.role == "primary" for r in self.relevant):
+                raise ValueError("an active case needs a primary passage or expect_empty")
+        ids = [r.id for r in self.relevant]
+        if len(ids) != len(set(ids)):
+            raise ValueError("a passage is listed twice in relevant")
+        return self
+
+    @property
+    def primaries(self) -> list[Relevant]:
+        return [r for r in self.relevant if r.role == "primary"]
+
+    def line(self) -> str:
+        return self.model_dump_json(exclude_none=True)
+
+
+class ChangeEntry(_Strict):
+    at: str = Field(default_factory=utcnow)
+    query_id: str
+    rev: int = Field(ge=1)
+    action: ChangeAction
+    reason: str = ""
+    reviewer: str = ""
+    versions: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _reason_required(self) -> ChangeEntry:
+        if self.action != "add" and not self.reason.strip():
+            raise ValueError(f"a {self.action} needs a reason")
+        return self
+
+    def line(self) -> str:
+        return self.model_dump_json()
+
+
+class Passage(BaseModel):
+    id: str
+    revision: str
+    doc_id: str
+    path: str | None = None
+    url: str | None = None
+    title: str | None = None
+    heading_path: list[str] = Field(default_factory=list)
+    text: str
+    fingerprint: str
+    tokens: int = 0
+    committed_at: str | None = None
+    is_current: bool = True
+    ordinal: int = 0
+
+    @property
+    def heading(self) -> str:
+        return " › ".join(self.heading_path)
+
+
+class SearchHit(BaseModel):
+    id: str
+    revision: str
+    heading_path: list[str] = Field(default_factory=list)
+    title: str | None = None
+    snippet: str
+    score: float  # BM25 (higher is better)
+
+
+class Suggestion(BaseModel):
+    """A passage proposed as a label for a candidate, and why."""
+
+    id: str
+    role: Role = "primary"
+    revision: str | None = None
+    reason: str = ""  # "clicked", "hit", "generated from", "search"
+
+
+class CandidateIn(BaseModel):
+    """What an importer or generator hands to `Workspace.add_candidates`."""
+
+    query: str = Field(min_length=1)
+    source_kind: SourceKind
+    suggested_slice: str | None = None
+    suggestions: list[Suggestion] = Field(default_factory=list)
+    provenance: dict[str, Any] = Field(default_factory=dict)
+    rationale: str = ""
+    count: int = 1
+    expect_empty: bool = False  # generated negatives
+    require_all: bool = False  # generated multi-hop
+
+
+class Candidate(CandidateIn):
+    id: int
+    norm: str
+    state: CandidateState = "pending"
+    created_at: str
+    updated_at: str
+    query_id: str | None = None
+    set_name: str | None = None
+
+
+class Decision(BaseModel):
+    id: int
+    candidate_id: int
+    action: str
+    reviewer: str
+    at: str
+    set_name: str | None = None
+    query_id: str | None = None
+    detail: dict[str, Any] = Field(default_factory=dict)

@@ -1,0 +1,515 @@
+"""Append-only question-set files: `datasets/<set>/cases.jsonl` and `changelog.jsonl`.
+
+Writing rules (docs/formats.md):
+
+- one whole line per record, written with a single `write`, flushed and fsynced;
+- every write happens under an exclusive `flock` on `<set>/.lock`, so two processes never
+  interleave and `query_id`s are allocated without races;
+- a case line and its change-log line form one unit: both are first written to
+  `<set>/.pending.json` (fsynced), then appended; a crash between the two appends is
+  finished by the next writer or reader that takes the lock, so neither is left alone;
+- a torn last line (a crash mid-write) is never parsed as data; the next append moves it
+  to `<set>/.torn-<time>` and truncates the file back to its last whole line.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from curator.errors import CuratorError
+from curator.models import Case, ChangeAction, ChangeEntry, utcnow
+from curator.text import query_slug
+
+CASES = "cases.jsonl"
+CHANGELOG = "changelog.jsonl"
+
+
+@dataclass
+class Problem:
+    path: str
+    line: int | None
+    message: str
+    fatal: bool = True
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        return f"{where}: {self.message}"
+
+
+@dataclass
+class ReadResult:
+    cases: dict[str, Case]  # latest rev of each query_id, in first-seen order
+    history: dict[str, list[Case]]  # every rev of each query_id, in file order
+    lines: int
+    problems: list[Problem] = field(default_factory=list)
+
+
+class QuestionSet:
+    """One question set on disk. Safe for several processes at once."""
+
+    def __init__(self, root: str | os.PathLike[str], *, checkpoint_dir: Path | None = None):
+        self.root = Path(root)
+        self.name = self.root.name
+        self.cases_path = self.root / CASES
+        self.changelog_path = self.root / CHANGELOG
+        self._lock_path = self.root / ".lock"
+        self._pending_path = self.root / ".pending.json"
+        self._checkpoint_dir = checkpoint_dir
+
+    def exists(self) -> bool:
+        return self.cases_path.is_file()
+
+    def create(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        for path in (self.cases_path, self.changelog_path):
+            path.touch(exist_ok=True)
+
+    # ---- locking and recovery ---------------------------------------------------------
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the set's exclusive write lock; finishes any interrupted append first."""
+        self.create()
+        with open(self._lock_path, "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                self._recover()
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _recover(self) -> None:
+        for path in (self.cases_path, self.changelog_path):
+            _repair_torn_tail(path)
+        if not self._pending_path.exists():
+            return
+        try:
+            pending = json.loads(self._pending_path.read_text(encoding="utf-8"))
+            units = [(self.cases_path, pending["case"]), (self.changelog_path, pending["change"])]
+        except (ValueError, KeyError):
+            # The journal itself was torn: neither line was appended yet, drop it.
+            self._pending_path.unlink()
+            return
+        for path, line in units:
+            if line not in _tail_lines(path, 4):
+                _append_line(path, line)
+        self._pending_path.unlink()
+        _fsync_dir(self.root)
+
+    def _append_unit(self, case: Case, change: ChangeEntry) -> None:
+        case_line, change_line = case.line(), change.line()
+        _write_durably(self._pending_path, json.dumps({"case": case_line, "change": change_line}))
+        _append_line(self.cases_path, case_line)
+        _append_line(self.changelog_path, change_line)
+        self._pending_path.unlink()
+
+    # ---- writing ------------------------------------------------------------------------
+
+    def add(
+        self, case: Case | dict[str, Any], *, reviewer: str = "", versions: dict[str, str] | None = None
+    ) -> Case:
+        """Append a new case (a Case, or a dict of its fields without `query_id`). Its
+        `query_id` is the one given if still unused, else a slug of the query made unique
+        within the set; ids are never reused, retired ones included. `rev` is 1."""
+        data = case.model_dump() if isinstance(case, Case) else dict(case)
+        with self.locked():
+            used = self._used_ids()
+            wanted = data.get("query_id") or query_slug(str(data.get("query", "")))
+            query_id = wanted if wanted not in used else _next_free(wanted, used)
+            data.update(query_id=query_id, rev=1, at=utcnow(), reviewer=reviewer or data.get("reviewer", ""))
+            try:
+                stored = Case.model_validate(data)
+            except ValidationError as exc:
+                raise CuratorError(f"{self.cases_path}: not a valid case: {_errors(exc)}") from None
+            change = ChangeEntry(
+                query_id=query_id, rev=1, action="add", reviewer=stored.reviewer, versions=versions or {}
+            )
+            self._append_unit(stored, change)
+            return stored
+
+    def revise(
+        self,
+        query_id: str,
+        change: Callable[[Case], dict[str, Any]] | dict[str, Any],
+        *,
+        action: ChangeAction,
+        reason: str,
+        reviewer: str = "",
+        versions: dict[str, str] | None = None,
+    ) -> Case:
+        """Append rev+1 of a case with `change` applied (a dict of fields, or a function of
+        the latest rev returning one). The latest rev is read under the lock."""
+        with self.locked():
+            latest = self.read().cases.get(query_id)
+            if latest is None:
+                raise CuratorError(f"{self.cases_path}: no case with query_id {query_id!r}")
+            updates = change(latest) if callable(change) else dict(change)
+            data = latest.model_dump()
+            data.update(updates)
+            data.update(rev=latest.rev + 1, at=utcnow(), reviewer=reviewer or latest.reviewer)
+            if action == "retire":
+                data["status"] = "retired"
+            try:
+                revised = Case.model_validate(data)
+            except ValidationError as exc:
+                raise CuratorError(f"{query_id}: the change would make an invalid case: {_errors(exc)}") from None
+            entry = ChangeEntry(
+                query_id=query_id,
+                rev=revised.rev,
+                action=action,
+                reason=reason,
+                reviewer=revised.reviewer,
+                versions=versions or {},
+            )
+            self._append_unit(revised, entry)
+            return revised
+
+    def retire(self, query_id: str, *, reason: str, reviewer: str = "", versions: dict[str, str] | None = None) -> Case:
+        return self.revise(query_id, {}, action="retire", reason=reason, reviewer=reviewer, versions=versions)
+
+    def _used_ids(self) -> set[str]:
+        used: set[str] = set()
+        for _, raw, _ in _iter_lines(self.cases_path):
+            try:
+                used.add(json.loads(raw)["query_id"])
+            except (ValueError, KeyError, TypeError):
+                continue
+        return used
+
+    # ---- reading -----------------------------------------------------------------------
+
+    def read(self, *, until_line: int | None = None, until_time: str | None = None) -> ReadResult:
+        """The latest rev of each case. `until_line` / `until_time` read the set as it was
+        (only lines up to that line number / written at or before that time)."""
+        cases: dict[str, Case] = {}
+        history: dict[str, list[Case]] = {}
+        problems: list[Problem] = []
+        count = 0
+        for number, raw, whole in _iter_lines(self.cases_path):
+            if until_line is not None and number > until_line:
+                break
+            if not whole:
+                problems.append(
+                    Problem(str(self.cases_path), number, "torn last line (interrupted write) ignored", fatal=False)
+                )
+                break
+            count = number
+            if not raw.strip():
+                problems.append(Problem(str(self.cases_path), number, "empty line"))
+                continue
+            try:
+                case = Case.model_validate_json(raw)
+            except ValidationError as exc:
+                problems.append(Problem(str(self.cases_path), number, f"not a valid case: {_errors(exc)}"))
+                continue
+            if until_time is not None and case.at > until_time:
+                continue
+            cases[case.query_id] = case
+            history.setdefault(case.query_id, []).append(case)
+        return ReadResult(cases=cases, history=history, lines=count, problems=problems)
+
+    def active(self) -> list[Case]:
+        return [c for c in self.read().cases.values() if c.status == "active"]
+
+    def changelog(self) -> list[ChangeEntry]:
+        entries = []
+        for _, raw, whole in _iter_lines(self.changelog_path):
+            if whole and raw.strip():
+                try:
+                    entries.append(ChangeEntry.model_validate_json(raw))
+                except ValidationError:
+                    continue
+        return entries
+
+    def prefix_digest(self, lines: int | None = None) -> tuple[int, str]:
+        """(line count, sha256) of the first `lines` whole lines of cases.jsonl (all if None)."""
+        digest = hashlib.sha256()
+        count = 0
+        for number, raw, whole in _iter_lines(self.cases_path):
+            if not whole or (lines is not None and number > lines):
+                break
+            digest.update(raw.encode("utf-8") + b"\n")
+            count = number
+        return count, digest.hexdigest()
+
+    # ---- checkpoints -------------------------------------------------------------------
+
+    @property
+    def checkpoint_path(self) -> Path | None:
+        return self._checkpoint_dir / f"{self.name}.json" if self._checkpoint_dir else None
+
+    def load_checkpoint(self) -> dict[str, Any] | None:
+        path = self.checkpoint_path
+        if not path or not path.exists():
+            return None
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            return None
+
+    def save_checkpoint(self) -> dict[str, Any] | None:
+        """Remember the file as it is now, so `verify` can tell later whether any earlier
+        line was edited, removed or reordered."""
+        path = self.checkpoint_path
+        if not path:
+            return None
+        hashes = [_line_hash(raw) for _, raw, whole in _iter_lines(self.cases_path) if whole]
+        count, digest = self.prefix_digest()
+        record = {"at": utcnow(), "lines": count, "sha256": digest, "line_hashes": hashes}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_durably(path, json.dumps(record))
+        return record
+
+
+# ---- verification -------------------------------------------------------------------------
+
+
+@dataclass
+class VerifyReport:
+    set_name: str
+    cases: int = 0
+    active: int = 0
+    lines: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    unknown_ids: dict[str, list[str]] = field(default_factory=dict)  # passage id -> query_ids
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not any(p.fatal for p in self.problems)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "set": self.set_name,
+            "ok": self.ok,
+            "cases": self.cases,
+            "active": self.active,
+            "lines": self.lines,
+            "problems": [
+                {"path": p.path, "line": p.line, "message": p.message, "fatal": p.fatal} for p in self.problems
+            ],
+            "unknown_passage_ids": self.unknown_ids,
+            "notes": self.notes,
+        }
+
+
+def verify(qs: QuestionSet, *, known_ids: Callable[[set[str]], set[str]] | None = None, strict: bool = False) -> VerifyReport:
+    """Check a set's files: schema, rev order, change-log pairing, labelled passage ids
+    (via `known_ids`), and that no earlier line changed since the last checkpoint."""
+    report = VerifyReport(qs.name)
+    if not qs.exists():
+        report.problems.append(Problem(str(qs.cases_path), None, "no such question set (file missing)"))
+        return report
+    last_rev: dict[str, int] = {}
+    keys: set[tuple[str, int]] = set()
+    for number, raw, whole in _iter_lines(qs.cases_path):
+        report.lines = number
+        if not whole:
+            report.problems.append(
+                Problem(str(qs.cases_path), number, "torn last line (interrupted write); the next append repairs it", fatal=False)
+            )
+            report.lines = number - 1
+            break
+        try:
+            case = Case.model_validate_json(raw)
+        except ValidationError as exc:
+            report.problems.append(Problem(str(qs.cases_path), number, f"not a valid case: {_errors(exc)}"))
+            continue
+        expected = last_rev.get(case.query_id, 0) + 1
+        if case.rev != expected:
+            report.problems.append(
+                Problem(str(qs.cases_path), number, f"{case.query_id}: rev {case.rev} where {expected} was expected")
+            )
+        last_rev[case.query_id] = max(case.rev, last_rev.get(case.query_id, 0))
+        keys.add((case.query_id, case.rev))
+    change_keys: set[tuple[str, int]] = set()
+    for number, raw, whole in _iter_lines(qs.changelog_path):
+        if not whole:
+            report.problems.append(Problem(str(qs.changelog_path), number, "torn last line ignored", fatal=False))
+            break
+        try:
+            entry = ChangeEntry.model_validate_json(raw)
+        except ValidationError as exc:
+            report.problems.append(Problem(str(qs.changelog_path), number, f"not a valid change entry: {_errors(exc)}"))
+            continue
+        change_keys.add((entry.query_id, entry.rev))
+    for query_id, rev in sorted(keys - change_keys):
+        report.problems.append(Problem(str(qs.changelog_path), None, f"{query_id} rev {rev} has no change-log entry"))
+    for query_id, rev in sorted(change_keys - keys):
+        report.problems.append(Problem(str(qs.cases_path), None, f"change-log entry for {query_id} rev {rev} has no case line"))
+
+    result = qs.read()
+    report.cases = len(result.cases)
+    report.active = sum(1 for c in result.cases.values() if c.status == "active")
+    if known_ids is not None:
+        labelled: dict[str, list[str]] = {}
+        for case in result.cases.values():
+            if case.status == "active":
+                for rel in case.relevant:
+                    labelled.setdefault(rel.id, []).append(case.query_id)
+        found = known_ids(set(labelled))
+        report.unknown_ids = {pid: qids for pid, qids in sorted(labelled.items()) if pid not in found}
+        for pid, qids in report.unknown_ids.items():
+            report.problems.append(
+                Problem(str(qs.cases_path), None, f"passage {pid!r} (in {', '.join(qids)}) is not in the corpus", fatal=strict)
+            )
+    _check_history(qs, report)
+    return report
+
+
+def _check_history(qs: QuestionSet, report: VerifyReport) -> None:
+    checkpoint = qs.load_checkpoint()
+    if not checkpoint:
+        report.notes.append("no earlier checkpoint: this verify records the first one")
+        return
+    n = checkpoint["lines"]
+    count, digest = qs.prefix_digest(n)
+    if count == n and digest == checkpoint["sha256"]:
+        return
+    # Not a plain prefix any more. A union merge of two branches keeps every line of each
+    # side in order, so accept the file when the checkpointed lines are a subsequence of it.
+    current = [_line_hash(raw) for _, raw, whole in _iter_lines(qs.cases_path) if whole]
+    old = checkpoint.get("line_hashes", [])
+    if _is_subsequence(old, current):
+        report.notes.append(
+            "lines were inserted after the shared prefix (a union merge); every checkpointed line is intact"
+        )
+        return
+    present = set(current)
+    missing = next((i for i, h in enumerate(old) if h not in present), None)
+    if missing is not None:
+        index, verb = missing + 1, "edited or removed"
+    else:
+        index = next(i for i, h in enumerate(old) if i >= len(current) or current[i] != h) + 1
+        verb = "moved (lines reordered)"
+    report.problems.append(
+        Problem(
+            str(qs.cases_path),
+            index,
+            f"line {index} as of the checkpoint of {checkpoint['at']} was {verb}; cases.jsonl is append-only",
+        )
+    )
+
+
+def _is_subsequence(needle: list[str], haystack: list[str]) -> bool:
+    it = iter(haystack)
+    return all(any(h == wanted for h in it) for wanted in needle)
+
+
+
+# ---- file primitives ---------------------------------------------------------------------
+
+
+def _iter_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
+    """(line number, text, whole) for each line; `whole` is False for a last line with no
+    newline, which is what a crash mid-write leaves behind."""
+    if not path.exists():
+        return
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            whole = raw.endswith(b"\n")
+            yield number, raw.rstrip(b"\n").decode("utf-8", errors="replace"), whole
+
+
+def _line_hash(raw: str) -> str:
+    return hashlib.sha1(raw.encode("utf-8")).hexdigest()[:16]
+
+
+def _tail_lines(path: Path, count: int) -> list[str]:
+    if not path.exists():
+        return []
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        fh.seek(max(0, size - 1_000_000))
+        data = fh.read().decode("utf-8", errors="replace")
+    return data.splitlines()[-count:]
+
+
+def _repair_torn_tail(path: Path) -> None:
+    if not path.exists():
+        return
+    with open(path, "rb+") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        if size == 0:
+            return
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return
+        # Find the last newline; everything after it is a torn fragment.
+        block = 65536
+        end = size
+        cut = 0
+        while end > 0:
+            start = max(0, end - block)
+            fh.seek(start)
+            chunk = fh.read(end - start)
+            index = chunk.rfind(b"\n")
+            if index >= 0:
+                cut = start + index + 1
+                break
+            end = start
+        fh.seek(cut)
+        fragment = fh.read()
+        quarantine = path.parent / f".torn-{path.stem}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+        _write_durably(quarantine, fragment.decode("utf-8", errors="replace"))
+        fh.truncate(cut)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _append_line(path: Path, line: str) -> None:
+    if "\n" in line:
+        raise ValueError("a record must be one line")
+    data = (line + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        written = os.write(fd, data)
+        while written < len(data):  # os.write may write less than asked on some filesystems
+            written += os.write(fd, data[written:])
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_durably(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _next_free(stem: str, used: set[str]) -> str:
+    n = 2
+    while f"{stem}-{n}" in used:
+        n += 1
+    return f"{stem}-{n}"
+
+
+def _errors(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or 'record'}: {err['msg']}" for err in exc.errors()
+    )

@@ -1,0 +1,44 @@
+"""`curator status`: what the workspace holds, as one dictionary."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from curator.workspace import Workspace
+
+
+def summary(ws: Workspace) -> dict[str, Any]:
+    """Corpus size, candidates by state and source, and per set the active cases per
+    slice against the configured targets."""
+    stats = ws.corpus_stats()
+    by_source: Counter[str] = Counter()
+    for row in ws.db.execute("SELECT source_kind, count(*) FROM candidates GROUP BY source_kind"):
+        by_source[row[0]] = row[1]
+    sets = {}
+    for name in ws.set_names():
+        result = ws.question_set(name).read()
+        active = [c for c in result.cases.values() if c.status == "active"]
+        per_slice = Counter(c.slice for c in active)
+        slices = {
+            slice_name: {"cases": per_slice.get(slice_name, 0), "target": cfg.target}
+            for slice_name, cfg in ws.config.slices.items()
+        }
+        for extra in sorted(set(per_slice) - set(slices)):
+            slices[extra] = {"cases": per_slice[extra], "target": None}
+        sets[name] = {
+            "active": len(active),
+            "retired": len(result.cases) - len(active),
+            "lines": result.lines,
+            "slices": slices,
+            "problems": [str(p) for p in result.problems],
+        }
+    return {
+        "workspace": str(ws.root),
+        "corpus": asdict(stats),
+        "candidates": {"by_state": ws.candidate_counts(), "by_source": dict(by_source)},
+        "default_set": ws.config.default_set,
+        "sets": sets,
+    }

@@ -1,0 +1,30 @@
+"""`curator verify`: every check over the workspace's question sets.
+
+Later checks (frozen subsets) plug in through `EXTRA_CHECKS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from curator.questionset import QuestionSet, VerifyReport, verify
+
+if TYPE_CHECKING:
+    from curator.workspace import Workspace
+
+# Functions (ws, question_set, report) -> None that add problems to the report.
+EXTRA_CHECKS: list[Callable[[Workspace, QuestionSet, VerifyReport], None]] = []
+
+
+def verify_workspace(ws: Workspace, names: list[str], *, strict: bool = False) -> list[VerifyReport]:
+    reports = []
+    for name in names:
+        qs = ws.question_set(name)
+        report = verify(qs, known_ids=ws.existing_passage_ids, strict=strict)
+        for check in EXTRA_CHECKS:
+            check(ws, qs, report)
+        if report.ok:
+            qs.save_checkpoint()
+        reports.append(report)
+    return reports

@@ -1,0 +1,115 @@
+"""The CLI as a user runs it: init, status, corpus, verify, config, errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from curator.config import load_config
+from curator.workspace import Workspace
+from tests.conftest import write
+
+
+def test_init_creates_the_workspace_layout(run_cli, tmp_path: Path) -> None:
+    result = run_cli(["init", str(tmp_path / "evals")])
+    assert result.exit_code == 0, result.output
+    root = tmp_path / "evals"
+    for name in ("curator.toml", "datasets", "prompts", "runs", ".curator/workspace.db"):
+        assert (root / name).exists(), name
+    assert ".curator/" in (root / ".gitignore").read_text()
+    assert "merge=union" in (root / ".gitattributes").read_text()
+    config = load_config(root)
+    assert config.scoring.k == [5, 15]
+    assert {s.target for s in config.slices.values()} == {10}
+    ws = Workspace.open(root)
+    assert ws.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert "m001_core" in {m.name for m in __import__("curator.migrations").migrations.migrations.applied(ws.db)}
+    ws.close()
+    # running init again keeps what is there
+    (root / "curator.toml").write_text('default_set = "mine"\n')
+    assert run_cli(["init", str(root)]).exit_code == 0
+    assert load_config(root).default_set == "mine"
+
+
+def test_commands_find_the_workspace_upward_or_explain(run_cli, tmp_path: Path) -> None:
+    outside = tmp_path / "nowhere"
+    outside.mkdir()
+    result = run_cli(["status"], cwd=outside)
+    assert result.exit_code == 1
+    assert "No curator workspace" in result.output and "curator init" in result.output
+    run_cli(["init", str(tmp_path / "ws")])
+    deep = tmp_path / "ws" / "datasets" / "x"
+    deep.mkdir(parents=True)
+    assert run_cli(["status"], cwd=deep).exit_code == 0
+    assert run_cli(["-w", str(tmp_path / "ws"), "status", "--json"], cwd=outside).exit_code == 0
+
+
+def test_corpus_add_search_show_and_partial_exit_code(run_cli, tmp_path: Path) -> None:
+    run_cli(["init", str(tmp_path / "ws")])
+    docs = write(tmp_path / "docs", {"dhl.md": "# DHL\n\n## Cutoff times\n\nWeekday cutoff 18:00.", "bad.md": b"\x00\x01"})
+    result = run_cli(["corpus", "add", str(docs)], cwd=tmp_path / "ws")
+    assert result.exit_code == 3
+    assert "bad.md" in result.output and "binary" in result.output
+    result = run_cli(["corpus", "search", "cutoff", "--json"], cwd=tmp_path / "ws")
+    hits = json.loads(result.stdout)
+    assert hits[0]["id"].startswith("dhl.md#") and "\x02" not in hits[0]["snippet"]
+    shown = run_cli(["corpus", "show", hits[0]["id"]], cwd=tmp_path / "ws")
+    assert "Weekday cutoff 18:00." in shown.output
+    missing = run_cli(["corpus", "show", "nope#x"], cwd=tmp_path / "ws")
+    assert missing.exit_code == 1 and "no passage 'nope#x'" in missing.output
+    again = run_cli(["corpus", "add", str(docs / "dhl.md"), "--json"], cwd=tmp_path / "ws")
+    assert again.exit_code == 0 and json.loads(again.stdout)["documents_unchanged"] == 1
+
+
+def test_status_counts_cases_per_slice(run_cli, ws) -> None:
+    qs = ws.question_set()
+    qs.add({"query": "q one", "slice": "negative", "expect_empty": True})
+    qs.add({"query": "q two", "slice": "paraphrase", "relevant": [{"id": "a#b"}]})
+    data = json.loads(run_cli(["status", "--json"], cwd=ws.root).stdout)
+    slices = data["sets"]["main"]["slices"]
+    assert slices["negative"] == {"cases": 1, "target": 10}
+    assert slices["paraphrase"]["cases"] == 1 and slices["multi_hop"]["cases"] == 0
+    text = run_cli(["status"], cwd=ws.root).output
+    assert "set main: 2 active" in text
+
+
+def test_verify_exit_codes(run_cli, ws) -> None:
+    qs = ws.question_set()
+    qs.add({"query": "q one", "slice": "paraphrase", "relevant": [{"id": "missing.md#x"}]})
+    ok = run_cli(["verify"], cwd=ws.root)
+    assert ok.exit_code == 0 and "missing.md#x" in ok.output
+    assert run_cli(["verify", "--strict"], cwd=ws.root).exit_code == 1
+    text = qs.cases_path.read_text().replace("q one", "q 1")
+    qs.cases_path.write_text(text)
+    bad = run_cli(["verify", "--json"], cwd=ws.root)
+    assert bad.exit_code == 1
+    problems = json.loads(bad.stdout)[0]["problems"]
+    assert any(p["line"] == 1 and "edited or removed" in p["message"] for p in problems)
+
+
+def test_env_overrides_config(tmp_path: Path) -> None:
+    Workspace.init(tmp_path).close()
+    config = load_config(tmp_path, {"CURATOR_SCORING__K": "[3, 9]", "CURATOR_MODEL": "local-llm",
+                                    "CURATOR_REVIEWER": "kim"})
+    assert config.scoring.k == [3, 9] and config.model.name == "local-llm" and config.reviewer_name == "kim"
+
+
+def test_config_errors_name_the_file(run_cli, tmp_path: Path) -> None:
+    Workspace.init(tmp_path).close()
+    (tmp_path / "curator.toml").write_text("[scoring]\nk = [0]\n")
+    result = run_cli(["status"], cwd=tmp_path)
+    assert result.exit_code == 1 and "curator.toml" in result.output and "scoring.k" in result.output
+    (tmp_path / "curator.toml").write_text("[model]\napi_key = 'sk-secret-value'\n")
+    result = run_cli(["status"], cwd=tmp_path)
+    assert result.exit_code == 1 and "must not be stored" in result.output
+    assert "sk-secret-value" not in result.output
+
+
+def test_python_dash_m_and_console_script(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "curator", "--help"], capture_output=True, text=True, check=True)
+    assert "curator demo" in out.stdout
+    script = Path(sys.executable).with_name("curator")
+    out = subprocess.run([str(script), "--version"], capture_output=True, text=True, check=True)
+    assert "curator" in out.stdout

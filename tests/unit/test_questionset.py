@@ -1,0 +1,263 @@
+"""The append-only question-set store: writes, reads, recovery, verify."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from curator.errors import CuratorError
+from curator.models import Case, ChangeEntry
+from curator.questionset import QuestionSet, verify
+
+
+def _case(query: str, **extra) -> dict:
+    base = {"query": query, "slice": "paraphrase", "relevant": [{"id": "a.md#x", "role": "primary"}]}
+    base.update(extra)
+    return base
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_add_writes_case_and_changelog_together(tmp_path: Path) -> None:
+    qs = QuestionSet(tmp_path / "main")
+    case = qs.add(_case("What is the DHL cutoff?"), reviewer="ana", versions={"curator": "0.1.0"})
+    assert case.query_id == "what-is-the-dhl-cutoff"
+    assert case.rev == 1
+    (stored,) = _lines(qs.cases_path)
+    (entry,) = _lines(qs.changelog_path)
+    assert stored["query_id"] == entry["query_id"] == "what-is-the-dhl-cutoff"
+    assert stored["relevant"][0]["grade"] == 2
+    assert entry["action"] == "add" and entry["reviewer"] == "ana"
+    assert entry["versions"] == {"curator": "0.1.0"}
+
+
+def test_query_ids_are_unique_and_never_reused(tmp_path: Path) -> None:
+    qs = QuestionSet(tmp_path / "main")
+    first = qs.add(_case("DHL cutoff"))
+    qs.retire(first.query_id, reason="duplicate")
+    second = qs.add(_case("dhl cutoff!"))
+    third = qs.add(_case("DHL  cutoff"))
+    assert [first.query_id, second.query_id, third.query_id] == ["dhl-cutoff", "dhl-cutoff-2", "dhl-cutoff-3"]
+
+
+def test_revise_appends_next_rev_and_keeps_old_lines(tmp_path: Path) -> None:
+    qs = QuestionSet(tmp_path / "main")
+    case = qs.add(_case("dhl cutoff"))
+    before = qs.cases_path.read_bytes()
+    revised = qs.revise(
+        case.query_id, {"slice": "freshness"}, action="reslice", reason="cutoff changed", reviewer="bo"
+    )
+    assert revised.rev == 2 and revised.slice == "freshness"
+    assert qs.cases_path.read_bytes().startswith(before)
+    assert qs.read().cases[case.query_id].slice == "freshness"
+    assert [e.action for e in qs.changelog()] == ["add", "reslice"]
+    assert qs.changelog()[-1].reason == "cutoff changed"
+
+
+def test_revise_requires_reason_and_valid_result(tmp_path: Path) -> None:
+    qs = QuestionSet(tmp_path / "main")
+    case = qs.add(_case("dhl cutoff"))
+    with pytest.raises(ValueError, match="reason"):
+        qs.revise(case.query_id, {"slice": "negative"}, action="reslice", reason="")
+    with pytest.raises(CuratorError, match="primary passage or expect_empty"):
+        qs.revise(case.query_id, {"relevant": []}, action="relabel", reason="clear")
+    assert len(_lines(qs.cases_path)) == 1
+    assert len(_lines(qs.changelog_path)) == 1
+
+
+def test_case_model_rejects_inconsistent_labels() -> None:
+    with pytest.raises(ValueError):
+        Case(query_id="q", query="q", slice="negative", expect_empty=True, relevant=[{"id": "a"}])
+    with pytest.raises(ValueError):
+        Case(query_id="q", query="q", slice="paraphrase")
+    with pytest.raises(ValueError):
+        ChangeEntry(query_id="q", rev=2, action="relabel")
+    negative = Case(query_id="q", query="q", slice="negative", expect_empty=True)
+    assert negative.relevant == []
+
+
+def test_torn_last_line_is_ignored_then_repaired(tmp_path: Path) -> None:
+    qs = QuestionSet(tmp_path / "main")
+    qs.add(_case("first question"))
+    with open(qs.cases_path, "ab") as fh:
+        fh.write(b'{"query_id": "torn", "rev": 1, "que')
+    result = qs.read()
+    assert list(result.cases) == ["first-question"]
+    assert any("torn" in p.message for p in result.problems)
+    qs.add(_case("second question"))
+    lines = _lines(qs.cases_path)
+    assert [line["query_id"] for line in lines] == ["first-question", "second-question"]
+    quarantined = list(qs.root.glob(".torn-*"))
+    assert quarantined and "que" in quarantined[0].read_text()
+    assert verify(qs).ok
+
+
+def test_interrupted_pair_is_completed_by_next_writer(tmp_path: Path) -> None:
+    """A crash after the case line but before its change-log line: the journal finishes it."""
+    qs = QuestionSet(tmp_path / "main")
+    qs.add(_case("first question"))
+    case = Case.model_validate({**_case("half written"), "query_id": "half-written"})
+    entry = ChangeEntry(query_id="half-written", rev=1, action="add")
+    (qs.root / ".pending.json").write_text(json.dumps({"case": case.line(), "change": entry.line()}))
+    with open(qs.cases_path, "a") as fh:
+        fh.write(case.line() + "\n")
+    assert not verify(qs).ok  # change-log entry missing until recovery runs
+    qs.add(_case("third question"))
+    assert [e["query_id"] for e in _lines(qs.changelog_path)] == ["first-question", "half-written", "third-question"]
+    assert [c["query_id"] for c in _lines(qs.cases_path)] == ["first-question", "half-written", "third-question"]
+    assert not (qs.root / ".pending.json").exists()
+    assert verify(qs).ok
+
+
+def test_read_as_of_line_and_time(tmp_path: Path) -> None:
+    qs = QuestionSet(tmp_path / "main")
+    case = qs.add(_case("dhl cutoff"))
+    qs.revise(case.query_id, {"slice": "freshness"}, action="reslice", reason="r")
+    assert qs.read(until_line=1).cases[case.query_id].slice == "paraphrase"
+    assert qs.read(until_time="2000-01-01T00:00:00Z").cases == {}
+
+
+# ---- verify ------------------------------------------------------------------------------
+
+
+def _set_with_checkpoint(tmp_path: Path, n: int = 4) -> QuestionSet:
+    qs = QuestionSet(tmp_path / "main", checkpoint_dir=tmp_path / "state")
+    for i in range(n):
+        qs.add(_case(f"question number {i}"))
+    assert verify(qs).ok
+    qs.save_checkpoint()
+    return qs
+
+
+@pytest.mark.parametrize("tamper", ["edit", "remove", "reorder"])
+def test_verify_catches_history_rewrites(tmp_path: Path, tamper: str) -> None:
+    qs = _set_with_checkpoint(tmp_path)
+    lines = qs.cases_path.read_text().splitlines(keepends=True)
+    if tamper == "edit":
+        lines[1] = lines[1].replace("question number 1", "question number one")
+    elif tamper == "remove":
+        del lines[1]
+        # keep the change log consistent so only the history check can notice
+        changes = qs.changelog_path.read_text().splitlines(keepends=True)
+        del changes[1]
+        qs.changelog_path.write_text("".join(changes))
+    else:
+        lines[1], lines[2] = lines[2], lines[1]
+    qs.cases_path.write_text("".join(lines))
+    report = verify(qs)
+    assert not report.ok
+    problem = next(p for p in report.problems if "append-only" in p.message)
+    assert problem.line == 2 and problem.path.endswith("cases.jsonl")
+
+
+def test_verify_accepts_appends_and_union_merges(tmp_path: Path) -> None:
+    qs = _set_with_checkpoint(tmp_path, n=3)
+    lines = qs.cases_path.read_text().splitlines(keepends=True)
+    # Another branch's case lands in the middle after a union merge: every checkpointed
+    # line is still there, in order.
+    other = QuestionSet(tmp_path / "other")
+    foreign = other.add(_case("from the other branch"))
+    lines.insert(2, foreign.line() + "\n")
+    qs.cases_path.write_text("".join(lines))
+    with open(qs.changelog_path, "a") as fh:
+        fh.write(other.changelog_path.read_text())
+    report = verify(qs)
+    assert report.ok, report.problems
+    assert any("union merge" in note for note in report.notes)
+
+
+def test_verify_reports_bad_lines_with_file_and_line(tmp_path: Path) -> None:
+    qs = QuestionSet(tmp_path / "main")
+    qs.add(_case("good one"))
+    with open(qs.cases_path, "a") as fh:
+        fh.write('{"query_id": "x", "rev": 1}\n')
+        fh.write(Case.model_validate({**_case("skip"), "query_id": "good-one", "rev": 3}).line() + "\n")
+    report = verify(qs)
+    messages = {(p.line, p.message.split(":")[0]) for p in report.problems}
+    assert (2, "not a valid case") in messages
+    assert any(p.line == 3 and "rev 3 where 2 was expected" in p.message for p in report.problems)
+
+
+def test_verify_unknown_passage_ids(tmp_path: Path) -> None:
+    qs = QuestionSet(tmp_path / "main")
+    qs.add(_case("q one"))
+    report = verify(qs, known_ids=lambda ids: set())
+    assert report.ok and report.unknown_ids == {"a.md#x": ["q-one"]}
+    assert not verify(qs, known_ids=lambda ids: set(), strict=True).ok
+
+
+# ---- concurrency and crashes -------------------------------------------------------------
+
+
+def _writer(root: str, tag: str, count: int, size: int) -> None:
+    qs = QuestionSet(root)
+    for i in range(count):
+        qs.add(_case(f"{tag} question {i}", explanation="x" * size))
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    counts=st.tuples(st.integers(1, 25), st.integers(1, 25)),
+    size=st.sampled_from([0, 5_000, 70_000]),  # past PIPE_BUF: one write may not be atomic
+)
+def test_two_processes_appending_leave_a_valid_file(tmp_path_factory, counts, size) -> None:
+    root = tmp_path_factory.mktemp("concurrent") / "main"
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_writer, args=(str(root), tag, n, size)) for tag, n in zip("ab", counts, strict=True)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    qs = QuestionSet(root)
+    report = verify(qs)
+    assert report.ok, report.problems
+    cases = qs.read().cases
+    assert len(cases) == sum(counts)
+    for tag, n in zip("ab", counts, strict=True):
+        mine = [c for c in cases.values() if c.query.startswith(tag)]
+        assert [c.query for c in mine] == [f"{tag} question {i}" for i in range(n)]
+
+
+CHILD = """
+import sys
+from curator.questionset import QuestionSet
+qs = QuestionSet(sys.argv[1])
+i = 0
+while True:
+    qs.add({"query": f"crash question {i}", "slice": "paraphrase", "explanation": "y" * 400_000,
+            "relevant": [{"id": "a.md#x"}]})
+    i += 1
+"""
+
+
+@pytest.mark.parametrize("delay", [0.15, 0.4, 0.8])
+def test_sigkill_mid_append_loses_nothing_written(tmp_path: Path, delay: float) -> None:
+    root = tmp_path / "main"
+    qs = QuestionSet(root)
+    qs.add(_case("written before the crash"))
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(root)])
+    time.sleep(delay)
+    seen_before_kill = qs.read().cases
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    after = qs.read()
+    assert "written-before-the-crash" in after.cases
+    assert set(seen_before_kill) <= set(after.cases)
+    qs.add(_case("written after the crash"))
+    report = verify(qs)
+    assert report.ok, report.problems
+    final = qs.read().cases
+    assert "written-after-the-crash" in final and set(after.cases) <= set(final)
