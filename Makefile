@@ -29,6 +29,7 @@ lint: $(STAMP)
 
 ## Benchmarks against their anchors (need ../shared/corpora; results in docs/benchmarks.md).
 bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[test,bench]"
 	$(BIN)/python bench/run_all.py
 
 clean:
