@@ -16,10 +16,16 @@ def normalize_query(text: str) -> str:
 
 
 def query_slug(text: str, max_words: int = 6, max_len: int = 48) -> str:
-    """A readable id stem from a query: `What is CARRIER-E1042?` -> `what-is-carrier-e1042`."""
+    """A readable id stem from a query: `What is CARRIER-E1042?` -> `what-is-carrier-e1042`.
+    Whole words only, at most `max_words` and `max_len` characters."""
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
-    words = [w for w in _SLUG_DROP.split(ascii_text) if w][:max_words]
-    slug = "-".join(words)[:max_len].strip("-")
+    slug = ""
+    for word in [w for w in _SLUG_DROP.split(ascii_text) if w][:max_words]:
+        candidate = f"{slug}-{word}" if slug else word
+        if len(candidate) > max_len:
+            slug = slug or word[:max_len]
+            break
+        slug = candidate
     return slug or "q"
 
 
