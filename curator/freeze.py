@@ -1,0 +1,499 @@
+"""Frozen subsets: `datasets/<set>/frozen/<name>-<YYYYMMDD>[-N].jsonl` and their manifests.
+
+A freeze holds the current rev of every active case tagged with the freeze's tag (or every
+active case), plus every case an earlier freeze of the same name held: a later freeze never
+drops a frozen case. A case that was retired since is carried as it was frozen.
+
+Frozen files and manifests are created once (temporary name, fsync, hard link to the final
+name, which fails rather than overwrite) and never modified. `check_freezes` is what
+`curator verify` runs over them; docs/export.md explains every check.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from curator import __version__
+from curator.errors import CuratorError, InputError
+from curator.models import Case
+from curator.questionset import Problem, QuestionSet, VerifyReport, _fsync_dir
+
+if TYPE_CHECKING:
+    from curator.workspace import Workspace
+
+MANIFEST_FORMAT = "curator-freeze/1"
+FROZEN_DIR = "frozen"
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+
+
+def line_hash(raw: str | bytes) -> str:
+    """Short hash of one line (without its newline); the same as verify's checkpoints."""
+    data = raw.encode("utf-8") if isinstance(raw, str) else raw
+    return hashlib.sha1(data).hexdigest()[:16]
+
+
+@dataclass
+class FreezeResult:
+    name: str
+    path: Path
+    manifest_path: Path
+    manifest: dict[str, Any]
+    carried_retired: list[str] = field(default_factory=list)  # retired since, kept as frozen
+    carried_untagged: list[str] = field(default_factory=list)  # no longer tagged, kept (current rev)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "file": str(self.path),
+            "manifest": str(self.manifest_path),
+            "cases": self.manifest["cases"],
+            "count_per_slice": self.manifest["count_per_slice"],
+            "carried_retired": self.carried_retired,
+            "carried_untagged": self.carried_untagged,
+        }
+
+
+@dataclass
+class FreezeInfo:
+    """One freeze as `curator freezes` lists it."""
+
+    manifest_path: Path
+    manifest: dict[str, Any] | None
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not any(p.fatal for p in self.problems)
+
+    def to_dict(self) -> dict[str, Any]:
+        m = self.manifest or {}
+        return {
+            "manifest": str(self.manifest_path),
+            "name": m.get("name"),
+            "file": m.get("file"),
+            "created_at": m.get("created_at"),
+            "cases": m.get("cases"),
+            "count_per_slice": m.get("count_per_slice", {}),
+            "git": m.get("git"),
+            "ok": self.ok,
+            "problems": [
+                {"path": p.path, "line": p.line, "message": p.message, "fatal": p.fatal}
+                for p in self.problems
+            ],
+        }
+
+
+# ---- freezing -----------------------------------------------------------------------------
+
+
+def freeze(
+    ws: Workspace,
+    set_name: str | None = None,
+    *,
+    tag: str = "regression",
+    name: str | None = None,
+    all_active: bool = False,
+    now: datetime | None = None,
+) -> FreezeResult:
+    """Write a new freeze of `set_name`: active cases tagged `tag` (every active case with
+    `all_active`) plus every case an earlier freeze called `name` held."""
+    name = name or tag
+    if not _NAME.match(name):
+        raise CuratorError(f"freeze name {name!r}: use lowercase letters, digits, '-' and '_'")
+    qs = ws.question_set(set_name)
+    if not qs.exists():
+        raise CuratorError(f"no question set {qs.name!r} in {ws.datasets_dir}")
+    folder = qs.root / FROZEN_DIR
+    with qs.locked():
+        earlier = _earlier_freezes(folder, name)
+        result = qs.read()
+        bad = [p for p in result.problems if p.fatal]
+        if bad:
+            raise CuratorError(
+                f"{qs.cases_path} has invalid lines (first: {bad[0]}); a freeze needs a clean set",
+                "Run `curator verify` and fix the file first.",
+            )
+        prefix_lines, prefix_sha = qs.prefix_digest()
+        hashes = [line_hash(raw) for raw in _whole_lines(qs.cases_path)]
+        frozen_before: dict[str, str] = {}  # query_id -> the line it was last frozen as
+        for _, manifest in earlier:
+            frozen_path = folder / manifest["file"]
+            if _sha256(frozen_path) != manifest["sha256"]:
+                raise CuratorError(
+                    f"{frozen_path} does not match its manifest; refusing to build on it",
+                    "Run `curator verify` to see what changed.",
+                )
+            for raw in _whole_lines(frozen_path):
+                frozen_before[json.loads(raw)["query_id"]] = raw
+
+        chosen: list[str] = []
+        carried_retired: list[str] = []
+        carried_untagged: list[str] = []
+        for case in result.cases.values():
+            wanted = case.status == "active" and (all_active or tag in case.tags)
+            if wanted:
+                chosen.append(case.line())
+            elif case.query_id in frozen_before:
+                if case.status == "active":
+                    chosen.append(case.line())
+                    carried_untagged.append(case.query_id)
+                else:
+                    chosen.append(frozen_before[case.query_id])
+                    carried_retired.append(case.query_id)
+        missing = sorted(set(frozen_before) - set(result.cases))
+        if missing:
+            raise CuratorError(
+                f"frozen cases are missing from {qs.cases_path}: {', '.join(missing[:10])}",
+                "Run `curator verify`; cases.jsonl is append-only.",
+            )
+
+        when = now or datetime.now(UTC)
+        stem = _free_stem(folder, name, when)
+        slices = Counter(Case.model_validate_json(raw).slice for raw in chosen)
+        body = "".join(raw + "\n" for raw in chosen)
+        frozen_path = folder / f"{stem}.jsonl"
+        manifest = {
+            "format": MANIFEST_FORMAT,
+            "name": name,
+            "set": qs.name,
+            "file": frozen_path.name,
+            "created_at": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "selection": {"tag": None if all_active else tag, "all": all_active},
+            "cases": len(chosen),
+            "count_per_slice": dict(sorted(slices.items())),
+            "sha256": hashlib.sha256(body.encode("utf-8")).hexdigest(),
+            "line_hashes": [line_hash(raw) for raw in chosen],
+            "cases_prefix": {"lines": prefix_lines, "sha256": prefix_sha, "line_hashes": hashes},
+            "git": git_state(ws.root),
+            "curator_version": __version__,
+            "previous": [
+                {"manifest": path.name, "sha256": _sha256(path)} for path, _ in earlier
+            ],
+            "query_ids": [json.loads(raw)["query_id"] for raw in chosen],
+            "carried_retired": carried_retired,
+        }
+        folder.mkdir(parents=True, exist_ok=True)
+        create_once(frozen_path, body)
+        manifest_path = folder / f"{stem}.json"
+        create_once(manifest_path, json.dumps(manifest, indent=1) + "\n")
+    return FreezeResult(name, frozen_path, manifest_path, manifest, carried_retired, carried_untagged)
+
+
+def create_once(path: Path, text: str) -> None:
+    """Write `path` durably, failing if it exists: never overwrite a frozen file."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    try:
+        os.link(tmp, path)  # atomic, and unlike rename it refuses an existing target
+    except FileExistsError:
+        raise CuratorError(f"{path} already exists; frozen files are never overwritten") from None
+    finally:
+        tmp.unlink()
+    _fsync_dir(path.parent)
+
+
+def git_state(root: Path) -> dict[str, Any]:
+    """The workspace's git commit and whether its work tree has uncommitted changes."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, check=True, text=True
+        ).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "--verify", "--quiet", "HEAD")
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return {"commit": None, "dirty": None}
+    try:
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no", "--", "."))
+    except subprocess.CalledProcessError:
+        dirty = None
+    return {"commit": commit or None, "dirty": dirty}
+
+
+def _free_stem(folder: Path, name: str, when: datetime) -> str:
+    base = f"{name}-{when.strftime('%Y%m%d')}"
+    stem, n = base, 1
+    while (folder / f"{stem}.jsonl").exists() or (folder / f"{stem}.json").exists():
+        n += 1
+        stem = f"{base}-{n}"
+    return stem
+
+
+# ---- reading manifests ----------------------------------------------------------------------
+
+
+def manifests(qs: QuestionSet) -> list[tuple[Path, dict[str, Any] | None, str | None]]:
+    """(path, manifest or None, error) for each manifest of a set, oldest first."""
+    folder = qs.root / FROZEN_DIR
+    if not folder.is_dir():
+        return []
+    out: list[tuple[Path, dict[str, Any] | None, str | None]] = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            _require_keys(data)
+        except (ValueError, KeyError, TypeError) as exc:
+            out.append((path, None, f"not a freeze manifest: {exc}"))
+            continue
+        out.append((path, data, None))
+    out.sort(key=lambda item: ((item[1] or {}).get("created_at", ""), _stem_order(item[0])))
+    return out
+
+
+def _stem_order(path: Path) -> tuple[str, int]:
+    match = re.match(r"^(.*-\d{8})(?:-(\d+))?$", path.stem)
+    return (match.group(1), int(match.group(2) or 1)) if match else (path.stem, 0)
+
+
+def _require_keys(data: Any) -> None:
+    if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
+        raise ValueError(f"expected an object with format {MANIFEST_FORMAT!r}")
+    for key in ("name", "file", "sha256", "line_hashes", "cases_prefix", "query_ids"):
+        if key not in data:
+            raise KeyError(f"missing key {key!r}")
+
+
+def _earlier_freezes(folder: Path, name: str) -> list[tuple[Path, dict[str, Any]]]:
+    qs_like = QuestionSet(folder.parent)
+    found = []
+    for path, manifest, error in manifests(qs_like):
+        if error:
+            raise InputError(str(path), error, hint="Run `curator verify`.")
+        assert manifest is not None
+        if manifest["name"] == name:
+            found.append((path, manifest))
+    return found
+
+
+def find_freeze(qs: QuestionSet, ref: str) -> tuple[Path, dict[str, Any]] | None:
+    """A freeze by file stem (`regression-20261130`, `-2`), manifest path, or name (the
+    newest freeze of that name)."""
+    candidates = [(p, m) for p, m, err in manifests(qs) if m is not None]
+    for path, manifest in candidates:
+        if ref in (path.stem, path.name, str(path), manifest["file"]):
+            return path, manifest
+    named = [(p, m) for p, m in candidates if m["name"] == ref]
+    return named[-1] if named else None
+
+
+# ---- checking ---------------------------------------------------------------------------------
+
+
+def check_freezes(qs: QuestionSet, report: VerifyReport) -> list[FreezeInfo]:
+    """Check every manifest of a set and add its problems to `report`."""
+    folder = qs.root / FROZEN_DIR
+    infos: list[FreezeInfo] = []
+    listed = manifests(qs)
+    if not listed and not folder.is_dir():
+        return infos
+    state = _CasesState(qs)
+    claimed: set[str] = set()
+    by_name: dict[str, list[tuple[Path, dict[str, Any]]]] = {}
+    for path, manifest, error in listed:
+        info = FreezeInfo(path, manifest)
+        infos.append(info)
+        if error or manifest is None:
+            info.problems.append(Problem(str(path), None, error or "unreadable manifest"))
+            continue
+        claimed.add(manifest["file"])
+        _check_one(qs, path, manifest, state, info, by_name.get(manifest["name"], []))
+        by_name.setdefault(manifest["name"], []).append((path, manifest))
+    for orphan in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+        if orphan.name not in claimed:
+            problem = Problem(
+                str(orphan), None,
+                "frozen file without a manifest (deleted, or a freeze was interrupted); "
+                "restore the manifest from git, or remove the file if the freeze never finished",
+            )
+            infos.append(FreezeInfo(orphan, None, [problem]))
+    for info in infos:
+        report.problems.extend(info.problems)
+    if infos:
+        good = sum(1 for i in infos if i.ok)
+        report.notes.append(f"{good} of {len(infos)} freeze manifest(s) check out")
+    if state.merged_note and all(i.ok for i in infos):
+        report.notes.append(state.merged_note)
+    return infos
+
+
+class _CasesState:
+    """What the manifest checks need from cases.jsonl, read once per verify."""
+
+    def __init__(self, qs: QuestionSet):
+        self.qs = qs
+        self._hashes: list[str] | None = None
+        self._ids: set[str] | None = None
+        self._digests: dict[int, tuple[int, str]] = {}
+        self.merged_note = ""
+
+    @property
+    def hashes(self) -> list[str]:
+        if self._hashes is None:
+            self._hashes = [line_hash(raw) for raw in _whole_lines(self.qs.cases_path)]
+        return self._hashes
+
+    @property
+    def ids(self) -> set[str]:
+        if self._ids is None:
+            ids: set[str] = set()
+            for raw in _whole_lines(self.qs.cases_path):
+                try:
+                    ids.add(json.loads(raw)["query_id"])
+                except (ValueError, KeyError, TypeError):
+                    continue
+            self._ids = ids
+        return self._ids
+
+    def digest(self, lines: int) -> tuple[int, str]:
+        if lines not in self._digests:
+            self._digests[lines] = self.qs.prefix_digest(lines)
+        return self._digests[lines]
+
+
+def _check_one(
+    qs: QuestionSet,
+    path: Path,
+    manifest: dict[str, Any],
+    state: _CasesState,
+    info: FreezeInfo,
+    earlier: list[tuple[Path, dict[str, Any]]],
+) -> None:
+    problems = info.problems
+    frozen = path.parent / manifest["file"]
+    # 1. The frozen file is exactly what was written.
+    if not frozen.is_file():
+        problems.append(Problem(str(frozen), None, f"frozen file named by {path.name} is missing"))
+    elif _sha256(frozen) != manifest["sha256"]:
+        problems.append(_frozen_difference(frozen, manifest["line_hashes"]))
+    # 2. Every frozen case still exists in cases.jsonl.
+    for number, query_id in enumerate(manifest["query_ids"], start=1):
+        if query_id not in state.ids:
+            problems.append(
+                Problem(
+                    str(frozen), number,
+                    f"frozen case {query_id!r} no longer exists in {qs.cases_path}",
+                )
+            )
+    # 3. The cases.jsonl prefix it was taken from is still there.
+    prefix = manifest["cases_prefix"]
+    count, digest = state.digest(int(prefix["lines"]))
+    if not (count == prefix["lines"] and digest == prefix["sha256"]):
+        old = prefix.get("line_hashes", [])
+        if _is_subsequence(old, state.hashes):
+            state.merged_note = (
+                "cases.jsonl has lines inserted after a freeze's prefix (a union merge); "
+                "every line the freezes were taken from is intact and in order"
+            )
+        else:
+            problems.append(_prefix_difference(qs, path, old, state.hashes))
+    # 4. A later freeze never drops what an earlier one of the same name held.
+    held = set(manifest["query_ids"])
+    for earlier_path, earlier_manifest in earlier:
+        dropped = [q for q in earlier_manifest["query_ids"] if q not in held]
+        if dropped:
+            problems.append(
+                Problem(
+                    str(path), None,
+                    f"drops {len(dropped)} case(s) frozen in {earlier_path.name}: "
+                    f"{', '.join(dropped[:5])}",
+                )
+            )
+    # 5. Earlier freezes it was built on are still there, unchanged.
+    for previous in manifest.get("previous", []):
+        earlier_manifest = path.parent / previous["manifest"]
+        if not earlier_manifest.is_file():
+            problems.append(
+                Problem(str(earlier_manifest), None, f"earlier freeze named by {path.name} is missing")
+            )
+        elif _sha256(earlier_manifest) != previous["sha256"]:
+            problems.append(
+                Problem(str(earlier_manifest), None, f"changed since {path.name} was built on it")
+            )
+
+
+def _frozen_difference(frozen: Path, expected: list[str]) -> Problem:
+    lines = list(_whole_lines(frozen))
+    raw = frozen.read_bytes()
+    actual = [line_hash(line) for line in lines]
+    if raw and not raw.endswith(b"\n"):
+        return Problem(str(frozen), len(lines) + 1, "last line is cut off (file truncated or appended to)")
+    present = set(actual)
+    for index, wanted in enumerate(expected):
+        if index < len(actual) and actual[index] == wanted:
+            continue
+        if wanted not in present:
+            return Problem(str(frozen), index + 1, "frozen line was edited or removed")
+        return Problem(str(frozen), index + 1, "frozen lines were reordered")
+    if len(actual) > len(expected):
+        return Problem(str(frozen), len(expected) + 1, "lines were added to a frozen file")
+    return Problem(str(frozen), None, "contents differ from the manifest's sha256")
+
+
+def _prefix_difference(qs: QuestionSet, manifest: Path, old: list[str], current: list[str]) -> Problem:
+    present = set(current)
+    missing = next((i for i, h in enumerate(old) if h not in present), None)
+    if missing is not None:
+        index, verb = missing + 1, "was edited or removed"
+    else:
+        index = next((i for i, h in enumerate(old) if i >= len(current) or current[i] != h), len(old))
+        index, verb = index + 1, "was moved (lines reordered)"
+    return Problem(
+        str(qs.cases_path), index,
+        f"line {index} as of freeze {manifest.name} {verb}; cases.jsonl is append-only",
+    )
+
+
+def _is_subsequence(needle: list[str], haystack: list[str]) -> bool:
+    it = iter(haystack)
+    return all(any(h == wanted for h in it) for wanted in needle)
+
+
+# ---- listing ------------------------------------------------------------------------------------
+
+
+def list_freezes(ws: Workspace, set_name: str | None = None) -> list[FreezeInfo]:
+    """Every freeze of a set, oldest first, each with its verify status."""
+    qs = ws.question_set(set_name)
+    if not qs.exists():
+        raise CuratorError(f"no question set {qs.name!r} in {ws.datasets_dir}")
+    return check_freezes(qs, VerifyReport(qs.name))
+
+
+def verify_check(ws: Workspace, qs: QuestionSet, report: VerifyReport) -> None:
+    """The EXTRA_CHECKS hook of `curator verify`."""
+    if qs.exists():
+        check_freezes(qs, report)
+
+
+# ---- small helpers ---------------------------------------------------------------------------
+
+
+def _whole_lines(path: Path):
+    """The whole lines of a file as text (a torn last line is left out)."""
+    if not path.exists():
+        return
+    with open(path, "rb") as fh:
+        for raw in fh:
+            if raw.endswith(b"\n"):
+                yield raw[:-1].decode("utf-8", errors="replace")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
