@@ -28,3 +28,12 @@ def verify_workspace(ws: Workspace, names: list[str], *, strict: bool = False) -
             qs.save_checkpoint()
         reports.append(report)
     return reports
+
+
+def _freeze_check(ws: Workspace, qs: QuestionSet, report: VerifyReport) -> None:
+    from curator.freeze import verify_check
+
+    verify_check(ws, qs, report)
+
+
+EXTRA_CHECKS.append(_freeze_check)
