@@ -612,6 +612,45 @@ class Workspace:
             for r in self.db.query(sql + " ORDER BY id", args)
         ]
 
+    def count_reviewable(
+        self,
+        reviewer: str,
+        *,
+        source_kind: str | None = None,
+        slice: str | None = None,
+        states: tuple[str, ...] = ("pending", "skipped"),
+        exclude: Iterable[int] = (),
+    ) -> int:
+        """How many candidates `lease_next` could still serve `reviewer` (not leased to
+        someone else, not in `exclude`)."""
+        now_s = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        where, args = _candidate_filter(None, source_kind, slice)
+        where += f" AND state IN ({','.join('?' * len(states))})"
+        where += " AND (lease_owner IS NULL OR lease_owner = ? OR lease_until < ?)"
+        args += [*states, reviewer, now_s]
+        excluded = list(exclude)
+        with self.lock:
+            total = self.db.execute(f"SELECT count(*) FROM candidates WHERE {where}", args).fetchone()[0]
+            if excluded:
+                marks = ",".join("?" * len(excluded))
+                total -= self.db.execute(
+                    f"SELECT count(*) FROM candidates WHERE {where} AND id IN ({marks})", [*args, *excluded]
+                ).fetchone()[0]
+        return total
+
+    def lease_candidate(self, candidate_id: int, reviewer: str) -> bool:
+        """Lease one named candidate to `reviewer` (undo brings a card back); False when
+        another reviewer holds a live lease on it."""
+        now = datetime.now(UTC)
+        until = (now + timedelta(minutes=self.config.review.lease_minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        with self.transaction():
+            cur = self.db.execute(
+                "UPDATE candidates SET lease_owner = ?, lease_until = ? WHERE id = ? AND "
+                "(lease_owner IS NULL OR lease_owner = ? OR lease_until < ?)",
+                [reviewer, until, candidate_id, reviewer, now.strftime("%Y-%m-%dT%H:%M:%SZ")],
+            )
+        return cur.rowcount > 0
+
 
 # ---- helpers ---------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from curator.cli import corpus as _corpus  # noqa: E402,F401
 from curator.cli import export as _export  # noqa: E402,F401
+from curator.cli import review as _review  # noqa: E402,F401
 from curator.cli import sets as _sets  # noqa: E402,F401
 
 # Importing a module registers its commands on `cli`.

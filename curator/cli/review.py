@@ -1,0 +1,38 @@
+"""`curator review`: the keyboard-driven review app."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from curator.cli.main import cli, pass_ws
+from curator.errors import CuratorError
+
+
+@cli.command()
+@click.option("--set", "set_name", help="Question set to keep cases in (default: default_set).")
+@click.option("--source", type=click.Choice(["logs", "generated", "all"]), default="all", show_default=True,
+              help="Which candidates to review.")
+@click.option("--slice", "slice_name", help="Only candidates suggested for this slice.")
+@click.option("--reviewer", help="Your name in the files (default: [reviewer] or $USER).")
+@pass_ws
+def review(ws, set_name: str | None, source: str, slice_name: str | None, reviewer: str | None) -> None:
+    """Review candidates one card at a time: keep, bin or skip; label passages and slices.
+
+    Every decision is written before the next card shows. Press ? in the app for every
+    key; remap keys in curator.toml under [keymap].
+
+    \b
+    Example:
+        curator review
+        curator review --source logs --slice exact_identifier --reviewer ana
+    """
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise CuratorError(
+            "curator review needs an interactive terminal (stdin and stdout are not a TTY).",
+            "Run it in a terminal; `curator status` shows the queue without one.",
+        )
+    from curator.tui import run_review
+
+    run_review(ws, set_name=set_name, source=source, slice=slice_name, reviewer=reviewer)

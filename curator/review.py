@@ -1,0 +1,535 @@
+"""The review session: the queue, the labels being built, and every decision, without textual.
+
+`curator review` (curator/tui) drives a `ReviewSession`; so can a script or a test. Each
+decision is durable when its method returns: a keep is appended (and fsynced) to the
+set's files by `QuestionSet.add` before the workspace records the decision, so a crash
+between the two leaves a case whose candidate is still pending, which `reconcile()`
+repairs on the next start (docs/review.md).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from curator.errors import CuratorError
+from curator.models import Candidate, Case, Passage
+from curator.workspace import HL_END, HL_START, Workspace
+
+SNIPPET_CHARS = 220
+
+
+class IncompleteCase(CuratorError):
+    """Keep was refused: the case lacks a slice, a primary passage or the negative mark."""
+
+
+@dataclass
+class Row:
+    """One passage offered as a label: from the candidate itself or from search."""
+
+    id: str
+    revision: str
+    heading: str = ""
+    title: str = ""
+    snippet: str = ""  # may hold HL_START / HL_END marks around matched words
+    reason: str = "search"  # clicked, hit, generated from, search, your search, labelled
+    text: str = ""  # the passage's full text, for the preview pane
+    committed_at: str | None = None
+    missing: bool = False  # named by the candidate but absent from the corpus
+
+
+@dataclass
+class Card:
+    """A candidate (or, in the set browser, an existing case) and the labels being built."""
+
+    candidate: Candidate | None
+    query: str
+    rows: list[Row]
+    slice: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)  # passage id -> primary | secondary
+    expect_empty: bool = False
+    require_all: bool = False
+    pinned: bool = False  # pin primaries to the revision shown
+    max_age_days: int | None = None
+    explanation: str = ""
+    tags: list[str] = field(default_factory=list)
+    case: Case | None = None  # set when the card revises an existing case
+
+    @property
+    def key(self) -> str:
+        if self.case is not None:
+            return f"case:{self.case.query_id}"
+        return f"candidate:{self.candidate.id}" if self.candidate else "empty"
+
+    def row(self, passage_id: str) -> Row | None:
+        return next((r for r in self.rows if r.id == passage_id), None)
+
+    def set_label(self, passage_id: str, role: str | None) -> None:
+        if role is None:
+            self.labels.pop(passage_id, None)
+        else:
+            self.labels[passage_id] = role
+
+    def toggle_tag(self, tag: str) -> None:
+        if tag in self.tags:
+            self.tags.remove(tag)
+        else:
+            self.tags.append(tag)
+
+    def problems(self) -> list[str]:
+        """Why this card cannot be kept yet (empty when it can)."""
+        out = []
+        if not self.slice:
+            out.append("choose a slice (1-9)")
+        if self.expect_empty:
+            if self.labels:
+                out.append("a negative case lists no passages: clear the labels (c) or unmark negative (n)")
+        elif "primary" not in self.labels.values():
+            out.append("mark a primary passage (p) or mark the question negative (n)")
+        if not self.query.strip():
+            out.append("the question is empty (e to edit)")
+        return out
+
+    def relevant(self) -> list[dict[str, Any]]:
+        out = []
+        for pid, role in self.labels.items():
+            item: dict[str, Any] = {"id": pid, "role": role}
+            row = self.row(pid)
+            if self.pinned and role == "primary" and row is not None:
+                item["revision"] = row.revision
+            elif self.case is not None:
+                old = next((r for r in self.case.relevant if r.id == pid and r.role == role), None)
+                if old is not None and old.revision and not self.pinned:
+                    item["revision"] = old.revision if self.case.freshness else None
+            out.append({k: v for k, v in item.items() if v is not None})
+        return out
+
+    def freshness(self) -> dict[str, Any] | None:
+        if self.pinned:
+            first = next((pid for pid, role in self.labels.items() if role == "primary"), None)
+            row = self.row(first) if first else None
+            if row is not None:
+                return {"revision": row.revision}
+        if self.max_age_days is not None:
+            return {"max_age_days": self.max_age_days}
+        return None
+
+
+@dataclass
+class Step:
+    """One decision on the undo stack."""
+
+    action: str  # keep | bin | skip
+    card: Card
+    query_id: str | None = None
+
+
+@dataclass
+class Stats:
+    reviewed: int = 0
+    kept: int = 0
+    binned: int = 0
+    skipped: int = 0
+    remaining: int = 0
+    started: float = field(default_factory=time.monotonic)
+    per_slice: dict[str, int] = field(default_factory=dict)  # active cases in the set
+    targets: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def keep_rate(self) -> float | None:
+        decided = self.kept + self.binned
+        return self.kept / decided if decided else None
+
+    @property
+    def per_minute(self) -> float:
+        minutes = max((time.monotonic() - self.started) / 60, 1 / 60)
+        return self.reviewed / minutes
+
+    @property
+    def queue(self) -> int:
+        return self.reviewed + self.remaining
+
+
+class ReviewSession:
+    """A reviewer working through the candidate queue of one question set."""
+
+    def __init__(
+        self,
+        ws: Workspace,
+        *,
+        set_name: str | None = None,
+        reviewer: str | None = None,
+        source: str = "all",
+        slice: str | None = None,
+        prefetch: int = 3,
+    ):
+        if source not in ("all", "logs", "log", "generated", "manual", "triage"):
+            raise CuratorError(f"unknown source {source!r}: expected logs, generated or all")
+        if slice is not None and slice not in ws.config.slices:
+            raise CuratorError(
+                f"unknown slice {slice!r}", f"Configured slices: {', '.join(ws.config.slices)}."
+            )
+        self.ws = ws
+        self.set_name = set_name or ws.config.default_set
+        self.reviewer = reviewer or ws.config.reviewer_name
+        self.source = source
+        self.slice_filter = slice
+        self.prefetch = prefetch
+        self.qs = ws.question_set(self.set_name)
+        self.slices = list(ws.config.slices)
+        self.undo_stack: list[Step] = []
+        self._queue: list[Candidate] = []  # leased, not yet shown
+        self._shown: set[int] = set()  # candidates served this session (never re-served)
+        self._cards: dict[int, Card] = {}  # prepared cards by candidate id
+        self._lock = threading.RLock()
+        self.stats = Stats(targets={n: s.target for n, s in ws.config.slices.items()})
+        self.reconciled: list[str] = []
+
+    # ---- start and stop ------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Repair crash leftovers, count the set's cases and the queue."""
+        self.reconciled = reconcile(self.ws, self.set_name, self.reviewer)
+        self._count_set()
+        self.stats.remaining = self._remaining()
+
+    def close(self) -> None:
+        """Give back every lease this session still holds."""
+        with self._lock:
+            for cand in self._queue:
+                self.ws.release(cand.id, self.reviewer)
+            self._queue.clear()
+
+    def _count_set(self) -> None:
+        per_slice = dict.fromkeys(self.slices, 0)
+        if self.qs.exists():
+            for case in self.qs.read().cases.values():
+                if case.status == "active":
+                    per_slice[case.slice] = per_slice.get(case.slice, 0) + 1
+        self.stats.per_slice = per_slice
+
+    def _remaining(self) -> int:
+        return self.ws.count_reviewable(
+            self.reviewer, source_kind=self.source, slice=self.slice_filter, exclude=self._shown
+        ) + len(self._queue)
+
+    # ---- the queue -----------------------------------------------------------------------
+
+    def _refill(self) -> None:
+        want = self.prefetch + 1 - len(self._queue)
+        if want <= 0:
+            return
+        leased = self.ws.lease_next(
+            self.reviewer,
+            n=want,
+            source_kind=self.source,
+            slice=self.slice_filter,
+            states=("pending", "skipped"),
+            exclude=self._shown | {c.id for c in self._queue},
+        )
+        self._queue.extend(leased)
+
+    def next_card(self) -> Card | None:
+        """The next candidate's card (leased to this reviewer), or None when the queue is empty."""
+        with self._lock:
+            self._refill()
+            if not self._queue:
+                self.stats.remaining = 0
+                return None
+            cand = self._queue.pop(0)
+            self._shown.add(cand.id)
+            card = self._cards.pop(cand.id, None) or self.prepare(cand)
+            self._refill()
+            self.stats.remaining = self._remaining()
+            return card
+
+    def requeue(self, card: Card) -> None:
+        """Put a card that was on screen back at the front of the queue (undo shows an
+        earlier card first); it stays leased to this reviewer."""
+        if card.candidate is None:
+            return
+        with self._lock:
+            self._shown.discard(card.candidate.id)
+            self._queue.insert(0, card.candidate)
+            self._cards[card.candidate.id] = card
+
+    def prefetch_cards(self) -> None:
+        """Prepare the next queued cards (suggestions, passage texts) so moving on is instant."""
+        with self._lock:
+            upcoming = [c for c in self._queue[: self.prefetch] if c.id not in self._cards]
+        for cand in upcoming:
+            card = self.prepare(cand)
+            with self._lock:
+                self._cards[cand.id] = card
+
+    def prepare(self, cand: Candidate) -> Card:
+        """Build a card: the candidate's own passages first, then search results."""
+        rows = self.candidate_rows(cand)
+        seen = {r.id for r in rows}
+        rows += [r for r in self.search_rows(cand.query) if r.id not in seen]
+        slice = cand.suggested_slice if cand.suggested_slice in self.ws.config.slices else None
+        if cand.expect_empty and slice is None and "negative" in self.ws.config.slices:
+            slice = "negative"
+        return Card(
+            candidate=cand,
+            query=cand.query,
+            rows=rows,
+            slice=slice,
+            expect_empty=cand.expect_empty,
+            require_all=cand.require_all,
+        )
+
+    def candidate_rows(self, cand: Candidate) -> list[Row]:
+        rows = []
+        for sug in cand.suggestions:
+            passage = self.ws.passage(sug.id, sug.revision)
+            if passage is None:
+                rows.append(Row(id=sug.id, revision=sug.revision or "?", reason=sug.reason, missing=True,
+                                text="(this passage is not in the corpus)"))
+            else:
+                rows.append(_row(passage, sug.reason or "suggested"))
+        return rows
+
+    def search_rows(self, text: str, reason: str = "search") -> list[Row]:
+        hits = self.ws.search(text, limit=self.ws.config.review.suggestions)
+        rows = []
+        for hit in hits:
+            passage = self.ws.passage(hit.id, hit.revision)
+            row = _row(passage, reason) if passage else Row(id=hit.id, revision=hit.revision, reason=reason)
+            row.snippet = hit.snippet
+            rows.append(row)
+        return rows
+
+    def add_search(self, card: Card, text: str) -> list[Row]:
+        """Search the corpus with the reviewer's words; new rows go to the top of the card."""
+        found = self.search_rows(text, reason="your search")
+        known = {r.id for r in card.rows}
+        fresh = [r for r in found if r.id not in known]
+        card.rows[:0] = fresh
+        return found
+
+    # ---- decisions -----------------------------------------------------------------------
+
+    def keep(self, card: Card) -> Case:
+        """Append the case to the set (fsynced), then record the keep. Raises IncompleteCase."""
+        problems = card.problems()
+        if problems:
+            raise IncompleteCase("not kept: " + "; ".join(problems))
+        cand = card.candidate
+        assert cand is not None
+        source: dict[str, Any] = {"kind": cand.source_kind, "candidate_id": cand.id}
+        prov = cand.provenance or {}
+        if cand.source_kind == "log":
+            source.update(count=cand.count, first_seen=prov.get("first_seen"), last_seen=prov.get("last_seen"))
+        elif cand.source_kind == "generated":
+            source.update({k: prov[k] for k in ("model", "prompt", "prompt_version") if k in prov})
+        data = {
+            "query": card.query.strip(),
+            "slice": card.slice,
+            "relevant": [] if card.expect_empty else card.relevant(),
+            "require_all": card.require_all and not card.expect_empty,
+            "expect_empty": card.expect_empty,
+            "freshness": card.freshness(),
+            "explanation": card.explanation.strip(),
+            "source": {k: v for k, v in source.items() if v is not None},
+            "tags": list(card.tags),
+        }
+        with self._lock:
+            case = self.qs.add(data, reviewer=self.reviewer, versions=self.ws.versions())
+            self.ws.decide(
+                cand.id, "keep", self.reviewer, state="kept", set_name=self.set_name,
+                query_id=case.query_id, detail={"rev": case.rev},
+            )
+            self.undo_stack.append(Step("keep", card, case.query_id))
+            self.stats.reviewed += 1
+            self.stats.kept += 1
+            self.stats.per_slice[case.slice] = self.stats.per_slice.get(case.slice, 0) + 1
+        return case
+
+    def bin(self, card: Card) -> None:
+        self._drop(card, "bin", "binned")
+
+    def skip(self, card: Card) -> None:
+        """Later: the candidate goes back to the queue behind every pending one."""
+        self._drop(card, "skip", "skipped")
+
+    def _drop(self, card: Card, action: str, state: str) -> None:
+        assert card.candidate is not None
+        with self._lock:
+            self.ws.decide(card.candidate.id, action, self.reviewer, state=state)
+            self.undo_stack.append(Step(action, card))
+            self.stats.reviewed += 1
+            if action == "bin":
+                self.stats.binned += 1
+            else:
+                self.stats.skipped += 1
+
+    def undo(self) -> Card | None:
+        """Take back the last decision of this session and return its card to show again.
+
+        A keep is taken back by appending a retiring revision with reason "undo" (the files
+        stay append-only); the candidate returns to pending, leased to this reviewer."""
+        with self._lock:
+            if not self.undo_stack:
+                return None
+            step = self.undo_stack.pop()
+            cand = step.card.candidate
+            assert cand is not None
+            detail: dict[str, Any] = {"undid": step.action}
+            if step.action == "keep" and step.query_id:
+                retired = self.qs.retire(
+                    step.query_id, reason="undo", reviewer=self.reviewer, versions=self.ws.versions()
+                )
+                detail.update(query_id=step.query_id, rev=retired.rev)
+                self.stats.kept -= 1
+                self.stats.per_slice[retired.slice] = max(0, self.stats.per_slice.get(retired.slice, 1) - 1)
+            elif step.action == "bin":
+                self.stats.binned -= 1
+            else:
+                self.stats.skipped -= 1
+            previous = "skipped" if _previous_state(self.ws, cand.id) == "skipped" else "pending"
+            self.ws.decide(cand.id, "undo", self.reviewer, state=previous, detail=detail)
+            self.ws.lease_candidate(cand.id, self.reviewer)
+            self.stats.reviewed -= 1
+            self.stats.remaining = self._remaining()
+            return step.card
+
+    # ---- the set browser -----------------------------------------------------------------
+
+    def cases(self) -> list[Case]:
+        return list(self.qs.read().cases.values()) if self.qs.exists() else []
+
+    def history(self, query_id: str) -> list[tuple[Case, str, str]]:
+        """Every rev of a case with its change-log action and reason, oldest first."""
+        result = self.qs.read()
+        reasons = {(e.query_id, e.rev): (e.action, e.reason) for e in self.qs.changelog()}
+        return [
+            (case, *reasons.get((case.query_id, case.rev), ("?", "")))
+            for case in result.history.get(query_id, [])
+        ]
+
+    def card_for_case(self, case: Case) -> Card:
+        """A card to relabel an existing case: its labelled passages, then search results."""
+        rows: list[Row] = []
+        for rel in case.relevant:
+            passage = self.ws.passage(rel.id, rel.revision)
+            rows.append(_row(passage, "labelled") if passage else Row(
+                id=rel.id, revision=rel.revision or "?", reason="labelled", missing=True,
+                text="(this passage is not in the corpus)"))
+        known = {r.id for r in rows}
+        rows += [r for r in self.search_rows(case.query) if r.id not in known]
+        return Card(
+            candidate=None,
+            query=case.query,
+            rows=rows,
+            slice=case.slice,
+            labels={r.id: r.role for r in case.relevant},
+            expect_empty=case.expect_empty,
+            require_all=case.require_all,
+            pinned=bool(case.freshness and case.freshness.revision),
+            max_age_days=case.freshness.max_age_days if case.freshness else None,
+            explanation=case.explanation,
+            tags=list(case.tags),
+            case=case,
+        )
+
+    def save_case(self, card: Card, reason: str) -> Case:
+        """Append the card's labels as the case's next rev. The change-log action is `edit`
+        when the question text changed, `reslice` when only the slice did, else `relabel`."""
+        assert card.case is not None
+        problems = card.problems()
+        if problems:
+            raise IncompleteCase("not saved: " + "; ".join(problems))
+        old = card.case
+        changes = {
+            "query": card.query.strip(),
+            "slice": card.slice,
+            "relevant": [] if card.expect_empty else card.relevant(),
+            "expect_empty": card.expect_empty,
+            "require_all": card.require_all and not card.expect_empty,
+            "freshness": card.freshness(),
+            "explanation": card.explanation.strip(),
+            "tags": list(card.tags),
+        }
+        if changes["query"] != old.query:
+            action = "edit"
+        elif changes["slice"] != old.slice and _same_labels(old, changes):
+            action = "reslice"
+        else:
+            action = "relabel"
+        return self.revise(old.query_id, changes, action=action, reason=reason)
+
+    def revise(self, query_id: str, changes: dict[str, Any], *, action: str, reason: str) -> Case:
+        if not reason.strip():
+            raise CuratorError("a reason is required for every change to a kept case")
+        with self._lock:
+            case = self.qs.revise(
+                query_id, changes, action=action, reason=reason.strip(),  # type: ignore[arg-type]
+                reviewer=self.reviewer, versions=self.ws.versions(),
+            )
+            self._count_set()
+        return case
+
+    def retire(self, query_id: str, reason: str) -> Case:
+        return self.revise(query_id, {}, action="retire", reason=reason)
+
+
+def reconcile(ws: Workspace, set_name: str, reviewer: str) -> list[str]:
+    """Mark kept every pending candidate whose case reached the set's file although the
+    keep decision did not reach the database (a crash between the two). Returns query_ids."""
+    qs = ws.question_set(set_name)
+    if not qs.exists():
+        return []
+    fixed = []
+    reasons = {(e.query_id, e.rev): e.reason for e in qs.changelog()}
+    for query_id, revs in qs.read().history.items():
+        first, last = revs[0], revs[-1]
+        cid = first.source.candidate_id
+        cand = ws.candidate(cid) if cid is not None else None
+        if cand is None:
+            continue
+        undone = last.status == "retired" and reasons.get((query_id, last.rev)) == "undo"
+        if cand.state in ("pending", "skipped") and last.status == "active":
+            ws.decide(cid, "keep", reviewer, state="kept", set_name=set_name, query_id=query_id,
+                      detail={"rev": first.rev, "reconciled": True})
+            fixed.append(query_id)
+        elif cand.state == "kept" and cand.query_id == query_id and undone:
+            # The undo's retiring rev was written; its decision was lost.
+            ws.decide(cid, "undo", reviewer, state="pending",
+                      detail={"undid": "keep", "query_id": query_id, "reconciled": True})
+            fixed.append(query_id)
+    return fixed
+
+
+def _previous_state(ws: Workspace, candidate_id: int) -> str:
+    """The state a candidate had before its last decision (pending unless it was skipped)."""
+    actions = [d.action for d in ws.decisions(candidate_id)]
+    return "skipped" if len(actions) >= 2 and actions[-2] == "skip" else "pending"
+
+
+def _same_labels(old: Case, changes: dict[str, Any]) -> bool:
+    before = sorted((r.id, r.role) for r in old.relevant)
+    after = sorted((r["id"], r["role"]) for r in changes["relevant"])
+    return before == after and old.expect_empty == changes["expect_empty"]
+
+
+def _row(passage: Passage, reason: str) -> Row:
+    text = passage.text
+    snippet = " ".join(text.split())[:SNIPPET_CHARS]
+    return Row(
+        id=passage.id,
+        revision=passage.revision,
+        heading=passage.heading,
+        title=passage.title or "",
+        snippet=snippet,
+        reason=reason,
+        text=text,
+        committed_at=passage.committed_at,
+    )
+
+
+def plain(snippet: str) -> str:
+    """A snippet without its highlight marks."""
+    return snippet.replace(HL_START, "").replace(HL_END, "")

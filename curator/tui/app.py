@@ -1,0 +1,44 @@
+"""`ReviewApp`: opens a ReviewSession on a workspace and shows the review card."""
+
+from __future__ import annotations
+
+from textual.app import App
+from textual.binding import Binding
+
+from curator.review import ReviewSession
+from curator.workspace import Workspace
+
+
+class ReviewApp(App[None]):
+    CSS_PATH = "curator.tcss"
+    TITLE = "curator review"
+    ENABLE_COMMAND_PALETTE = False
+
+    def __init__(self, ws: Workspace, *, blink: bool = True, **options):
+        super().__init__()
+        self.ws = ws
+        self.session = ReviewSession(ws, **options)
+        self.blink = blink
+
+    def on_mount(self) -> None:
+        from curator.tui.screens.review import ReviewScreen
+
+        self.set_keymap(dict(self.ws.config.keymap))
+        self.push_screen(ReviewScreen(self.session, blink=self.blink))
+
+    def on_unmount(self) -> None:
+        self.session.close()
+
+    def help_sections(self) -> list[tuple[str, list[Binding]]]:
+        from curator.tui.screens.browser import BrowserScreen
+        from curator.tui.screens.review import ReviewScreen, ReviseScreen
+
+        def own(cls) -> list[Binding]:
+            return [b for b in cls.BINDINGS if isinstance(b, Binding)]
+
+        return [
+            ("card", own(ReviewScreen)),
+            ("relabel", own(ReviseScreen)),
+            ("browser", own(BrowserScreen)),
+            ("app", [Binding("ctrl+q", "quit", "quit", id="app-quit", tooltip="Quit from any screen")]),
+        ]

@@ -1,0 +1,1 @@
+"""Screens of the review app: the card, help, the set browser and small modals."""

@@ -1,0 +1,440 @@
+"""The review card: one candidate, its passage suggestions, and the keys that decide it.
+
+Every decision runs in a worker and the next card is shown only when the worker reports
+the write done; keys pressed meanwhile are refused (a bell), so no keystroke ever
+lands on a card the reviewer has not seen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, OptionList, Static
+
+from curator.errors import CuratorError
+from curator.review import Card, ReviewSession
+from curator.tui.screens.modals import TextModal, max_age_check, reason_modal
+from curator.tui.widgets.card import LabelState, Provenance, Question
+from curator.tui.widgets.passages import PassageList
+from curator.tui.widgets.stats import StatsBar
+
+
+def _slice_bindings() -> list[Binding]:
+    return [
+        Binding(str(i), f"choose_slice({i})", f"slice {i}", show=False, id=f"slice-{i}",
+                tooltip=f"Put the question in slice {i} (numbered as on the card)")
+        for i in range(1, 10)
+    ]
+
+
+class ReviewScreen(Screen[None]):
+    BINDINGS = [
+        Binding("k", "keep_card", "keep", id="keep", tooltip="Keep: append the case to the set and show the next card"),
+        Binding("x", "bin_card", "bin", id="bin", tooltip="Bin: not a useful question; show the next card"),
+        Binding("s", "skip_card", "skip", id="skip", tooltip="Skip for later: it comes back after every pending card"),
+        Binding("u", "undo_decision", "undo", id="undo", tooltip="Undo the last decision (repeat for earlier ones)"),
+        Binding("p", "mark_primary", "primary", id="primary", tooltip="Mark the highlighted passage primary (the answer)"),
+        Binding("o", "mark_secondary", "secondary", id="secondary", tooltip="Mark the highlighted passage secondary (acceptable)"),
+        Binding("c", "clear_label", "clear", show=False, id="clear", tooltip="Clear the highlighted passage's label"),
+        *_slice_bindings(),
+        Binding("n", "toggle_negative", "negative", show=False, id="negative", tooltip="Negative: the corpus has no answer (expect_empty)"),
+        Binding("r", "toggle_require_all", "all", show=False, id="require-all", tooltip="Multi-hop: every primary is required"),
+        Binding("f", "toggle_pin", "pin", show=False, id="pin", tooltip="Freshness: pin primaries to the revision shown"),
+        Binding("a", "set_max_age", "max age", show=False, id="max-age", tooltip="Freshness: the answer must be newer than N days"),
+        Binding("e", "edit_question", "edit", show=False, id="edit", tooltip="Edit the question text"),
+        Binding("w", "write_explanation", "why", show=False, id="explain", tooltip="Write the explanation: why these labels"),
+        Binding("slash", "search_corpus", "search", id="search", tooltip="Search the corpus with your own words"),
+        Binding("t", "toggle_regression", "regression", show=False, id="regression", tooltip="Tag regression (frozen subset)"),
+        Binding("b", "open_browser", "browse", id="browser", tooltip="Open the set browser"),
+        Binding("question_mark", "show_help", "help", id="help", tooltip="List every key"),
+        Binding("q", "quit_app", "quit", id="quit", tooltip="Quit (leases are given back)"),
+    ]
+
+    @dataclass
+    class CardReady(Message):
+        """A worker finished: show this card (None: the queue is empty)."""
+
+        card: Card | None
+        note: str = ""
+
+    @dataclass
+    class DecisionFailed(Message):
+        message: str
+
+    @dataclass
+    class SearchDone(Message):
+        card: Card
+        text: str
+        found: int
+
+    def __init__(self, session: ReviewSession, blink: bool = True):
+        super().__init__()
+        self.session = session
+        self.card: Card | None = None
+        self.busy = True  # until the first card arrives
+        self.blink = blink
+
+    def compose(self) -> ComposeResult:
+        yield StatsBar(id="stats")
+        with Vertical(id="card"):
+            yield Question("Loading the queue…", id="question")
+            yield Provenance(id="provenance")
+            yield LabelState(id="labels")
+        with Horizontal(id="body"):
+            yield PassageList(id="passages")
+            with VerticalScroll(id="preview-box"):
+                yield Static(id="preview")
+        yield Static(id="message")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(PassageList).focus()
+        self._start()
+
+    def on_resize(self) -> None:
+        self.set_class(self.size.width < 110, "-narrow")
+
+    # ---- workers -----------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="decide")
+    def _start(self) -> None:
+        self.session.start()
+        card = self.session.next_card()
+        note = ""
+        if self.session.reconciled:
+            note = f"recovered {len(self.session.reconciled)} keep(s) a crash had not recorded"
+        self.post_message(self.CardReady(card, note))
+        self.session.prefetch_cards()
+
+    @work(thread=True, exclusive=True, group="decide")
+    def _decide(self, action: str, card: Card) -> None:
+        try:
+            note = ""
+            if action == "keep":
+                case = self.session.keep(card)
+                note = f"kept as {case.query_id}"
+            elif action == "bin":
+                self.session.bin(card)
+                note = "binned"
+            elif action == "skip":
+                self.session.skip(card)
+                note = "skipped for later"
+            elif action == "undo":
+                back = self.session.undo()
+                if back is None:
+                    self.post_message(self.DecisionFailed("nothing to undo"))
+                    return
+                if card is not back and card.candidate is not None:
+                    # The card on screen goes back to the front of this reviewer's queue.
+                    self.session.requeue(card)
+                self.post_message(self.CardReady(back, "undone"))
+                return
+            nxt = self.session.next_card()
+        except CuratorError as exc:
+            self.post_message(self.DecisionFailed(exc.message))
+            return
+        self.post_message(self.CardReady(nxt, note))
+        self.session.prefetch_cards()
+
+    @work(thread=True, exclusive=True, group="search")
+    def _search(self, card: Card, text: str) -> None:
+        found = self.session.add_search(card, text)
+        self.post_message(self.SearchDone(card, text, len(found)))
+
+    # ---- messages ----------------------------------------------------------------------
+
+    @on(CardReady)
+    def show_card(self, message: CardReady) -> None:
+        self.busy = False
+        self.card = message.card
+        self._say(message.note)
+        self._render_stats()
+        if message.card is None:
+            self.query_one(Question).update(Content("The queue is empty: nothing left to review."))
+            self.query_one(Provenance).update(
+                Content("Add candidates with `curator import-logs` or `curator generate`; b opens the set.")
+            )
+            self.query_one(LabelState).update("")
+            self.query_one(PassageList).clear_options()
+            self.query_one("#preview", Static).update("")
+            return
+        card = message.card
+        self.query_one(Question).show(card)
+        self.query_one(Provenance).show(card)
+        self.query_one(LabelState).show(card, self.session.slices)
+        self.query_one(PassageList).show_card(card)
+        self._preview(0)
+
+    @on(DecisionFailed)
+    def decision_failed(self, message: DecisionFailed) -> None:
+        self.busy = False
+        self.app.bell()
+        self._say(message.message, error=True)
+
+    @on(SearchDone)
+    def search_done(self, message: SearchDone) -> None:
+        if message.card is not self.card:
+            return
+        self.query_one(PassageList).show_card(message.card)
+        self._preview(0)
+        self._say(f"{message.found} passage(s) for “{message.text}” at the top")
+
+    @on(OptionList.OptionHighlighted)
+    def highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        self._preview(event.option_index)
+
+    # ---- actions -----------------------------------------------------------------------
+
+    def _ready(self) -> Card | None:
+        if self.busy or self.card is None:
+            self.app.bell()
+            return None
+        return self.card
+
+    def _decide_now(self, action: str) -> None:
+        card = self._ready()
+        if card is None:
+            return
+        if action == "keep" and (problems := card.problems()):
+            self.app.bell()
+            self._say("not kept: " + "; ".join(problems), error=True)
+            return
+        self.busy = True
+        self._decide(action, card)
+
+    def action_keep_card(self) -> None:
+        self._decide_now("keep")
+
+    def action_bin_card(self) -> None:
+        self._decide_now("bin")
+
+    def action_skip_card(self) -> None:
+        self._decide_now("skip")
+
+    def action_undo_decision(self) -> None:
+        if self.busy:
+            self.app.bell()
+            return
+        if not self.session.undo_stack:
+            self._say("nothing to undo", error=True)
+            return
+        self.busy = True
+        self._decide("undo", self.card or Card(candidate=None, query="", rows=[]))
+
+    def _label(self, role: str | None) -> None:
+        card = self._ready()
+        if card is None:
+            return
+        passages = self.query_one(PassageList)
+        index = passages.highlighted
+        if index is None or not card.rows:
+            self._say("no passage highlighted", error=True)
+            return
+        row = card.rows[index]
+        card.set_label(row.id, role)
+        if role and card.expect_empty:
+            card.expect_empty = False
+        passages.refresh_row(card, index)
+        self._labels()
+
+    def action_mark_primary(self) -> None:
+        self._label("primary")
+
+    def action_mark_secondary(self) -> None:
+        self._label("secondary")
+
+    def action_clear_label(self) -> None:
+        self._label(None)
+
+    def action_choose_slice(self, number: int) -> None:
+        card = self._ready()
+        if card is None:
+            return
+        if number > len(self.session.slices):
+            self._say(f"no slice {number}: there are {len(self.session.slices)}", error=True)
+            return
+        card.slice = self.session.slices[number - 1]
+        if card.slice == "multi_hop":
+            card.require_all = True
+        self._labels()
+
+    def action_toggle_negative(self) -> None:
+        card = self._ready()
+        if card is None:
+            return
+        card.expect_empty = not card.expect_empty
+        if card.expect_empty:
+            card.labels.clear()
+            if card.slice is None and "negative" in self.session.slices:
+                card.slice = "negative"
+            self.query_one(PassageList).show_card(card, keep_index=True)
+        self._labels()
+
+    def action_toggle_require_all(self) -> None:
+        if card := self._ready():
+            card.require_all = not card.require_all
+            self._labels()
+
+    def action_toggle_pin(self) -> None:
+        if card := self._ready():
+            card.pinned = not card.pinned
+            self._labels()
+
+    def action_toggle_regression(self) -> None:
+        if card := self._ready():
+            card.toggle_tag("regression")
+            self._labels()
+
+    def action_set_max_age(self) -> None:
+        card = self._ready()
+        if card is None:
+            return
+
+        def done(value: str | None) -> None:
+            if value is not None:
+                card.max_age_days = int(value) if value else None
+                self._labels()
+
+        current = "" if card.max_age_days is None else str(card.max_age_days)
+        self.app.push_screen(
+            TextModal("Maximum age of the answer, in days (empty clears it)", current,
+                      check=max_age_check, blink=self.blink), done)
+
+    def action_edit_question(self) -> None:
+        card = self._ready()
+        if card is None:
+            return
+
+        def done(value: str | None) -> None:
+            if value:
+                card.query = value
+                self.query_one(Question).show(card)
+                self._labels()
+
+        self.app.push_screen(TextModal("Edit the question", card.query, blink=self.blink), done)
+
+    def action_write_explanation(self) -> None:
+        card = self._ready()
+        if card is None:
+            return
+
+        def done(value: str | None) -> None:
+            if value is not None:
+                card.explanation = value
+                self._labels()
+
+        self.app.push_screen(
+            TextModal("Explanation: why these labels?", card.explanation, blink=self.blink), done)
+
+    def action_search_corpus(self) -> None:
+        card = self._ready()
+        if card is None:
+            return
+
+        def done(value: str | None) -> None:
+            if value:
+                self._say(f"searching for “{value}”…")
+                self._search(card, value)
+
+        self.app.push_screen(TextModal("Search the corpus", placeholder="your words",
+                                       blink=self.blink), done)
+
+    def action_open_browser(self) -> None:
+        from curator.tui.screens.browser import BrowserScreen
+
+        self.app.push_screen(BrowserScreen(self.session, blink=self.blink))
+
+    def action_show_help(self) -> None:
+        from curator.tui.screens.help import HelpScreen
+
+        self.app.push_screen(HelpScreen(self.app.help_sections(), self.session.ws.config.keymap))
+
+    def action_quit_app(self) -> None:
+        if self.busy and self.card is not None:
+            self._say("finishing the last write…")
+        self.app.exit()
+
+    # ---- drawing -----------------------------------------------------------------------
+
+    def _labels(self) -> None:
+        if self.card is not None:
+            self.query_one(LabelState).show(self.card, self.session.slices)
+        self._say("")
+
+    def _render_stats(self) -> None:
+        self.query_one(StatsBar).show(self.session.stats, self.session.set_name, self.session.reviewer)
+
+    def _preview(self, index: int | None) -> None:
+        preview = self.query_one("#preview", Static)
+        card = self.card
+        if card is None or index is None or not (0 <= index < len(card.rows)):
+            preview.update("")
+            return
+        row = card.rows[index]
+        header = Content.from_markup(
+            "[b]$id[/b]\n[dim]revision $rev$when[/]\n$heading\n\n", id=row.id, rev=row.revision,
+            when=f" · {row.committed_at[:10]}" if row.committed_at else "", heading=row.heading,
+        )
+        preview.update(header + Content(row.text))
+        self.query_one("#preview-box", VerticalScroll).scroll_home(animate=False)
+
+    def _say(self, text: str, error: bool = False) -> None:
+        box = self.query_one("#message", Static)
+        box.set_class(error, "-error")
+        box.update(Content(text))
+
+
+class ReviseScreen(ReviewScreen):
+    """The card screen for an existing case (from the browser): `k` saves a new rev after
+    asking for the reason; Escape goes back without changing anything."""
+
+    BINDINGS = [
+        Binding("k", "keep_card", "save", id="save-case", tooltip="Save the labels as the case's next rev (asks why)"),
+        Binding("escape", "back", "back", id="revise-back", tooltip="Back to the set browser without saving"),
+    ]
+
+    def __init__(self, session: ReviewSession, card: Card, blink: bool = True):
+        super().__init__(session, blink=blink)
+        self.initial = card
+
+    def _start(self) -> None:  # type: ignore[override]
+        self.post_message(self.CardReady(self.initial, "relabel: k saves, escape goes back"))
+
+    def action_keep_card(self) -> None:
+        card = self._ready()
+        if card is None:
+            return
+        if problems := card.problems():
+            self.app.bell()
+            self._say("not saved: " + "; ".join(problems), error=True)
+            return
+
+        def done(reason: str | None) -> None:
+            if reason:
+                self._save(card, reason)
+
+        self.app.push_screen(reason_modal("this change", blink=self.blink), done)
+
+    @work(thread=True, exclusive=True, group="decide")
+    def _save(self, card: Card, reason: str) -> None:
+        try:
+            case = self.session.save_case(card, reason)
+        except CuratorError as exc:
+            self.post_message(self.DecisionFailed(exc.message))
+            return
+        self.app.call_from_thread(self.dismiss, case)
+
+    def action_bin_card(self) -> None:
+        self._say("in the browser, retire a case with x there", error=True)
+
+    action_skip_card = action_undo_decision = action_open_browser = action_bin_card  # type: ignore[assignment]
+
+    def action_back(self) -> None:
+        self.dismiss(None)

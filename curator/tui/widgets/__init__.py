@@ -1,0 +1,1 @@
+"""Small widgets of the review app."""

@@ -1,0 +1,82 @@
+"""The question, its provenance and the state of its labels."""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.widgets import Static
+
+from curator.review import Card
+
+
+class Question(Static):
+    def show(self, card: Card) -> None:
+        self.update(Content(card.query))
+
+
+class Provenance(Static):
+    """Where the candidate came from: log counts and dates, or the generating model."""
+
+    def show(self, card: Card) -> None:
+        cand, case = card.candidate, card.case
+        if case is not None:
+            text = Content.from_markup(
+                "[b]case[/b] $qid rev $rev · $kind", qid=case.query_id, rev=str(case.rev),
+                kind=case.source.kind,
+            )
+        elif cand is None:
+            text = Content("")
+        elif cand.source_kind == "log":
+            p = cand.provenance
+            variants = p.get("variants") or []
+            text = Content.from_markup(
+                "[b]log[/b] asked $count× · $first → $last$variants",
+                count=str(p.get("count", cand.count)), first=_day(p.get("first_seen")),
+                last=_day(p.get("last_seen")),
+                variants=f" · {len(variants)} variants" if variants else "",
+            )
+        elif cand.source_kind == "generated":
+            p = cand.provenance
+            sources = ", ".join(str(s) for s in (p.get("passages") or [])[:3])
+            text = Content.from_markup(
+                "[b]generated[/b] $model · prompt $prompt v$version · from $src",
+                model=str(p.get("model", "?")), prompt=str(p.get("prompt", "?")),
+                version=str(p.get("prompt_version", "?")), src=sources or "?",
+            )
+            if cand.rationale:
+                text = text + Content.from_markup("\n[i]$r[/i]", r=cand.rationale)
+        else:
+            text = Content.from_markup("[b]$kind[/b]", kind=cand.source_kind)
+        if cand is not None and cand.suggested_slice:
+            text = text + Content.from_markup(" · suggested [b]$s[/b]", s=cand.suggested_slice)
+        self.update(text)
+
+
+class LabelState(Static):
+    """Slice, marks and what is still missing before keep is allowed."""
+
+    def show(self, card: Card, slices: list[str]) -> None:
+        primaries = sum(1 for r in card.labels.values() if r == "primary")
+        secondaries = len(card.labels) - primaries
+        bits = [
+            Content.from_markup("slice [b]$s[/b]", s=card.slice or "–"),
+            Content(f"{primaries} primary, {secondaries} secondary"),
+        ]
+        if card.expect_empty:
+            bits.append(Content.from_markup("[b $warning]negative[/]"))
+        if card.require_all:
+            bits.append(Content("all required"))
+        if card.pinned:
+            bits.append(Content("pinned to revision"))
+        if card.max_age_days is not None:
+            bits.append(Content(f"max age {card.max_age_days}d"))
+        if card.tags:
+            bits.append(Content("tags: " + ", ".join(card.tags)))
+        if card.explanation:
+            bits.append(Content("explained"))
+        line = Content(" · ").join(bits)
+        keys = "  ".join(f"{i}:{name}" for i, name in enumerate(slices[:9], 1))
+        self.update(line + Content.from_markup("\n[dim]$k[/]", k=keys))
+
+
+def _day(value: object) -> str:
+    return str(value)[:10] if value else "?"

@@ -1,0 +1,35 @@
+"""The header line: progress, kept per slice against targets, keep rate, pace."""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.widgets import Static
+
+from curator.review import Stats
+
+
+class StatsBar(Static):
+    """One or two lines of session figures; redrawn after every decision."""
+
+    def show(self, stats: Stats, set_name: str, reviewer: str) -> None:
+        parts = [
+            Content.from_markup(
+                "[b]$set[/b] · $who · reviewed [b]$done[/b]/$queue",
+                set=set_name, who=reviewer, done=str(stats.reviewed), queue=str(stats.queue),
+            )
+        ]
+        rate = stats.keep_rate
+        parts.append(Content(f" · keep {rate:.0%}" if rate is not None else " · keep –"))
+        parts.append(Content(f" · {stats.per_minute:.1f}/min"))
+        slices = []
+        for name, target in stats.targets.items():
+            have = stats.per_slice.get(name, 0)
+            style = "$success" if target and have >= target else "$text-muted"
+            slices.append(Content.from_markup(f"[{style}]$name $have/$target[/]",
+                                              name=_short(name), have=str(have), target=str(target)))
+        line = Content("").join(parts)
+        self.update(Content("\n").join([line, Content("  ").join(slices)]))
+
+
+def _short(name: str) -> str:
+    return {"exact_identifier": "exact", "multi_hop": "multi-hop"}.get(name, name)
