@@ -1,0 +1,328 @@
+"""`curator score`, `curator compare`, `curator history` and `curator baseline`."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+from rich import box
+from rich.markup import escape
+from rich.table import Table
+
+from curator.cli.main import cli, console, err_console, json_option, pass_ws, print_json, rel
+from curator.errors import EXIT_FAILED, EXIT_PARTIAL
+
+SHOWN_METRICS = ("success", "recall", "mrr", "ndcg", "precision")
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+@cli.command()
+@click.argument("run", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--set", "set_name", help="Question set (default: default_set in curator.toml).")
+@click.option("--k", type=click.IntRange(1), help="Headline cut-off; scores at k and 3k. Default: [scoring] k.")
+@click.option("--name", "label", help="Label appended to the artefact's file name.")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "trec", "ranx"]), help="Run format (default: detected).")
+@click.option("--rel-level", type=click.IntRange(1, 2), help="1: secondaries count as relevant; 2: primaries only.")
+@click.option("--negative-threshold", type=float, help="A negative case fails if a result scores at or above this.")
+@click.option("--gate", "gate_flags", multiple=True, metavar="GATE",
+              help="METRIC>=MIN[:SLICE,...] or p95<=MS; replaces the gates in curator.toml. Repeatable.")
+@click.option("--no-gates", is_flag=True, help="Ignore the gates in curator.toml.")
+@click.option("--no-write", is_flag=True, help="Do not store an artefact in runs/.")
+@click.option("--worst", default=10, show_default=True, type=click.IntRange(0), help="Failures to list.")
+@json_option
+@pass_ws
+def score(ws, run: str, set_name, k, label, fmt, rel_level, negative_threshold, gate_flags, no_gates,
+          no_write, worst, as_json) -> None:
+    """Score a retriever's run against a question set, store the artefact, check gates.
+
+    RUN is JSONL (`{"query_id", "results": [{"id", "score", "revision"}], "latency_ms"}`),
+    a TREC run file (`qid Q0 docno rank score tag`) or ranx JSON (`{qid: {doc: score}}`).
+    Writes runs/<UTC time>-<git sha7>[-NAME].json. Exit 1 if a gate is red, 3 if lines
+    of the run file were skipped, 0 otherwise.
+
+    \b
+    Example:
+        curator score retriever-runs/bm25.jsonl
+        curator score run.trec --set main --k 10 --name chunking-v2
+        curator score run.jsonl --gate 'success@5>=0.8' --gate 'p95<=250' --json
+    """
+    from curator.scoring import score_run
+    from curator.scoring.gates import parse_gate_flag
+
+    gates = [parse_gate_flag(g) for g in gate_flags] if gate_flags else ([] if no_gates else None)
+    result = score_run(ws, run, set_name=set_name, fmt=fmt, k=k, rel_level=rel_level,
+                       negative_threshold=negative_threshold, gates=gates, label=label, write=not no_write)
+    art = result.artefact
+    if as_json:
+        summary = {key: art[key] for key in ("metrics", "latency_ms", "gates", "passed", "missing",
+                                             "unknown_queries", "duplicates", "config", "set", "run")}
+        summary["artefact"] = str(result.path) if result.path else None
+        summary["failures"] = [{"query_id": q, **v} for q, v in result.failures()]
+        print_json(summary)
+    else:
+        _print_report(ws, result, worst)
+    if not result.passed:
+        sys.exit(EXIT_FAILED)
+    if result.problems:
+        sys.exit(EXIT_PARTIAL)
+
+
+def _print_report(ws, result, worst: int) -> None:
+    from curator.scoring.gates import describe
+
+    art = result.artefact
+    for problem in art["run"]["problems"][:20]:
+        err_console.print(f"[yellow]skipped:[/] {escape(problem)}", highlight=False)
+    if len(art["run"]["problems"]) > 20:
+        err_console.print(f"[yellow]… and {len(art['run']['problems']) - 20} more skipped lines[/]")
+    k_list = art["config"]["k"]
+    head = art["config"]["headline_k"]
+    table = Table(title=f"set {art['set']['name']} · {art['set']['cases']} cases · "
+                  f"run {escape(rel(art['run']['path'], ws.root))}", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("slice", min_width=9)
+    table.add_column("n", justify="right")
+    columns = [f"success@{head}"] + [f"recall@{k}" for k in k_list] + [f"mrr@{head}", f"ndcg@{head}"]
+    for column in columns:
+        table.add_column(column.replace("@", "\n@"), justify="right")
+    table.add_column("neg\npass", justify="right")
+    table.add_column("fail", justify="right")
+    table.add_column("gate")
+    verdicts_by_slice: dict[str, list[dict]] = {}
+    for v in art["gates"]:
+        verdicts_by_slice.setdefault(v["slice"], []).append(v)
+    metrics = art["metrics"]
+    for name, block in [*metrics["slices"].items(), ("overall", metrics["overall"])]:
+        verdicts = verdicts_by_slice.get(name, [])
+        gate = "" if not verdicts else ("[green]pass[/]" if all(v["passed"] for v in verdicts) else "[bold red]FAIL[/]")
+        style = "bold" if name == "overall" else None
+        table.add_row(name, str(block["n"]), *[_fmt(block.get(c)) for c in columns],
+                      _fmt(block.get("negative_pass_rate")), str(block["failures"]), gate, style=style)
+    console.print(table)
+    lat = art["latency_ms"]
+    if lat["n"]:
+        console.print(f"latency over {lat['n']} queries: p50 {lat['p50']:.1f} ms, p95 {lat['p95']:.1f} ms")
+    if art["missing"]:
+        console.print(f"[yellow]{len(art['missing'])} cases missing from the run (scored 0):[/] "
+                      + escape(", ".join(art["missing"][:10])) + (" …" if len(art["missing"]) > 10 else ""))
+    if art["unknown_queries"]:
+        console.print(f"[dim]{len(art['unknown_queries'])} queries in the run are not active cases of the set; ignored[/]")
+    if art["duplicates"]:
+        console.print(f"[yellow]{len(art['duplicates'])} queries list a result twice; the first rank was kept[/]")
+    failures = result.failures()
+    if failures and worst:
+        order = {"missing": 0, "false_positive": 1, "stale": 2, "miss": 3, "below_max_rank": 4}
+        failures.sort(key=lambda item: (order.get(item[1]["failure"], 9), item[0]))
+        shown = min(worst, len(failures))
+        console.print(f"[bold]failures[/] ({len(failures)}; showing {shown})")
+        for qid, q in failures[:worst]:
+            expected = ", ".join(f"{d} @{r if r else '–'}" for d, r in q["ranks"].items()) or "nothing"
+            got = ", ".join(t["id"] + (f" [{t['label']}]" if t.get("label") else "") for t in q["top"][:3])
+            console.print(f"  [red]{q['failure']}[/] [bold]{escape(qid)}[/] [dim]({escape(q['slice'])}, "
+                          f"first relevant rank {_fmt(q.get('first_relevant_rank'))})[/]", highlight=False)
+            console.print(f"      expected: {escape(expected)}", highlight=False)
+            console.print(f"      got:      {escape(got or '(empty)')}", highlight=False)
+    for v in art["gates"]:
+        mark = "[green]pass[/]" if v["passed"] else "[bold red]FAIL[/]"
+        console.print(f"gate {mark}  {escape(describe(v))}")
+    if result.path:
+        console.print(f"artefact: {escape(rel(result.path, ws.root))}")
+    if art["gates"]:
+        red = sum(1 for v in art["gates"] if not v["passed"])
+        if red:
+            console.print(f"[bold red]{red} of {len(art['gates'])} gate checks failed[/]")
+        else:
+            console.print(f"[green]all {len(art['gates'])} gate checks passed[/]")
+
+
+@cli.command()
+@click.argument("a", metavar="A")
+@click.argument("b", metavar="B", default="latest")
+@click.option("--rank-threshold", default=3, show_default=True, type=click.IntRange(0),
+              help="List questions whose first relevant rank moved by more than this.")
+@click.option("--fail-on-regression", is_flag=True,
+              help="Exit 1 if a regression case (frozen, or tagged regression) broke.")
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(0), help="Questions listed per group.")
+@json_option
+@pass_ws
+def compare(ws, a: str, b: str, rank_threshold: int, fail_on_regression: bool, limit: int, as_json: bool) -> None:
+    """Compare two stored runs: per-slice deltas and which questions changed.
+
+    A and B are artefact paths, names (or a unique part of one) in runs/, `latest`,
+    `previous` or `latest~N`. B defaults to `latest`.
+
+    \b
+    Example:
+        curator compare previous latest
+        curator compare 20261129T101500Z-3f1c0a9 chunking-v2 --fail-on-regression
+    """
+    from curator.scoring.artefact import read_artefact, resolve_artefact
+    from curator.scoring.compare import compare as compare_runs
+    from curator.scoring.compare import frozen_query_ids
+
+    art_a = read_artefact(resolve_artefact(ws.runs_dir, a))
+    art_b = read_artefact(resolve_artefact(ws.runs_dir, b))
+    set_name = art_b["set"].get("name") or ws.config.default_set
+    frozen, problems = frozen_query_ids(ws.datasets_dir / set_name)
+    diff = compare_runs(art_a, art_b, rank_threshold=rank_threshold, frozen=frozen)
+    diff["frozen_problems"] = problems
+    if as_json:
+        print_json(diff)
+    else:
+        _print_compare(ws, diff, limit)
+    if fail_on_regression and diff["regressions"]:
+        if not as_json:
+            err_console.print(f"[bold red]{len(diff['regressions'])} regression cases broke:[/] "
+                              + escape(", ".join(e["query_id"] for e in diff["regressions"])))
+        sys.exit(EXIT_FAILED)
+
+
+def _delta(value: float) -> str:
+    if abs(value) < 5e-4:
+        return "[dim]±0[/]"
+    colour = "green" if value > 0 else "red"
+    return f"[{colour}]{value:+.3f}[/]"
+
+
+def _print_compare(ws, diff: dict, limit: int) -> None:
+    from pathlib import Path
+
+    for problem in diff["frozen_problems"]:
+        err_console.print(f"[yellow]warning:[/] {escape(problem)}", highlight=False)
+    for warning in diff["warnings"]:
+        err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+    overall = diff["slices"]["overall"]["metrics"]
+    names = [n for n in overall if n.split("@")[0] in ("success", "recall", "mrr", "ndcg")][:6]
+    names += [n for n in ("negative_pass_rate",) if any(n in s["metrics"] for s in diff["slices"].values())]
+    table = Table(title=f"{Path(diff['a']).name} → {Path(diff['b']).name}")
+    table.add_column("slice")
+    table.add_column("n", justify="right")
+    for name in names:
+        table.add_column(name, justify="right")
+    table.add_column("fail", justify="right")
+    for slice_name, row in diff["slices"].items():
+        cells = []
+        for name in names:
+            cell = row["metrics"].get(name)
+            cells.append("–" if cell is None else f"{cell['b']:.3f} {_delta(cell['delta'])}")
+        fails = f"{row['failures_a']}→{row['failures_b']}"
+        table.add_row(slice_name, str(row["n_b"]), *cells, fails, style="bold" if slice_name == "overall" else None)
+    console.print(table)
+
+    def group(title: str, entries: list[dict], colour: str) -> None:
+        if not entries:
+            return
+        console.print(f"[{colour}]{title} ({len(entries)})[/]")
+        for e in entries[:limit]:
+            flag = " [bold red](regression case)[/]" if e["regression"] and title.startswith("broken") else ""
+            console.print(f"  {escape(e['query_id'])} [dim]{escape(e['slice'] or '')}[/]  "
+                          f"rank {_fmt(e['rank_a'])} → {_fmt(e['rank_b'])}  "
+                          f"{e['failure_a'] or 'ok'} → {e['failure_b'] or 'ok'}{flag}")
+        if len(entries) > limit:
+            console.print(f"  … {len(entries) - limit} more (--limit, --json)")
+
+    group("fixed", diff["fixed"], "green")
+    group("broken", diff["broken"], "red")
+    group(f"rank moved by more than {diff['rank_threshold']}", diff["moved"], "yellow")
+    if diff["added"] or diff["removed"]:
+        console.print(f"[dim]{len(diff['added'])} questions only in B, {len(diff['removed'])} only in A[/]")
+    if not (diff["fixed"] or diff["broken"] or diff["moved"]):
+        console.print("no question changed outcome or moved rank beyond the threshold")
+
+
+@cli.command()
+@click.argument("query_id", required=False)
+@click.option("--set", "set_name", help="Question set (default: default_set in curator.toml).")
+@click.option("--metric", help="Metric per slice over time (default: success@<headline k>).")
+@click.option("--last", default=30, show_default=True, type=click.IntRange(1), help="Most recent runs to show.")
+@json_option
+@pass_ws
+def history(ws, query_id: str | None, set_name: str | None, metric: str | None, last: int, as_json: bool) -> None:
+    """Scores over time: per-slice sparklines, or one question across all stored runs.
+
+    \b
+    Example:
+        curator history                       # success@k per slice, one mark per run
+        curator history --metric ndcg@10
+        curator history dhl-weekday-cutoff    # first relevant rank in each run
+    """
+    from curator.errors import CuratorError
+    from curator.scoring.history import load_runs, question_history, slice_history, sparkline
+
+    name = set_name or ws.config.default_set
+    runs, problems = load_runs(ws.runs_dir, name)
+    for problem in problems:
+        err_console.print(f"[yellow]skipped:[/] {escape(problem)}", highlight=False)
+    if not runs:
+        raise CuratorError(f"no stored runs of set {name!r} in {ws.runs_dir}", "Score one: `curator score RUN`.")
+    runs = runs[-last:]
+    if query_id:
+        rows = question_history(runs, query_id)
+        if not any(r["present"] for r in rows):
+            raise CuratorError(f"{query_id!r} is in none of the {len(runs)} stored runs of set {name!r}")
+        if as_json:
+            print_json({"query_id": query_id, "runs": rows})
+            return
+        table = Table(title=f"{query_id}: first relevant rank per run")
+        for column in ("run", "label", "rev", "first rel", "failure", "ranks"):
+            table.add_column(column)
+        for r in rows:
+            if not r["present"]:
+                table.add_row(r["artefact"], r["label"] or "", "", "[dim]not in run[/]", "", "")
+                continue
+            ranks = ", ".join(f"{d}@{k if k else '–'}" for d, k in (r["ranks"] or {}).items())
+            fail = f"[red]{r['failure']}[/]" if r["failure"] else "[green]ok[/]"
+            table.add_row(r["artefact"], r["label"] or "", str(r["rev"]), _fmt(r["first_relevant_rank"]), fail, escape(ranks))
+        console.print(table)
+        return
+    metric = metric or f"success@{runs[-1]['config']['headline_k']}"
+    data = slice_history(runs, metric)
+    if all(v is None for values in data["slices"].values() for v in values):
+        raise CuratorError(f"no stored run of set {name!r} has {metric!r}", "Pick one with --metric (e.g. success@5).")
+    if as_json:
+        print_json(data)
+        return
+    table = Table(title=f"{metric} per slice over {len(runs)} runs ({runs[0]['created_at']} → {runs[-1]['created_at']})")
+    for column in ("slice", "trend", "first", "last", "min", "max"):
+        table.add_column(column, justify="right" if column not in ("slice", "trend") else "left")
+    for slice_name, values in data["slices"].items():
+        present = [v for v in values if v is not None]
+        if not present:
+            continue
+        table.add_row(slice_name, sparkline(values), _fmt(present[0]), _fmt(present[-1]), _fmt(min(present)),
+                      _fmt(max(present)), style="bold" if slice_name == "overall" else None)
+    console.print(table)
+
+
+@cli.command()
+@click.option("--set", "set_name", help="Question set (default: default_set in curator.toml).")
+@click.option("--out", "out", default="retriever-runs/bm25.jsonl", show_default=True,
+              type=click.Path(dir_okay=False), help="Run file to write (JSONL).")
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(1), help="Results per query.")
+@pass_ws
+def baseline(ws, set_name: str | None, out: str, limit: int) -> None:
+    """Write a baseline run: the workspace's own BM25 search for every active case.
+
+    Score it like any retriever's run; a retriever that does not beat it needs work.
+
+    \b
+    Example:
+        curator baseline && curator score retriever-runs/bm25.jsonl --name bm25
+    """
+    from pathlib import Path
+
+    from curator.errors import CuratorError
+    from curator.scoring.runs import write_bm25_run
+
+    if not ws.question_set(set_name).exists():
+        raise CuratorError(f"no question set {set_name or ws.config.default_set!r} in {ws.datasets_dir}")
+    path = Path(out) if Path(out).is_absolute() else Path.cwd() / out
+    count = write_bm25_run(ws, set_name, path, limit)
+    console.print(f"wrote {count} queries to {escape(rel(path, ws.root))}")

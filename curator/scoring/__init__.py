@@ -1,0 +1,217 @@
+"""Score a question set against a retriever's ranked output.
+
+    >>> import curator
+    >>> result = curator.score(cases, {"dhl-cutoff": ["carriers/dhl.md#cutoff-times", ...]}, k=5)
+    >>> result.overall["success@5"], result.passed
+
+`score()` works in-process on cases and rankings; `score_run()` is what `curator score`
+does: read the run file, score the workspace's set, check gates and store the artefact.
+Definitions and choices: docs/scoring.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from curator.config import Gate, ScoringConfig
+from curator.errors import CuratorError
+from curator.models import Case, utcnow
+from curator.scoring.artefact import SCHEMA, git_state, write_artefact
+from curator.scoring.evaluate import CHOICES, evaluate, prepare
+from curator.scoring.gates import evaluate_gates, gate_ks
+from curator.scoring.runs import RunData, coerce_run, read_run
+
+__all__ = ["ScoreResult", "score", "score_run"]
+
+
+@dataclass
+class ScoreResult:
+    """The artefact as a dict, plus where it was written (if it was)."""
+
+    artefact: dict[str, Any]
+    path: Path | None = None
+
+    @property
+    def overall(self) -> dict[str, Any]:
+        return self.artefact["metrics"]["overall"]
+
+    @property
+    def slices(self) -> dict[str, dict[str, Any]]:
+        return self.artefact["metrics"]["slices"]
+
+    @property
+    def questions(self) -> dict[str, dict[str, Any]]:
+        return self.artefact["questions"]
+
+    @property
+    def gates(self) -> list[dict[str, Any]]:
+        return self.artefact["gates"]
+
+    @property
+    def passed(self) -> bool:
+        return self.artefact["passed"]
+
+    @property
+    def problems(self) -> list[str]:
+        return self.artefact["run"]["problems"]
+
+    def failures(self) -> list[tuple[str, dict[str, Any]]]:
+        return [(q, v) for q, v in self.questions.items() if v["failure"]]
+
+
+def _cases_from(set_or_cases: Any) -> tuple[list[Case], dict[str, Any]]:
+    from curator.questionset import QuestionSet
+
+    if isinstance(set_or_cases, str | Path):
+        set_or_cases = QuestionSet(set_or_cases)
+    if isinstance(set_or_cases, QuestionSet):
+        if not set_or_cases.exists():
+            raise CuratorError(f"{set_or_cases.root}: no question set here (no cases.jsonl)")
+        result = set_or_cases.read()
+        data = set_or_cases.cases_path.read_bytes()
+        info = {
+            "name": set_or_cases.name,
+            "path": str(set_or_cases.cases_path),
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "rev": result.lines,
+        }
+        return list(result.cases.values()), info
+    cases = [c if isinstance(c, Case) else Case.model_validate(c) for c in set_or_cases]
+    return cases, {"name": None, "path": None, "sha256": None, "rev": None}
+
+
+def _relative(path: str | None, workspace: Any) -> str | None:
+    """Paths inside the workspace are stored relative to it, so artefacts travel with git."""
+    if path is None or workspace is None or path == "<memory>":
+        return path
+    try:
+        return str(Path(path).resolve().relative_to(workspace.root))
+    except ValueError:
+        return str(Path(path).resolve())
+
+
+def _ks(k: int | Sequence[int] | None, config: ScoringConfig, gates: list[Gate]) -> list[int]:
+    if k is None:
+        base = list(config.k)
+    elif isinstance(k, int):
+        base = [k, 3 * k]
+    else:
+        base = list(k)
+    if not base or any(not isinstance(x, int) or x < 1 for x in base):
+        raise CuratorError(f"k must be positive integers, got {base!r}")
+    out = list(dict.fromkeys(base))
+    for extra in gate_ks(gates):
+        if extra not in out:
+            out.append(extra)
+    return out
+
+
+def score(
+    set_or_cases: Any,
+    ranked: Any,
+    *,
+    k: int | Sequence[int] | None = None,
+    rel_level: int | None = None,
+    negative_threshold: float | None = None,
+    gates: Iterable[Gate | dict[str, Any]] | None = None,
+    workspace: Any = None,
+    label: str | None = None,
+    write: bool = False,
+) -> ScoreResult:
+    """Score cases against ranked results, in process.
+
+    `set_or_cases`: a QuestionSet, a set folder, or Case objects / dicts.
+    `ranked`: a run file path, or `{query_id: [ids] | [(id, score)] | [{id, score,
+    revision}] | {id: score}}` (lists are in rank order). `k=5` scores at 5 and 15
+    (Recall@3k); a list scores at exactly those (the first is the headline k). Options
+    default to the workspace's `[scoring]` config when `workspace` is given. With
+    `workspace`, passage revisions decide freshness and `write=True` stores the artefact
+    in its runs/ folder.
+    """
+    config = workspace.config.scoring if workspace is not None else ScoringConfig()
+    gate_list = [g if isinstance(g, Gate) else Gate.model_validate(g) for g in (gates if gates is not None else config.gates)]
+    ks = _ks(k, config, gate_list)
+    level = rel_level if rel_level is not None else config.rel_level
+    if level not in (1, 2):
+        raise CuratorError(f"rel_level must be 1 or 2, got {level}")
+    threshold = negative_threshold if negative_threshold is not None else config.negative_threshold
+    cases, set_info = _cases_from(set_or_cases)
+    run: RunData = coerce_run(ranked)
+    revisions_of = workspace.revisions_of if workspace is not None else None
+    specs = prepare(cases, ks, level, revisions_of)
+    result = evaluate(specs, run, ks, threshold)
+    verdicts = evaluate_gates(gate_list, result["metrics"], result["latency_ms"])
+    sha, dirty = git_state(workspace.root) if workspace is not None else (None, None)
+    artefact: dict[str, Any] = {
+        "schema": SCHEMA,
+        "created_at": utcnow(),
+        "label": label,
+        "workspace": {"root": str(workspace.root) if workspace is not None else None, "git_sha": sha, "dirty": dirty},
+        "run": {
+            "path": _relative(run.path, workspace),
+            "format": run.format,
+            "sha256": run.sha256,
+            "queries": len(run.queries),
+            "problems": [str(p) for p in run.problems],
+        },
+        "set": {**set_info, "path": _relative(set_info["path"], workspace), "cases": len(specs)},
+        "config": {
+            "k": ks,
+            "headline_k": ks[0],
+            "rel_level": level,
+            "secondaries_relevant": level == 1,
+            "negative_threshold": threshold,
+            "tie_rule": CHOICES["tie_rule"][run.format],
+            **{key: value for key, value in CHOICES.items() if key != "tie_rule"},
+            "latency_percentile": "nearest rank",
+            "gates": [g.model_dump(exclude_none=True) for g in gate_list],
+        },
+        "metrics": result["metrics"],
+        "latency_ms": result["latency_ms"],
+        "gates": verdicts,
+        "passed": all(v["passed"] for v in verdicts),
+        "missing": result["missing"],
+        "unknown_queries": result["unknown_queries"],
+        "duplicates": result["duplicates"],
+        "questions": result["questions"],
+    }
+    path = write_artefact(workspace.runs_dir, artefact) if write and workspace is not None else None
+    return ScoreResult(artefact, path)
+
+
+def score_run(
+    ws: Any,
+    run_path: str | Path,
+    *,
+    set_name: str | None = None,
+    fmt: str | None = None,
+    k: int | None = None,
+    rel_level: int | None = None,
+    negative_threshold: float | None = None,
+    gates: list[Gate] | None = None,
+    label: str | None = None,
+    write: bool = True,
+) -> ScoreResult:
+    """What `curator score` does: read the run file, score the set, store the artefact."""
+    qs = ws.question_set(set_name)
+    if not qs.exists():
+        raise CuratorError(
+            f"no question set {qs.name!r} in {ws.datasets_dir}",
+            f"Sets here: {', '.join(ws.set_names()) or 'none yet'}. Pick one with --set NAME.",
+        )
+    run = read_run(run_path, fmt)
+    return score(
+        qs,
+        run,
+        k=k,
+        rel_level=rel_level,
+        negative_threshold=negative_threshold,
+        gates=gates,
+        workspace=ws,
+        label=label,
+        write=write,
+    )

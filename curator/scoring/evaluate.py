@@ -1,0 +1,283 @@
+"""Score a question set against a run: per question, per slice, overall.
+
+The per-query loop works on plain dicts and sets prepared once per case (`CaseSpec`);
+pydantic only appears when the cases are read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from curator.models import Case
+from curator.scoring import metrics as m
+from curator.scoring.runs import Ranked, RunData
+
+METRICS = ("success", "recall", "precision", "mrr", "ndcg")
+RATE_METRICS = ("negative_pass_rate", "max_rank_pass_rate")
+METRIC_RE = re.compile(r"^(success|recall|precision|mrr|ndcg)@([1-9][0-9]*)$")
+FAILURES = ("missing", "false_positive", "stale", "miss", "below_max_rank")
+
+# What the artefact's config says about each choice (docs/scoring.md explains them).
+CHOICES = {
+    "tie_rule": {
+        "jsonl": "submitted order",
+        "trec": "score descending, then docno descending (trec_eval)",
+        "ranx": "score descending, then docno descending (trec_eval)",
+        "python": "submitted order; {id: score} mappings as trec",
+    },
+    "gain": "linear: the label's grade (primary 2, secondary 1 by default), as trec_eval",
+    "missing_queries": "scored 0 on every metric, failure 'missing', listed",
+    "duplicates": "a repeated (id, revision) keeps its first rank; later copies dropped",
+    "negative_cases": "excluded from ranking means; reported as negative_pass_rate",
+    "stale_hits": "an older revision of a labelled passage is not relevant; "
+    "a stale hit above the current one in the top k fails the case",
+    "mrr": "reciprocal rank of the first relevant passage within the top k",
+}
+
+
+@dataclass(slots=True)
+class CaseSpec:
+    query_id: str
+    rev: int
+    slice: str
+    query: str
+    tags: list[str]
+    negative: bool
+    grades: dict[str, int]
+    roles: dict[str, str]
+    relevant: frozenset[str]
+    primaries: list[str]
+    require: list[str] | None
+    max_rank: int | None
+    required_rev: dict[str, str]
+    newer: dict[str, list[str]]  # labelled id -> revisions newer than the required one
+    ideal: dict[int, float] = field(default_factory=dict)
+
+
+def _prefix_match(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    short, long = (a, b) if len(a) <= len(b) else (b, a)
+    return len(short) >= 7 and long.startswith(short)
+
+
+def prepare(
+    cases: Iterable[Case],
+    ks: Sequence[int],
+    rel_level: int = 1,
+    revisions_of: Callable[[str], list[tuple[str, str | None, bool]]] | None = None,
+) -> list[CaseSpec]:
+    """Turn active cases into the lookups the scoring loop needs."""
+    specs = []
+    for case in cases:
+        if case.status != "active":
+            continue
+        grades = {r.id: int(r.grade if r.grade is not None else 0) for r in case.relevant}
+        roles = {r.id: r.role for r in case.relevant}
+        primaries = [r.id for r in case.relevant if r.role == "primary"]
+        required: dict[str, str] = {}
+        fresh = case.freshness
+        for r in case.relevant:
+            want = r.revision
+            if want is None and fresh is not None and r.role == "primary":
+                if fresh.revision:
+                    want = fresh.revision
+                elif fresh.max_age_days is not None and revisions_of is not None:
+                    current = [rev for rev, _, is_current in revisions_of(r.id) if is_current]
+                    want = current[0] if current else None
+            if want:
+                required[r.id] = want
+        newer: dict[str, list[str]] = {}
+        if revisions_of is not None:
+            for doc, want in required.items():
+                known = [rev for rev, _, _ in revisions_of(doc)]  # newest first
+                for i, rev in enumerate(known):
+                    if _prefix_match(rev, want):
+                        newer[doc] = known[:i]
+                        break
+        spec = CaseSpec(
+            query_id=case.query_id,
+            rev=case.rev,
+            slice=case.slice,
+            query=case.query,
+            tags=list(case.tags),
+            negative=case.expect_empty or not case.relevant,
+            grades=grades,
+            roles=roles,
+            relevant=m.relevant_ids(grades, rel_level),
+            primaries=primaries,
+            require=primaries if case.require_all else None,
+            max_rank=case.max_rank,
+            required_rev=required,
+            newer=newer,
+        )
+        spec.ideal = {k: m.ideal_dcg(grades.values(), k) for k in ks}
+        specs.append(spec)
+    return specs
+
+
+def _is_stale(spec: CaseSpec, doc: str, revision: str | None) -> bool:
+    want = spec.required_rev.get(doc)
+    if want is None or revision is None or _prefix_match(revision, want):
+        return False
+    return not any(_prefix_match(revision, r) for r in spec.newer.get(doc, ()))
+
+
+def score_question(
+    spec: CaseSpec,
+    ranked: Ranked | None,
+    ks: Sequence[int],
+    headline_k: int,
+    negative_threshold: float | None,
+    top_n: int,
+) -> dict[str, Any]:
+    """Everything the artefact records about one question."""
+    out: dict[str, Any] = {"slice": spec.slice, "rev": spec.rev}
+    if spec.tags:
+        out["tags"] = spec.tags
+    if ranked is None:
+        out["failure"] = "missing"
+        out["ranks"] = dict.fromkeys(spec.grades)
+        if not spec.negative:
+            out["metrics"] = _zero_metrics(ks)
+            out["first_relevant_rank"] = None
+            if spec.max_rank is not None:
+                out["max_rank_pass"] = False
+        else:
+            out["negative_pass"] = False
+        out["top"] = []
+        return out
+    ids, scores, revisions = ranked.ids, ranked.scores, ranked.revisions
+    keep, dropped = m.dedupe(ids, revisions)
+    if dropped:
+        out["duplicates"] = dropped
+        ids = [ids[i] for i in keep]
+        scores = [scores[i] for i in keep]
+        revisions = [revisions[i] for i in keep] if revisions else None
+    if ranked.latency_ms is not None:
+        out["latency_ms"] = ranked.latency_ms
+    grades = spec.grades
+    ranks: dict[str, int] = {}
+    stale: dict[str, int] = {}
+    for rank, doc in enumerate(ids, 1):
+        if doc in grades:
+            if revisions and spec.required_rev and _is_stale(spec, doc, revisions[rank - 1]):
+                stale.setdefault(doc, rank)
+            elif doc not in ranks:
+                ranks[doc] = rank
+    out["ranks"] = {doc: ranks.get(doc) for doc in grades}
+    if stale:
+        out["stale_ranks"] = stale
+    out["top"] = _top(spec, ids, scores, revisions, stale, top_n)
+    failure = None
+    if spec.negative:
+        if negative_threshold is None:
+            passed = not ids
+        else:
+            passed = all(s is not None and s < negative_threshold for s in scores)
+        out["negative_pass"] = passed
+        failure = None if passed else "false_positive"
+    else:
+        relevant = spec.relevant
+        values: dict[str, float] = {}
+        for k in ks:
+            values[f"success@{k}"] = m.success_at(ranks, relevant, k, spec.require)
+            values[f"recall@{k}"] = m.recall_at(ranks, relevant, k)
+            values[f"precision@{k}"] = m.precision_at(ranks, relevant, k)
+            values[f"mrr@{k}"] = m.reciprocal_rank_at(ranks, relevant, k)
+            values[f"ndcg@{k}"] = m.ndcg_at(ranks, grades, k, spec.ideal[k])
+        out["metrics"] = values
+        out["first_relevant_rank"] = m.first_rank(ranks, relevant)
+        first_primary = m.first_rank(ranks, spec.primaries)
+        if spec.max_rank is not None:
+            out["max_rank_pass"] = first_primary is not None and first_primary <= spec.max_rank
+        if any(r <= headline_k and r < ranks.get(doc, 10**9) for doc, r in stale.items()):
+            failure = "stale"
+        elif not values[f"success@{headline_k}"]:
+            failure = "miss"
+        elif spec.max_rank is not None and not out["max_rank_pass"]:
+            failure = "below_max_rank"
+    out["failure"] = failure
+    return out
+
+
+def _zero_metrics(ks: Sequence[int]) -> dict[str, float]:
+    return {f"{name}@{k}": 0.0 for k in ks for name in METRICS}
+
+
+def _top(spec, ids, scores, revisions, stale, top_n) -> list[dict[str, Any]]:
+    top = []
+    for i in range(min(top_n, len(ids))):
+        doc = ids[i]
+        item: dict[str, Any] = {"id": doc, "score": scores[i]}
+        if revisions and revisions[i] is not None:
+            item["revision"] = revisions[i]
+        if doc in spec.roles:
+            item["label"] = "stale" if stale.get(doc) == i + 1 else spec.roles[doc]
+        top.append(item)
+    return top
+
+
+def aggregate(specs: list[CaseSpec], questions: dict[str, dict[str, Any]], ks: Sequence[int]) -> dict[str, Any]:
+    """Means per slice and overall. Negative cases only feed negative_pass_rate."""
+    names = [f"{name}@{k}" for k in ks for name in METRICS]
+    groups: dict[str, list[CaseSpec]] = {}
+    for spec in specs:
+        groups.setdefault(spec.slice, []).append(spec)
+    slices = {name: _summary(group, questions, names) for name, group in sorted(groups.items())}
+    return {"overall": _summary(specs, questions, names), "slices": slices}
+
+
+def _summary(group: list[CaseSpec], questions: dict[str, dict[str, Any]], names: list[str]) -> dict[str, Any]:
+    ranked = [questions[s.query_id] for s in group if not s.negative]
+    negatives = [questions[s.query_id] for s in group if s.negative]
+    out: dict[str, Any] = {"n": len(ranked), "negatives": len(negatives)}
+    if ranked:
+        for name in names:
+            out[name] = sum(q["metrics"][name] for q in ranked) / len(ranked)
+        bounded = [q["max_rank_pass"] for q in ranked if "max_rank_pass" in q]
+        if bounded:
+            out["max_rank_pass_rate"] = sum(bounded) / len(bounded)
+    if negatives:
+        out["negative_pass_rate"] = sum(q["negative_pass"] for q in negatives) / len(negatives)
+    out["failures"] = sum(1 for s in group if questions[s.query_id]["failure"])
+    return out
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile (the smallest value with at least q% of values at or below it)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * q // 100))
+    return ordered[int(rank) - 1]
+
+
+def evaluate(
+    specs: list[CaseSpec],
+    run: RunData,
+    ks: Sequence[int],
+    negative_threshold: float | None = None,
+) -> dict[str, Any]:
+    """Score every prepared case against the run. Returns the artefact's result part."""
+    headline = ks[0]
+    top_n = max(5, headline)
+    queries = run.queries
+    questions: dict[str, dict[str, Any]] = {}
+    for spec in specs:
+        questions[spec.query_id] = score_question(
+            spec, queries.get(spec.query_id), ks, headline, negative_threshold, top_n
+        )
+    known = set(questions)
+    latencies = [r.latency_ms for q, r in queries.items() if q in known and r.latency_ms is not None]
+    return {
+        "metrics": aggregate(specs, questions, ks),
+        "latency_ms": {"n": len(latencies), "p50": percentile(latencies, 50), "p95": percentile(latencies, 95)},
+        "missing": [q for q, v in questions.items() if v["failure"] == "missing"],
+        "unknown_queries": sorted(q for q in queries if q not in known),
+        "duplicates": {q: v["duplicates"] for q, v in questions.items() if "duplicates" in v},
+        "questions": questions,
+    }

@@ -1,0 +1,111 @@
+"""Ranking metrics as pure functions, defined as trec_eval defines them.
+
+Every function takes `ranks`: the 1-based rank of each labelled passage found in the
+ranked list (first occurrence; passages that were not returned are absent), so a query
+costs a dict lookup per result and the metrics only look at a handful of labelled ids.
+
+Definitions (trec_eval 9.x, `-m` names in brackets):
+
+- relevant: a labelled passage whose grade is at least `rel_level` (trec_eval `-l`);
+- recall@k [recall_k]: relevant passages in the top k / relevant passages labelled;
+- precision@k [P_k]: relevant passages in the top k / k (k, even if fewer were returned);
+- success@k [success_k]: 1 if a relevant passage is in the top k. For `require_all`
+  cases curator asks for every primary passage instead (not in trec_eval);
+- mrr@k: 1 / rank of the first relevant passage if it is in the top k, else 0. This is
+  trec_eval's `recip_rank` on the list cut at k (trec_eval's own has no cut-off);
+- ndcg@k [ndcg_cut_k]: linear gain (the grade), discount log2(rank + 1), divided by the
+  DCG of the labelled grades sorted descending and cut at k. Grades count whatever
+  `rel_level` is, as in trec_eval.
+
+A query with no relevant passage scores 0 on every metric (trec_eval does the same);
+curator keeps such negative cases out of the means and reports them on their own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Iterable, Mapping, Sequence
+
+# Discounts 1/log2(rank + 1) for the ranks anyone asks about; grown on demand.
+_DISCOUNT: list[float] = [0.0] + [1.0 / math.log2(r + 1) for r in range(1, 1025)]
+
+
+def discount(rank: int) -> float:
+    """1 / log2(rank + 1), the nDCG discount of a 1-based rank."""
+    if rank < len(_DISCOUNT):
+        return _DISCOUNT[rank]
+    return 1.0 / math.log2(rank + 1)
+
+
+def dedupe(ids: Sequence[str], revisions: Sequence[str | None] | None = None) -> tuple[list[int], list[str]]:
+    """Positions to keep and the ids dropped: a result repeating an earlier (id, revision)
+    is dropped (first one wins). The same id at another revision is a different result."""
+    if len(set(ids)) == len(ids):
+        return list(range(len(ids))), []
+    seen: set[tuple[str, str | None]] = set()
+    keep: list[int] = []
+    dropped: list[str] = []
+    for i, doc in enumerate(ids):
+        key = (doc, revisions[i] if revisions else None)
+        if key in seen:
+            dropped.append(doc)
+        else:
+            seen.add(key)
+            keep.append(i)
+    return keep, dropped
+
+
+def label_ranks(ids: Iterable[str], labelled: Collection[str]) -> dict[str, int]:
+    """1-based rank of the first occurrence of each labelled id in `ids`."""
+    ranks: dict[str, int] = {}
+    for rank, doc in enumerate(ids, 1):
+        if doc in labelled and doc not in ranks:
+            ranks[doc] = rank
+    return ranks
+
+
+def relevant_ids(grades: Mapping[str, int], rel_level: int = 1) -> frozenset[str]:
+    return frozenset(doc for doc, grade in grades.items() if grade >= rel_level)
+
+
+def recall_at(ranks: Mapping[str, int], relevant: Collection[str], k: int) -> float:
+    if not relevant:
+        return 0.0
+    return sum(1 for doc in relevant if ranks.get(doc, k + 1) <= k) / len(relevant)
+
+
+def precision_at(ranks: Mapping[str, int], relevant: Collection[str], k: int) -> float:
+    return sum(1 for doc in relevant if ranks.get(doc, k + 1) <= k) / k
+
+
+def first_rank(ranks: Mapping[str, int], wanted: Iterable[str]) -> int | None:
+    """Rank of the first passage of `wanted` in the list, at any depth (None: not returned)."""
+    found = [ranks[doc] for doc in wanted if doc in ranks]
+    return min(found) if found else None
+
+
+def reciprocal_rank_at(ranks: Mapping[str, int], relevant: Collection[str], k: int) -> float:
+    rank = first_rank(ranks, relevant)
+    return 1.0 / rank if rank is not None and rank <= k else 0.0
+
+
+def success_at(
+    ranks: Mapping[str, int], relevant: Collection[str], k: int, require: Collection[str] | None = None
+) -> float:
+    """1.0 if any relevant passage is in the top k; with `require`, every one of those must be."""
+    if require:
+        return 1.0 if all(ranks.get(doc, k + 1) <= k for doc in require) else 0.0
+    return 1.0 if any(ranks.get(doc, k + 1) <= k for doc in relevant) else 0.0
+
+
+def ideal_dcg(grades: Iterable[int], k: int) -> float:
+    ordered = sorted((g for g in grades if g > 0), reverse=True)[:k]
+    return sum(g * discount(r) for r, g in enumerate(ordered, 1))
+
+
+def ndcg_at(ranks: Mapping[str, int], grades: Mapping[str, int], k: int, ideal: float | None = None) -> float:
+    best = ideal_dcg(grades.values(), k) if ideal is None else ideal
+    if best <= 0:
+        return 0.0
+    dcg = sum(g * discount(ranks[d]) for d, g in grades.items() if g > 0 and ranks.get(d, k + 1) <= k)
+    return dcg / best
