@@ -103,3 +103,86 @@ def m001_core(db: Database) -> None:
         foreign_keys=[("candidate_id", "candidates", "id")],
     )
     db["decisions"].create_index(["candidate_id"])
+
+
+@migrations()
+def m003_generate(db: Database) -> None:
+    # Prompt text is stored once, keyed by its content hash (calls and cache refer to it).
+    db["prompt_texts"].create(
+        {"hash": str, "name": str, "version": str, "body": str, "created_at": str}, pk="hash"
+    )
+    # One row per HTTP attempt to the model (retries and repairs included); never the key.
+    db["model_calls"].create(
+        {
+            "id": int,
+            "run_id": str,
+            "at": str,
+            "model": str,
+            "prompt_hash": str,
+            "prompt_name": str,
+            "prompt_version": str,
+            "task_key": str,
+            "passages": str,  # JSON list of passage ids
+            "params": str,  # JSON object
+            "attempt": int,
+            "kind": str,  # call | repair | batch
+            "outcome": str,  # ok | retry | error | refused | invalid | repaired
+            "status_code": int,
+            "error": str,
+            "prompt_tokens": int,
+            "completion_tokens": int,
+            "cost": float,
+            "latency_ms": float,
+            "batch_id": str,
+        },
+        pk="id",
+    )
+    db["model_calls"].create_index(["run_id"])
+    db["model_calls"].create_index(["task_key"])
+    # Validated model output per task: re-running the same work costs nothing.
+    db["generation_cache"].create(
+        {
+            "key": str,
+            "model": str,
+            "prompt_hash": str,
+            "fingerprint": str,
+            "params": str,
+            "output": str,  # JSON
+            "prompt_tokens": int,
+            "completion_tokens": int,
+            "created_at": str,
+        },
+        pk="key",
+    )
+    # What became of each unit of work in a run: candidates, or a recorded failure.
+    db["generation_tasks"].create(
+        {
+            "run_id": str,
+            "task_key": str,
+            "prompt": str,
+            "passages": str,  # JSON list of passage ids
+            "status": str,  # ok | cached | failed | not_run
+            "error": str,
+            "candidates": int,
+            "rejected": str,  # JSON {reason: count}
+            "at": str,
+        },
+        pk=("run_id", "task_key"),
+    )
+    db["batches"].create(
+        {
+            "id": str,
+            "run_id": str,
+            "model": str,
+            "input_file_id": str,
+            "output_file_id": str,
+            "error_file_id": str,
+            "status": str,
+            "tasks": str,  # JSON: custom_id -> task spec, so ingest needs nothing else
+            "options": str,  # JSON: the generate options of the run
+            "created_at": str,
+            "updated_at": str,
+            "ingested_at": str,
+        },
+        pk="id",
+    )

@@ -1,0 +1,406 @@
+"""The model client: the official async `openai` client against any OpenAI-compatible
+server, with structured output (JSON schema, falling back to JSON mode and one repair
+attempt), retries with backoff, a per-run budget, and a log row for every HTTP attempt.
+
+The API key is handed to the `openai` client and nowhere else: error texts pass through
+`Redactor` before they are logged, stored or raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+from pydantic import BaseModel, SecretStr, ValidationError
+
+from curator.errors import CuratorError
+from curator.models import utcnow
+
+RESPONSE_FORMATS = ("json_schema", "json_object", "text")
+_KEYLIKE = re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-*]{8,}")
+
+
+class Redactor:
+    """Removes the API key (and anything shaped like one) from text."""
+
+    def __init__(self, secret: SecretStr | None):
+        self._value = secret.get_secret_value() if secret else ""
+
+    def __call__(self, text: str) -> str:
+        if self._value and len(self._value) >= 4:
+            text = text.replace(self._value, "[redacted]")
+        return _KEYLIKE.sub("[redacted]", text)
+
+
+@dataclass
+class Budget:
+    """A run's limits. `max_calls` counts HTTP attempts (retries and repairs included);
+    `max_cost` (USD) counts tokens at the price table's rates."""
+
+    max_calls: int | None = None
+    max_cost: float | None = None
+    calls: int = 0
+    cost: float = 0.0
+    reserved: float = 0.0
+    stopped: str | None = None  # why the run stopped early, if it did
+
+    def take(self, estimate: float) -> bool:
+        """Reserve one call (estimated cost `estimate`); False once a limit is reached."""
+        if self.stopped:
+            return False
+        if self.max_calls is not None and self.calls >= self.max_calls:
+            self.stopped = f"--max-calls {self.max_calls} reached"
+            return False
+        if self.max_cost is not None and self.cost + self.reserved + estimate > self.max_cost:
+            self.stopped = f"--max-cost {self.max_cost:g} reached (spent ${self.cost:.4f})"
+            return False
+        self.calls += 1
+        self.reserved += estimate
+        return True
+
+    def settle(self, estimate: float, actual: float) -> None:
+        self.reserved -= estimate
+        self.cost += actual
+
+
+@dataclass
+class Prices:
+    """USD per million tokens; `batch` multiplies both (the Batch API's half price)."""
+
+    input: float | None = None
+    output: float | None = None
+
+    def cost(self, prompt_tokens: int, completion_tokens: int, factor: float = 1.0) -> float:
+        if self.input is None or self.output is None:
+            return 0.0
+        return factor * (prompt_tokens * self.input + completion_tokens * self.output) / 1e6
+
+    @property
+    def known(self) -> bool:
+        return self.input is not None and self.output is not None
+
+
+@dataclass
+class CallSpec:
+    """One unit of model work: the messages of one task and what its answer must be."""
+
+    task_key: str
+    prompt_name: str
+    prompt_version: str
+    prompt_hash: str
+    system: str
+    user: str
+    output: type[BaseModel]
+    passages: list[str]
+    estimate_tokens: tuple[int, int] = (0, 0)  # prompt, completion
+
+
+@dataclass
+class CallResult:
+    ok: bool
+    output: BaseModel | None = None
+    outcome: str = "ok"  # ok | refused | invalid | error | budget
+    error: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: int = 0
+
+
+@dataclass
+class ClientOptions:
+    model: str
+    base_url: str | None
+    api_key: SecretStr | None
+    timeout: float = 60.0
+    max_retries: int = 5
+    temperature: float = 0.2
+    response_format: str = "auto"  # auto | json_schema | json_object | text
+    backoff_base: float = 0.5
+    backoff_max: float = 30.0
+    max_tokens: int | None = None
+
+
+class CallLog:
+    """Writes `model_calls` rows through the workspace's connection."""
+
+    def __init__(self, ws: Any, run_id: str, redact: Redactor):
+        self.ws = ws
+        self.run_id = run_id
+        self.redact = redact
+
+    def write(self, spec: CallSpec | None, params: dict[str, Any], **row: Any) -> None:
+        record = {
+            "run_id": self.run_id,
+            "at": utcnow(),
+            "model": params.get("model"),
+            "prompt_hash": spec.prompt_hash if spec else None,
+            "prompt_name": spec.prompt_name if spec else None,
+            "prompt_version": spec.prompt_version if spec else None,
+            "task_key": spec.task_key if spec else None,
+            "passages": json.dumps(spec.passages) if spec else None,
+            "params": json.dumps(params, sort_keys=True),
+            **row,
+        }
+        if record.get("error"):
+            record["error"] = self.redact(str(record["error"]))[:2000]
+        with self.ws.lock:
+            self.ws.db["model_calls"].insert(record)
+
+
+def make_client(options: ClientOptions) -> openai.AsyncOpenAI:
+    key = options.api_key.get_secret_value() if options.api_key else None
+    if not key:
+        # Local servers (vLLM, Ollama, llama.cpp) accept any key; the client insists on one.
+        key = "not-needed"
+    return openai.AsyncOpenAI(
+        api_key=key, base_url=options.base_url, timeout=options.timeout, max_retries=0
+    )
+
+
+class ModelClient:
+    """Sends CallSpecs with concurrency limits, retries, budget and logging."""
+
+    def __init__(
+        self,
+        options: ClientOptions,
+        *,
+        log: CallLog,
+        budget: Budget,
+        prices: Prices,
+        concurrency: int = 8,
+    ):
+        self.options = options
+        self.log = log
+        self.budget = budget
+        self.prices = prices
+        self.redact = log.redact
+        self.client = make_client(options)
+        self.semaphore = asyncio.Semaphore(concurrency)
+        self.mode = options.response_format if options.response_format != "auto" else "json_schema"
+        self.auto = options.response_format == "auto"
+
+    async def close(self) -> None:
+        await self.client.close()
+
+    def params(self) -> dict[str, Any]:
+        return {"model": self.options.model, "temperature": self.options.temperature}
+
+    async def run(self, spec: CallSpec) -> CallResult:
+        """Ask for `spec`'s output; on invalid JSON make one repair attempt with the
+        validation error; never raises for model or server trouble."""
+        async with self.semaphore:
+            messages = self._messages(spec)
+            result = CallResult(ok=False)
+            text = await self._call(spec, messages, result, kind="call")
+            if text is None:
+                return result
+            output, problem = parse_output(text, spec.output)
+            if output is not None:
+                result.ok, result.output, result.outcome = True, output, "ok"
+                return result
+            messages = [
+                *messages,
+                {"role": "assistant", "content": text},
+                {
+                    "role": "user",
+                    "content": "Your reply did not match the required JSON schema: "
+                    f"{problem}\nReply again with only the corrected JSON object.",
+                },
+            ]
+            text = await self._call(spec, messages, result, kind="repair")
+            if text is None:
+                return result
+            output, problem2 = parse_output(text, spec.output)
+            if output is not None:
+                result.ok, result.output, result.outcome = True, output, "ok"
+                return result
+            result.outcome, result.error = "invalid", f"invalid JSON after one repair: {problem2}"
+            return result
+
+    def _messages(self, spec: CallSpec) -> list[dict[str, str]]:
+        system = spec.system
+        if self.mode != "json_schema":
+            schema = json.dumps(spec.output.model_json_schema(), separators=(",", ":"))
+            system += f"\n\nReply with one JSON object matching this JSON schema:\n{schema}"
+        return [{"role": "system", "content": system}, {"role": "user", "content": spec.user}]
+
+    def _response_format(self, spec: CallSpec) -> dict[str, Any] | None:
+        if self.mode == "json_schema":
+            return {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": spec.output.__name__[:64],
+                    "schema": strict_schema(spec.output),
+                    "strict": True,
+                },
+            }
+        if self.mode == "json_object":
+            return {"type": "json_object"}
+        return None
+
+    async def _call(
+        self, spec: CallSpec, messages: list[dict[str, str]], result: CallResult, *, kind: str
+    ) -> str | None:
+        """One logical request, retried; returns the reply text or None (result says why)."""
+        attempt = 0
+        while True:
+            estimate = self.prices.cost(*spec.estimate_tokens)
+            if not self.budget.take(estimate):
+                result.outcome, result.error = "budget", self.budget.stopped or "budget reached"
+                return None
+            attempt += 1
+            result.calls += 1
+            params = {**self.params(), "response_format": self.mode}
+            kwargs: dict[str, Any] = {
+                "model": self.options.model,
+                "messages": messages,
+                "temperature": self.options.temperature,
+            }
+            fmt = self._response_format(spec)
+            if fmt is not None:
+                kwargs["response_format"] = fmt
+            if self.options.max_tokens:
+                kwargs["max_tokens"] = self.options.max_tokens
+            start = time.perf_counter()
+            row: dict[str, Any] = {"attempt": attempt, "kind": kind}
+            try:
+                response = await self.client.chat.completions.create(**kwargs)
+            except openai.APIStatusError as exc:
+                latency = (time.perf_counter() - start) * 1000
+                self.budget.settle(estimate, 0.0)
+                status = exc.status_code
+                message = self.redact(_error_text(exc))
+                if status == 400 and self.auto and self.mode != "text" and _format_rejected(message):
+                    self.log.write(spec, params, **row, outcome="unsupported", status_code=status,
+                                   error=message, latency_ms=latency)
+                    self.mode = RESPONSE_FORMATS[RESPONSE_FORMATS.index(self.mode) + 1]
+                    messages = self._messages(spec) + messages[2:]
+                    attempt -= 1
+                    continue
+                retryable = status == 429 or status >= 500 or status == 408
+                outcome = "retry" if retryable and attempt <= self.options.max_retries else "error"
+                self.log.write(spec, params, **row, outcome=outcome, status_code=status,
+                               error=message, latency_ms=latency)
+                if outcome == "retry":
+                    await asyncio.sleep(self._delay(attempt, exc.response.headers))
+                    continue
+                result.outcome, result.error = "error", f"HTTP {status}: {message}"
+                if status in (401, 403):
+                    raise CuratorError(
+                        f"The model server refused the credentials (HTTP {status}).",
+                        "Check the key in the environment variable named by [model] api_key_env.",
+                    ) from None
+                return None
+            except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+                latency = (time.perf_counter() - start) * 1000
+                self.budget.settle(estimate, 0.0)
+                timeout = isinstance(exc, openai.APITimeoutError)
+                what = f"timed out after {self.options.timeout:g}s" if timeout else (
+                    f"connection failed: {self.redact(str(exc))}")
+                outcome = "retry" if attempt <= self.options.max_retries else "error"
+                self.log.write(spec, params, **row, outcome=outcome, error=what, latency_ms=latency)
+                if outcome == "retry":
+                    await asyncio.sleep(self._delay(attempt, None))
+                    continue
+                result.outcome, result.error = "error", what
+                return None
+            latency = (time.perf_counter() - start) * 1000
+            usage = response.usage
+            pt = usage.prompt_tokens if usage else 0
+            ct = usage.completion_tokens if usage else 0
+            cost = self.prices.cost(pt, ct)
+            self.budget.settle(estimate, cost)
+            result.prompt_tokens += pt
+            result.completion_tokens += ct
+            choice = response.choices[0] if response.choices else None
+            message = choice.message if choice else None
+            refusal = getattr(message, "refusal", None) if message else None
+            base = {**row, "status_code": 200, "prompt_tokens": pt, "completion_tokens": ct,
+                    "cost": cost, "latency_ms": latency}
+            if refusal:
+                self.log.write(spec, params, **base, outcome="refused", error=self.redact(refusal))
+                result.outcome, result.error = "refused", f"the model refused: {self.redact(refusal)}"
+                return None
+            text = (message.content if message else None) or ""
+            truncated = choice is not None and choice.finish_reason == "length"
+            outcome = "ok"
+            if not text.strip() or parse_output(text, spec.output)[0] is None:
+                outcome = "invalid"
+            self.log.write(spec, params, **base, outcome=outcome,
+                           error="reply cut off at max_tokens" if truncated else None)
+            return text
+
+    def _delay(self, attempt: int, headers: Any) -> float:
+        """Retry-After (seconds or ms) when the server sends it, else exponential backoff
+        with full jitter."""
+        if headers is not None:
+            for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+                value = headers.get(name)
+                if value:
+                    try:
+                        return min(float(value) * scale, self.options.backoff_max)
+                    except ValueError:
+                        pass  # an HTTP date: fall back to backoff
+        cap = min(self.options.backoff_max, self.options.backoff_base * 2 ** (attempt - 1))
+        return random.uniform(0, cap)
+
+
+def _error_text(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+    return str(exc.message)
+
+
+def _format_rejected(message: str) -> bool:
+    lowered = message.lower()
+    return any(w in lowered for w in ("response_format", "json_schema", "json schema", "json_object"))
+
+
+def parse_output(text: str, model: type[BaseModel]) -> tuple[BaseModel | None, str]:
+    """(validated output, None) or (None, what was wrong) for a reply's text."""
+    body = text.strip()
+    if body.startswith("```"):  # some local models fence their JSON
+        body = body.strip("`")
+        body = body[body.find("{") :] if "{" in body else body
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON ({exc.msg} at character {exc.pos})"
+    try:
+        return model.model_validate(data), ""
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'reply'}: {e['msg']}" for e in exc.errors()[:5]
+        )
+        return None, problems
+
+
+def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The pydantic JSON schema, with what OpenAI's strict mode needs (no titles)."""
+
+    def clean(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: clean(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
+        if isinstance(node, list):
+            return [clean(v) for v in node]
+        return node
+
+    return clean(model.model_json_schema())
+
+
+@dataclass
+class Usage:
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    outcomes: dict[str, int] = field(default_factory=dict)

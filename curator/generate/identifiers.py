@@ -1,0 +1,120 @@
+"""Identifiers in passages (error codes, alert names, flags, config keys, metrics, paths),
+mined with patterns, and the offline `--backend identifiers` that turns them into
+exact-identifier questions from fixed templates, without a model.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from curator.text import sha256_hex
+
+# Order matters: the first kind that matches a span names it.
+_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("error_code", re.compile(r"\b[A-Z][A-Z0-9]{1,15}(?:[-_][A-Z0-9]{1,15})*[-_][A-Z]?\d{2,6}\b")),
+    ("flag", re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+\b|(?<![\w-])--[a-z]{4,}\b")),
+    ("alert", re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+){2,}\b")),
+    ("config_key", re.compile(r"\b[a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*){1,5}\b")),
+    ("metric", re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+){2,}\b")),
+    ("path", re.compile(r"(?<![\w.:/])(?:/[A-Za-z0-9_.-]+){2,}/?")),
+]
+_URL = re.compile(r"\b(?:https?|ftp)://[^\s)>\]]+")
+_BACKTICK = re.compile(r"`([^`\n]{3,80})`")
+# Dotted words that are file names, hosts or prose, not config keys.
+_NOT_KEYS = re.compile(
+    r"\.(md|txt|rst|html?|json|ya?ml|toml|csv|py|go|sh|js|ts|png|svg|com|org|net|io|dev|local)$"
+    r"|^(e\.g|i\.e|etc|vs)\b"
+)
+_MAX_LEN = 80
+# Standards and encodings look like error codes but make poor exact-identifier questions.
+_NOT_CODES = re.compile(r"^(UTF|ISO|RFC|SHA|MD|HTTP|TLS|SSL|IPV|CVE|UTC|GMT|AES|RSA)[-_]?\d", re.I)
+
+
+@dataclass(frozen=True)
+class Identifier:
+    text: str
+    kind: str  # error_code | flag | alert | config_key | metric | path | code
+
+
+def mine(text: str) -> list[Identifier]:
+    """Identifiers in `text`, in order of first appearance, each once."""
+    found: dict[str, Identifier] = {}
+    text = _URL.sub(lambda m: " " * len(m.group(0)), text)  # URL parts are not identifiers
+
+    def keep(span: str, kind: str) -> None:
+        span = span.strip().rstrip(".,:;")
+        if 3 <= len(span) <= _MAX_LEN and span not in found:
+            if kind == "config_key" and (_NOT_KEYS.search(span) or span.count(".") > 5):
+                return
+            if kind == "error_code" and _NOT_CODES.match(span):
+                return
+            if kind == "code" and (span[0] in ".#" or len(span) < 4):
+                return
+            found[span] = Identifier(span, kind)
+
+    spans: list[tuple[int, str, str]] = []
+    for kind, pattern in _PATTERNS:
+        for m in pattern.finditer(text):
+            spans.append((m.start(), m.group(0), kind))
+    # A backticked token that looks like a command or key is an identifier too.
+    for m in _BACKTICK.finditer(text):
+        inner = m.group(1).strip()
+        if " " not in inner and any(c in inner for c in "._-/:=") and not inner.startswith("http"):
+            spans.append((m.start(1), inner, _kind_of(inner)))
+    taken: list[tuple[int, int]] = []
+    for start, span, kind in sorted(spans, key=lambda s: (s[0], -len(s[1]))):
+        end = start + len(span)
+        if any(a <= start < b for a, b in taken):
+            continue  # inside a longer identifier already kept
+        taken.append((start, end))
+        keep(span, kind)
+    return list(found.values())
+
+
+def _kind_of(span: str) -> str:
+    for kind, pattern in _PATTERNS:
+        if pattern.fullmatch(span):
+            return kind
+    return "code"
+
+
+def contains_verbatim(question: str, identifier: str) -> bool:
+    """Whether `identifier` occurs in `question` as written, not as part of a longer word."""
+    pattern = r"(?<![\w-])" + re.escape(identifier) + r"(?![\w])"
+    return re.search(pattern, question) is not None
+
+
+def rank(identifiers: Iterable[Identifier], heading: str, doc_freq: Counter[str]) -> list[Identifier]:
+    """Best first: named in the heading, then rare in the corpus (a clear primary),
+    then more specific kinds."""
+    order = {"error_code": 0, "alert": 1, "flag": 2, "config_key": 3, "metric": 4, "path": 5, "code": 6}
+    return sorted(
+        identifiers,
+        key=lambda i: (i.text not in heading, doc_freq.get(i.text, 0), order.get(i.kind, 9)),
+    )
+
+
+# ---- the offline backend -------------------------------------------------------------------
+
+TEMPLATES: dict[str, list[str]] = {
+    "error_code": ["What does {id} mean?", "How do I fix {id}?", "{id} what to do"],
+    "alert": ["{id} is firing, what should I check?", "What triggers {id}?", "runbook for {id}"],
+    "flag": ["What does the {id} flag do?", "When should I pass {id}?"],
+    "config_key": ["What is {id} set to?", "What does {id} control?"],
+    "metric": ["What does the {id} metric measure?", "Which alert uses {id}?"],
+    "path": ["What is stored in {id}?", "What uses {id}?"],
+    "code": ["What does `{id}` do?", "When do I use {id}?"],
+}
+BACKEND_NAME = "identifiers"
+BACKEND_VERSION = "1"
+BACKEND_HASH = sha256_hex(repr(sorted(TEMPLATES.items())) + BACKEND_VERSION)[:16]
+
+
+def template_question(identifier: Identifier, salt: str) -> str:
+    """A deterministic question for an identifier; `salt` picks among the templates."""
+    choices = TEMPLATES.get(identifier.kind, TEMPLATES["code"])
+    pick = int(sha256_hex(salt + identifier.text)[:8], 16) % len(choices)
+    return choices[pick].format(id=identifier.text)

@@ -1,0 +1,710 @@
+"""`generate(ws, **options)`: candidate questions for every slice, queued for review.
+
+1. select passages (stratified across documents, skipping covered ones, seeded);
+2. build tasks: one call per passage for every single-passage slice (exact_identifier,
+   paraphrase, negative, and freshness when the passage has an older revision), plus one
+   call per multi-hop group;
+3. serve cached tasks from the cache, send the rest to the model (or the Batch API);
+4. check each question against its slice's rules, de-duplicate, queue the survivors.
+
+Every task ends with candidates, rejections, or a recorded failure (`generation_tasks`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import secrets
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from curator.errors import CuratorError
+from curator.generate import identifiers as idents
+from curator.generate import slices as sl
+from curator.generate.cache import GenerationCache, cache_key, store_prompt
+from curator.generate.client import (
+    Budget,
+    CallLog,
+    CallSpec,
+    ClientOptions,
+    ModelClient,
+    Prices,
+    Redactor,
+)
+from curator.generate.prompts import (
+    FRAME_VERSION,
+    PromptTemplate,
+    combined_hash,
+    combined_output,
+    load_templates,
+)
+from curator.models import CandidateIn, Passage, Suggestion, utcnow
+from curator.text import normalize_query, sha256_hex
+
+SINGLE_INPUTS = ("passage", "revisions")
+_TOKENS_PER_QUESTION = 70  # completion estimate for --dry-run and the cost budget
+_MAX_IDENTIFIERS = 8
+
+
+@dataclass
+class GenerateOptions:
+    passages: int = 20
+    slices: list[str] | None = None  # default: every configured slice with a template
+    seed: int = 0
+    backend: str = "model"  # model | identifiers
+    model: str | None = None
+    base_url: str | None = None
+    concurrency: int | None = None
+    timeout: float | None = None
+    max_retries: int | None = None
+    temperature: float | None = None
+    response_format: str = "auto"
+    max_calls: int | None = None
+    max_cost: float | None = None
+    dry_run: bool = False
+    batch: bool = False
+    resume_batch: str | None = None
+    wait: bool = True
+    poll_interval: float = 30.0
+    multi_hop_ratio: float = 0.2  # multi-hop groups per selected passage
+    group_size: int = 2
+    only: list[str] | None = None  # restrict selection to these passage ids
+    thresholds: sl.Thresholds = field(default_factory=sl.Thresholds)
+    progress: Callable[[int, int], None] | None = None
+
+
+@dataclass
+class Failure:
+    task: str
+    passages: list[str]
+    error: str
+
+
+@dataclass
+class GenerateSummary:
+    run_id: str
+    backend: str
+    model: str
+    passages_selected: int = 0
+    passages_skipped_covered: int = 0
+    tasks: int = 0
+    tasks_cached: int = 0
+    tasks_failed: int = 0
+    tasks_not_run: int = 0
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    candidates_added: int = 0
+    by_slice: dict[str, int] = field(default_factory=dict)
+    already_queued: int = 0
+    rejected: dict[str, int] = field(default_factory=dict)
+    failures: list[Failure] = field(default_factory=list)
+    stopped: str | None = None
+    dry_run: bool = False
+    estimate: dict[str, Any] | None = None
+    batch_id: str | None = None
+    batch_status: str | None = None
+    elapsed: float = 0.0
+
+    @property
+    def complete(self) -> bool:
+        return not self.failures and not self.tasks_not_run and not self.stopped
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Task:
+    key: str
+    kind: str  # passage | group
+    templates: list[PromptTemplate]
+    passages: list[Passage]
+    previous: Passage | None
+    identifiers: list[idents.Identifier]
+    relation: str
+    prompt_hash: str
+    system: str
+    user: str
+    fingerprints: list[str]
+
+    @property
+    def name(self) -> str:
+        return "+".join(t.slice for t in self.templates)
+
+    @property
+    def version(self) -> str:
+        return "+".join(t.version for t in self.templates)
+
+    @property
+    def passage_ids(self) -> list[str]:
+        return [p.id for p in self.passages]
+
+    def spec(self) -> CallSpec:
+        prompt_est = (len(self.system) + len(self.user)) // 4 + 60
+        completion_est = sum(t.questions for t in self.templates) * _TOKENS_PER_QUESTION
+        return CallSpec(
+            task_key=self.key,
+            prompt_name=self.name,
+            prompt_version=self.version,
+            prompt_hash=self.prompt_hash,
+            system=self.system,
+            user=self.user,
+            output=combined_output(self.templates),
+            passages=self.passage_ids,
+            estimate_tokens=(prompt_est, completion_est),
+        )
+
+
+def generate(ws: Any, **options: Any) -> GenerateSummary:
+    """Generate candidate questions from the workspace's corpus and queue them for review.
+
+    Options (all keyword): passages (how many to draw, default 20), slices (default:
+    every configured slice that has a prompt), seed, backend ("model" or the offline
+    "identifiers"), model, base_url, concurrency, timeout, max_retries, temperature,
+    response_format ("auto", "json_schema", "json_object", "text"), max_calls, max_cost
+    (USD), dry_run, batch, resume_batch (a batch id), wait, poll_interval,
+    multi_hop_ratio, group_size, only (passage ids), thresholds (slices.Thresholds),
+    progress (callback(done, total)).
+
+    Example:
+        >>> from curator import Workspace
+        >>> from curator.generate import generate
+        >>> summary = generate(Workspace.find(), passages=50, seed=1)
+        >>> summary.candidates_added, summary.calls
+    """
+    opts = GenerateOptions(**options)
+    return Generator(ws, opts).run()
+
+
+class Generator:
+    def __init__(self, ws: Any, opts: GenerateOptions):
+        self.ws = ws
+        self.opts = opts
+        cfg = ws.config.model
+        self.model = opts.model or cfg.name
+        if opts.backend not in ("model", "identifiers"):
+            raise CuratorError(f"unknown backend {opts.backend!r}", "Use `model` or `identifiers`.")
+        if opts.group_size not in (2, 3):
+            raise CuratorError("group size must be 2 or 3")
+        self.run_id = datetime.now(UTC).strftime("gen-%Y%m%dT%H%M%SZ-") + secrets.token_hex(3)
+        self.summary = GenerateSummary(
+            run_id=self.run_id,
+            backend=opts.backend,
+            model=self.model if opts.backend == "model" else idents.BACKEND_NAME,
+        )
+        self.cache = GenerationCache(ws)
+        self.redact = Redactor(ws.config.api_key())
+        price = cfg.prices.get(self.model, {})
+        self.prices = Prices(price.get("input"), price.get("output"))
+        self.params = {
+            "temperature": opts.temperature if opts.temperature is not None else cfg.temperature
+        }
+        self.templates: dict[str, PromptTemplate] = {}
+        self.slices: list[str] = []
+        self.deduper = sl.Deduper(opts.thresholds.duplicate_similarity)
+        self.known_norms: set[str] = set()
+        self._topics: str | None = None
+
+    # ---- the run ---------------------------------------------------------------------
+
+    def run(self) -> GenerateSummary:
+        start = time.perf_counter()
+        try:
+            if self.opts.resume_batch:
+                self._load_prompts()
+                self._load_existing()
+                from curator.generate.batch import resume
+
+                resume(self, self.opts.resume_batch)
+            elif self.opts.backend == "identifiers":
+                self._load_existing()
+                self._run_identifiers()
+            else:
+                self._run_model()
+        finally:
+            self.summary.elapsed = time.perf_counter() - start
+        return self.summary
+
+    def _load_prompts(self) -> None:
+        templates = load_templates(self.ws.prompts_dir)
+        configured = list(self.ws.config.slices)
+        wanted = self.opts.slices or [s for s in configured if s in templates]
+        unknown = [s for s in wanted if s not in templates]
+        if unknown:
+            raise CuratorError(
+                f"no prompt template for slice(s) {', '.join(unknown)}",
+                f"Templates exist for: {', '.join(sorted(templates))}. Add prompts/<slice>.toml "
+                "to the workspace (see docs/generate.md).",
+            )
+        self.templates = {s: templates[s] for s in wanted}
+        self.slices = wanted
+        for t in self.templates.values():
+            store_prompt(self.ws, t.hash, t.name, t.version, t.model_dump())
+
+    def _load_existing(self) -> None:
+        norms = sl.existing_questions(self.ws)
+        self.known_norms = set(norms)
+        self.deduper.norms = list(dict.fromkeys(norms))
+
+    def _run_model(self) -> None:
+        self._load_prompts()
+        if self.opts.max_cost is not None and not self.prices.known:
+            raise CuratorError(
+                f"--max-cost needs a price for model {self.model!r}",
+                f'Add it to curator.toml: [model.prices."{self.model}"] input = ..., output = ... '
+                "(USD per million tokens).",
+            )
+        self._load_existing()
+        tasks = self._plan()
+        self.summary.tasks = len(tasks)
+        cached_keys = self.cache.keys([t.key for t in tasks])
+        todo = [t for t in tasks if t.key not in cached_keys]
+        if self.opts.dry_run:
+            self._estimate(todo, len(tasks) - len(todo))
+            return
+        done = 0
+        for task in tasks:
+            if task.key in cached_keys:
+                output = self.cache.get(task.key) or {}
+                self.summary.tasks_cached += 1
+                self._ingest(task, output, status="cached")
+                done += 1
+                self._progress(done, len(tasks))
+        if not todo:
+            return
+        if self.opts.batch:
+            from curator.generate.batch import submit
+
+            submit(self, todo)
+            return
+        asyncio.run(self._send(todo, done, len(tasks)))
+
+    async def _send(self, todo: list[Task], done: int, total: int) -> None:
+        budget = Budget(max_calls=self.opts.max_calls, max_cost=self.opts.max_cost)
+        client = ModelClient(
+            self._client_options(),
+            log=CallLog(self.ws, self.run_id, self.redact),
+            budget=budget,
+            prices=self.prices,
+            concurrency=self.opts.concurrency or self.ws.config.model.concurrency,
+        )
+        counter = [done]
+
+        async def one(task: Task) -> None:
+            result = await client.run(task.spec())
+            self.summary.calls += result.calls
+            self.summary.prompt_tokens += result.prompt_tokens
+            self.summary.completion_tokens += result.completion_tokens
+            if result.ok and result.output is not None:
+                output = result.output.model_dump()
+                self.cache.put(
+                    task.key,
+                    model=self.model,
+                    prompt_hash=task.prompt_hash,
+                    fingerprints=task.fingerprints,
+                    params=self.params,
+                    output=output,
+                    prompt_tokens=result.prompt_tokens,
+                    completion_tokens=result.completion_tokens,
+                )
+                self._ingest(task, output, status="ok")
+            elif result.outcome == "budget":
+                self.summary.tasks_not_run += 1
+                self._record_task(task, "not_run", error=result.error)
+            else:
+                self.fail(task, result.error or result.outcome)
+            counter[0] += 1
+            self._progress(counter[0], total)
+
+        try:
+            await asyncio.gather(*(one(t) for t in todo))
+        finally:
+            await client.close()
+        self.summary.cost = budget.cost
+        self.summary.stopped = budget.stopped
+
+    def _client_options(self) -> ClientOptions:
+        cfg = self.ws.config.model
+        o = self.opts
+        return ClientOptions(
+            model=self.model,
+            base_url=o.base_url or self.ws.config.resolved_base_url(),
+            api_key=self.ws.config.api_key(),
+            timeout=o.timeout if o.timeout is not None else cfg.timeout,
+            max_retries=o.max_retries if o.max_retries is not None else cfg.max_retries,
+            temperature=self.params["temperature"],
+            response_format=o.response_format,
+        )
+
+    def _progress(self, done: int, total: int) -> None:
+        if self.opts.progress:
+            self.opts.progress(done, total)
+
+    def _estimate(self, todo: list[Task], cached: int) -> None:
+        prompt = completion = 0
+        for task in todo:
+            spec = task.spec()
+            prompt += spec.estimate_tokens[0]
+            completion += spec.estimate_tokens[1]
+        factor = 0.5 if self.opts.batch else 1.0
+        self.summary.dry_run = True
+        self.summary.estimate = {
+            "calls": len(todo),
+            "cached_tasks": cached,
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "cost": self.prices.cost(prompt, completion, factor) if self.prices.known else None,
+            "price_known": self.prices.known,
+            "batch": self.opts.batch,
+            "note": "tokens estimated at 4 characters per token; calls exclude retries and repairs",
+        }
+
+    # ---- planning ----------------------------------------------------------------------
+
+    def corpus_topics(self) -> str:
+        if self._topics is None:
+            counts: Counter[str] = Counter()
+            for row in self.ws.db.execute("SELECT coalesce(title, id) FROM documents"):
+                counts.update(set(sl.content_words(row[0] or "")))
+            self._topics = ", ".join(w for w, _ in counts.most_common(10)) or "this corpus"
+        return self._topics
+
+    def _plan(self) -> list[Task]:
+        single = [s for s in self.slices if self.templates[s].input in SINGLE_INPUTS]
+        multi = [s for s in self.slices if self.templates[s].input == "group"]
+        memo: dict[str, Task | None] = {}
+
+        def passage_task(p: Passage) -> Task | None:
+            if p.id not in memo:
+                memo[p.id] = self.passage_task(p, single) if single else None
+            return memo[p.id]
+
+        def reusable(p: Passage) -> bool:
+            task = passage_task(p)
+            return task is not None and bool(self.cache.keys([task.key]))
+
+        selected, skipped = sl.select_passages(
+            self.ws,
+            self.opts.passages,
+            self.opts.seed,
+            thresholds=self.opts.thresholds,
+            reusable=reusable,
+            only=set(self.opts.only) if self.opts.only else None,
+        )
+        self.summary.passages_selected = len(selected)
+        self.summary.passages_skipped_covered = skipped
+        tasks = [t for p in selected if (t := passage_task(p)) is not None]
+        if multi and selected:
+            count = math.ceil(len(selected) * self.opts.multi_hop_ratio)
+            for group in sl.build_groups(self.ws, selected, count, self.opts.group_size, self.opts.seed):
+                tasks.append(self.group_task(group, [self.templates[s] for s in multi]))
+        return tasks
+
+    def _variables(self, template: PromptTemplate, extra: dict[str, Any]) -> dict[str, Any]:
+        slice_cfg = self.ws.config.slices.get(template.slice)
+        return {
+            "slice": template.slice,
+            "slice_description": slice_cfg.description if slice_cfg else template.description,
+            "questions": template.questions,
+            "corpus_topics": self.corpus_topics(),
+            **extra,
+        }
+
+    def previous_revision(self, p: Passage) -> Passage | None:
+        for revision, _at, is_current in self.ws.revisions_of(p.id):
+            if is_current or revision == p.revision:
+                continue
+            older = self.ws.passage(p.id, revision)
+            if older is not None and older.fingerprint != p.fingerprint:
+                return older
+        return None
+
+    def passage_task(self, p: Passage, slices: list[str]) -> Task | None:
+        found = idents.mine(p.heading + "\n" + p.text)
+        ranked = idents.rank(found, p.heading, Counter())[:_MAX_IDENTIFIERS]
+        previous = None
+        if any(self.templates[s].input == "revisions" for s in slices):
+            previous = self.previous_revision(p)
+        templates = []
+        for s in slices:
+            t = self.templates[s]
+            if t.output == "identifier_question" and not ranked:
+                continue  # nothing to quote verbatim
+            if t.input == "revisions" and previous is None:
+                continue
+            templates.append(t)
+        if not templates:
+            return None
+        base = {
+            "passage_id": p.id,
+            "title": p.title or "",
+            "heading": p.heading,
+            "document": p.doc_id,
+            "identifiers": ", ".join(f"`{i.text}`" for i in ranked) or "(none)",
+        }
+        if previous is not None:
+            base.update(
+                current_revision=p.revision,
+                previous_revision=previous.revision,
+                current_date=p.committed_at or "unknown date",
+                previous_date=previous.committed_at or "unknown date",
+            )
+        blocks = [_passage_block("passage", p)]
+        if previous is not None:
+            blocks.append(_passage_block("previous_revision", previous))
+        fingerprints = [p.fingerprint] + ([previous.fingerprint] if previous else [])
+        return self._task("passage", templates, [p], previous, ranked, "", blocks, base, fingerprints)
+
+    def group_task(self, group: sl.Group, templates: list[PromptTemplate]) -> Task:
+        ids = [p.id for p in group.passages]
+        base = {
+            "passage_ids": ", ".join(f"`{i}`" for i in ids),
+            "relation": group.relation,
+            "count": len(ids),
+        }
+        blocks = [_passage_block("passage", p) for p in group.passages]
+        return self._task(
+            "group", templates, group.passages, None, [], group.relation, blocks, base,
+            [p.fingerprint for p in group.passages],
+        )
+
+    def _task(self, kind, templates, passages, previous, identifiers, relation, blocks, base,
+              fingerprints) -> Task:
+        systems: list[str] = []
+        parts: list[str] = []
+        for t in templates:
+            system, user = t.render(self._variables(t, base))
+            if system not in systems:
+                systems.append(system)
+            parts.append(f"## Task `{t.slice}`\n{user}")
+        keys = ", ".join(f'"{t.slice}"' for t in templates)
+        system = "\n\n".join(systems) + (
+            f"\n\nAnswer every task in one JSON object with the keys {keys}; each holds a list "
+            "of questions (an empty list when the task cannot be done well)."
+        )
+        user = "\n\n".join(blocks) + "\n\n" + "\n\n".join(parts)
+        prompt_hash = combined_hash(templates)
+        store_prompt(
+            self.ws, prompt_hash, "+".join(t.name for t in templates),
+            "+".join(t.version for t in templates),
+            {"frame": FRAME_VERSION, "templates": [t.hash for t in templates]},
+        )
+        # The rendered text covers what fingerprints do not (corpus topics, group relation).
+        params = {**self.params, "rendered": sha256_hex(system + "\x00" + user)[:16]}
+        key = cache_key(self.model, prompt_hash, fingerprints, params)
+        return Task(key, kind, templates, passages, previous, identifiers, relation,
+                    prompt_hash, system, user, fingerprints)
+
+    # ---- turning output into candidates ----------------------------------------------
+
+    def fail(self, task: Task, error: str) -> None:
+        error = self.redact(error)
+        self.summary.tasks_failed += 1
+        self.summary.failures.append(Failure(task.name, task.passage_ids, error))
+        self._record_task(task, "failed", error=error)
+
+    def _record_task(self, task: Task, status: str, *, error: str = "", candidates: int = 0,
+                     rejected: Counter[str] | None = None) -> None:
+        with self.ws.lock:
+            self.ws.db["generation_tasks"].upsert(
+                {
+                    "run_id": self.run_id,
+                    "task_key": task.key,
+                    "prompt": task.name,
+                    "passages": json.dumps(task.passage_ids),
+                    "status": status,
+                    "error": error,
+                    "candidates": candidates,
+                    "rejected": json.dumps(dict(rejected or {})),
+                    "at": utcnow(),
+                },
+                pk=("run_id", "task_key"),
+            )
+
+    def _ingest(self, task: Task, output: dict[str, Any], *, status: str) -> None:
+        rejected: Counter[str] = Counter()
+        items: list[CandidateIn] = []
+        for template in task.templates:
+            entries = output.get(template.slice) or []
+            for entry in entries[: template.questions]:
+                made = self._candidate(task, template, entry, rejected)
+                if made is not None:
+                    items.append(made)
+        added = self._queue(items, rejected)
+        for reason, n in rejected.items():
+            self.summary.rejected[reason] = self.summary.rejected.get(reason, 0) + n
+        self._record_task(task, status, candidates=added, rejected=rejected)
+
+    def _queue(self, items: list[CandidateIn], rejected: Counter[str]) -> int:
+        fresh: list[CandidateIn] = []
+        for item in items:
+            norm = normalize_query(item.query)
+            if norm in self.known_norms:
+                self.summary.already_queued += 1
+                continue
+            if self.deduper.duplicate_of(item.query):
+                rejected["near-duplicate of an existing question"] += 1
+                continue
+            self.known_norms.add(norm)
+            self.deduper.add(item.query)
+            fresh.append(item)
+        if not fresh:
+            return 0
+        result = self.ws.add_candidates(fresh)
+        added = len(result.added)
+        self.summary.candidates_added += added
+        self.summary.already_queued += len(result.existing)
+        for item in fresh:
+            s = item.suggested_slice or "?"
+            self.summary.by_slice[s] = self.summary.by_slice.get(s, 0) + 1
+        return added
+
+    def _candidate(self, task: Task, template: PromptTemplate, entry: dict[str, Any],
+                   rejected: Counter[str]) -> CandidateIn | None:
+        question = " ".join(str(entry.get("question", "")).split())
+        problem = sl.general_problem(question)
+        p = task.passages[0]
+        provenance: dict[str, Any] = {
+            "model": self.model,
+            "prompt": template.name,
+            "prompt_version": template.version,
+            "prompt_hash": template.hash,
+            "call_prompt_hash": task.prompt_hash,
+            "passages": [{"id": x.id, "revision": x.revision} for x in task.passages],
+            "run_id": self.run_id,
+            "task": task.key,
+        }
+        suggestions = [Suggestion(id=p.id, role="primary", revision=p.revision, reason="generated from")]
+        expect_empty = require_all = False
+        rationale = " ".join(str(entry.get("rationale", "")).split())[:300]
+        slice_name = template.slice
+        if problem is None and template.output == "identifier_question":
+            problem, ident = sl.check_identifier(question, str(entry.get("identifier", "")), task.identifiers)
+            provenance["identifier"] = ident
+        elif problem is None and template.output == "question" and template.slice != "negative":
+            overlap = sl.paraphrase_overlap(question, p.text + " " + p.heading)
+            provenance["overlap"] = round(overlap, 1)
+            if template.slice == "paraphrase" and overlap > self.opts.thresholds.paraphrase_max_overlap:
+                problem = "paraphrase too close to the passage's wording"
+        elif problem is None and template.slice == "negative":
+            suggestions = []
+            expect_empty = True
+            hit = sl.negative_match(self.ws, question, self.opts.thresholds.negative_max_coverage)
+            if hit is not None:
+                problem = "negative answered by the corpus"
+                provenance["answered_by"] = hit[0]
+        elif problem is None and template.output == "freshness_question":
+            old, new = str(entry.get("old_answer", "")), str(entry.get("new_answer", ""))
+            previous = task.previous
+            problem = sl.freshness_problem(old, new, previous.text if previous else "", p.text)
+            provenance.update(
+                previous_revision=previous.revision if previous else None,
+                old_answer=old[:300],
+                new_answer=new[:300],
+            )
+            rationale = (rationale + f" (was: {old[:80]}; now: {new[:80]})").strip()
+        elif problem is None and template.output == "multi_hop_question":
+            problem = sl.multi_hop_problem([str(x) for x in entry.get("passages_used", [])], task.passage_ids)
+            suggestions = [
+                Suggestion(id=x.id, role="primary", revision=x.revision, reason="generated from")
+                for x in task.passages
+            ]
+            require_all = True
+            provenance["relation"] = task.relation
+        if problem is not None:
+            rejected[f"{slice_name}: {problem}"] += 1
+            return None
+        return CandidateIn(
+            query=question,
+            source_kind="generated",
+            suggested_slice=slice_name,
+            suggestions=suggestions,
+            provenance=provenance,
+            rationale=rationale,
+            expect_empty=expect_empty,
+            require_all=require_all,
+        )
+
+    # ---- the offline identifiers backend --------------------------------------------------
+
+    def _run_identifiers(self) -> None:
+        selected, skipped = sl.select_passages(
+            self.ws,
+            self.opts.passages,
+            self.opts.seed,
+            thresholds=self.opts.thresholds,
+            only=set(self.opts.only) if self.opts.only else None,
+        )
+        self.summary.passages_selected = len(selected)
+        self.summary.passages_skipped_covered = skipped
+        self.summary.tasks = len(selected)
+        items: list[CandidateIn] = []
+        rejected: Counter[str] = Counter()
+        for done, p in enumerate(selected, 1):
+            ident = self._best_identifier(p)
+            if ident is None:
+                rejected["exact_identifier: no distinctive identifier in the passage"] += 1
+            else:
+                question = idents.template_question(ident, f"{self.opts.seed}:{p.id}")
+                items.append(
+                    CandidateIn(
+                        query=question,
+                        source_kind="generated",
+                        suggested_slice="exact_identifier",
+                        suggestions=[Suggestion(id=p.id, role="primary", revision=p.revision,
+                                                reason="generated from")],
+                        provenance={
+                            "model": idents.BACKEND_NAME,
+                            "prompt": "identifiers",
+                            "prompt_version": idents.BACKEND_VERSION,
+                            "prompt_hash": idents.BACKEND_HASH,
+                            "passages": [{"id": p.id, "revision": p.revision}],
+                            "identifier": ident.text,
+                            "identifier_kind": ident.kind,
+                            "run_id": self.run_id,
+                        },
+                        rationale=f"Quotes {ident.kind.replace('_', ' ')} {ident.text} from {p.id}.",
+                    )
+                )
+            self._progress(done, len(selected))
+        self._queue(items, rejected)
+        self.summary.rejected = dict(rejected)
+
+    def _best_identifier(self, p: Passage) -> idents.Identifier | None:
+        """The identifier that most clearly points at this passage: in its heading, or
+        found verbatim in the fewest other passages."""
+        found = idents.mine(p.heading + "\n" + p.text)
+        if not found:
+            return None
+        best: tuple[int, int, idents.Identifier] | None = None
+        for i, ident in enumerate(idents.rank(found, p.heading, Counter())[:4]):
+            # in how many other passages the identifier appears verbatim (capped at 5)
+            spread = sum(
+                1
+                for hit in self.ws.search(ident.text, limit=6)
+                if hit.id != p.id
+                and (other := self.ws.passage(hit.id, hit.revision)) is not None
+                and idents.contains_verbatim(other.text, ident.text)
+            )
+            if ident.text in p.heading:
+                spread = -1  # the passage is about it
+            if best is None or (spread, i) < best[:2]:
+                best = (spread, i, ident)
+        if best is None or best[0] >= 5:
+            return None  # everywhere: not a clear primary
+        return best[2]
+
+
+def _passage_block(tag: str, p: Passage) -> str:
+    heading = f"{p.heading}\n\n" if p.heading else ""
+    return (
+        f'<{tag} id="{p.id}" revision="{p.revision}" document="{p.doc_id}">\n'
+        f"{heading}{p.text.strip()}\n</{tag}>"
+    )

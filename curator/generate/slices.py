@@ -1,0 +1,310 @@
+"""Per-slice passage selection, grouping and the checks a generated question must pass.
+
+Selection is stratified across documents and repeatable (`seed`); checks are cheap and
+local (rapidfuzz, the corpus's own full-text search), so a rejected candidate costs no
+further model call.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from rapidfuzz import fuzz, process
+
+from curator.generate.identifiers import Identifier, contains_verbatim, mine
+from curator.models import Passage
+from curator.text import normalize_query
+
+_STOP = """a an and are as at be by can do does did for from has have how i if in is it its my
+    of on or our should so that the their then there these this to was we what when where
+    which who why will with you your me us get set use using after before about into out
+    not no any all one two vs"""
+STOPWORDS = frozenset(_STOP.split())
+_WORD = re.compile(r"[\w.-]+", re.UNICODE)
+_LINK = re.compile(r"\]\(([^)#\s]+\.(?:md|markdown|rst|html?|txt))(?:#[^)]*)?\)")
+_META = re.compile(r"\b(the|this|that|above|given) (passage|document|text|section|excerpt)\b", re.I)
+
+
+@dataclass
+class Thresholds:
+    """Where the checks draw their lines (0-100 rapidfuzz scores, 0-1 coverage)."""
+
+    paraphrase_max_overlap: float = 80.0  # reject a paraphrase this lexically close to its passage
+    negative_max_coverage: float = 0.75  # reject a negative whose words a passage mostly holds
+    duplicate_similarity: float = 90.0  # reject a question this close to an existing one
+    min_words: int = 25  # passages shorter than this are not worth a question
+
+
+def content_words(text: str) -> list[str]:
+    words = [w.strip(".-").lower() for w in _WORD.findall(text)]
+    return [w for w in words if len(w) > 2 and w not in STOPWORDS]
+
+
+# ---- selection ---------------------------------------------------------------------------
+
+
+def covered_passage_ids(ws: Any) -> set[str]:
+    """Passages already labelled by a case, or suggested for a queued candidate."""
+    covered: set[str] = set()
+    for candidate in ws.candidates():
+        covered.update(s.id for s in candidate.suggestions)
+    for name in ws.set_names():
+        for case in ws.question_set(name).read().cases.values():
+            covered.update(r.id for r in case.relevant)
+    return covered
+
+
+def stratified_order(passages: Iterable[Passage], seed: int) -> list[Passage]:
+    """Every passage once, round-robin over documents (documents and their passages in a
+    seeded random order), so the first N are spread across as many documents as possible."""
+    rng = random.Random(seed)
+    by_doc: dict[str, list[Passage]] = defaultdict(list)
+    for p in passages:
+        by_doc[p.doc_id].append(p)
+    docs = sorted(by_doc)
+    rng.shuffle(docs)
+    queues = []
+    for doc in docs:
+        items = sorted(by_doc[doc], key=lambda p: (p.ordinal, p.id))
+        rng.shuffle(items)
+        queues.append(items)
+    order: list[Passage] = []
+    depth = 0
+    while True:
+        layer = [q[depth] for q in queues if depth < len(q)]
+        if not layer:
+            return order
+        order.extend(layer)
+        depth += 1
+
+
+def select_passages(
+    ws: Any,
+    n: int,
+    seed: int,
+    *,
+    thresholds: Thresholds,
+    reusable: Callable[[Passage], bool] = lambda _p: False,
+    only: set[str] | None = None,
+) -> tuple[list[Passage], int]:
+    """Up to `n` current passages, stratified across documents, skipping those already
+    covered by candidates or cases unless `reusable` (their work is cached, so including
+    them keeps a rerun identical and free). Returns (passages, how many were skipped)."""
+    covered = covered_passage_ids(ws)
+    chosen: list[Passage] = []
+    skipped = 0
+    pool = (p for p in ws.passages() if only is None or p.id in only)
+    for p in stratified_order(pool, seed):
+        if len(chosen) >= n:
+            break
+        if len(p.text.split()) < thresholds.min_words:
+            continue
+        if p.id in covered and not reusable(p):
+            skipped += 1
+            continue
+        chosen.append(p)
+    return chosen, skipped
+
+
+# ---- multi-hop groups --------------------------------------------------------------------
+
+
+@dataclass
+class Group:
+    passages: list[Passage]
+    relation: str
+
+
+def build_groups(
+    ws: Any, selected: list[Passage], count: int, size: int, seed: int
+) -> list[Group]:
+    """Up to `count` groups of `size` (2-3) related passages, each started from a selected
+    passage: the next section of the same document, a document it links to, or a passage
+    elsewhere sharing a rare identifier."""
+    if count <= 0:
+        return []
+    rng = random.Random(seed + 1)
+    docs = {}
+    for p in ws.passages():
+        docs.setdefault(p.doc_id, []).append(p)
+    by_path = {}
+    for doc_id, items in docs.items():
+        path = items[0].path or doc_id
+        by_path[PurePosixPath(path).as_posix()] = items
+    starts = list(selected)
+    rng.shuffle(starts)
+    groups: list[Group] = []
+    used: set[frozenset[str]] = set()
+    for start in starts:
+        if len(groups) >= count:
+            break
+        members = [start]
+        relations = []
+        for finder in (_linked, _same_document, _shared_identifier):
+            if len(members) >= size:
+                break
+            found = finder(ws, start, members, docs, by_path)
+            if found:
+                members.append(found[0])
+                relations.append(found[1])
+        key = frozenset(p.id for p in members)
+        if len(members) >= 2 and key not in used:
+            used.add(key)
+            groups.append(Group(members, "; ".join(relations)))
+    return groups
+
+
+def _same_document(ws, start, members, docs, by_path):
+    ids = {m.id for m in members}
+    siblings = [p for p in docs.get(start.doc_id, []) if p.id not in ids]
+    if not siblings:
+        return None
+    near = min(siblings, key=lambda p: (abs(p.ordinal - start.ordinal), p.ordinal))
+    if len(near.text.split()) < 15:
+        return None
+    return near, f"two sections of {start.doc_id}"
+
+
+def _linked(ws, start, members, docs, by_path):
+    ids = {m.id for m in members}
+    base = PurePosixPath(start.path or start.doc_id).parent
+    for target in _LINK.findall(start.text):
+        if "://" in target:
+            continue
+        parts: list[str] = []
+        for part in (base / target).parts:
+            if part == "..":
+                if parts:
+                    parts.pop()
+            elif part != ".":
+                parts.append(part)
+        items = by_path.get("/".join(parts))
+        if items:
+            options = [p for p in items if p.id not in ids and len(p.text.split()) >= 15]
+            if options:
+                return options[0], f"{start.doc_id} links to {options[0].doc_id}"
+    return None
+
+
+def _shared_identifier(ws, start, members, docs, by_path):
+    ids = {m.id for m in members}
+    docs_in = {m.doc_id for m in members}
+    for ident in mine(start.text)[:5]:
+        for hit in ws.search(ident.text, limit=5):
+            if hit.id in ids:
+                continue
+            p = ws.passage(hit.id)
+            if p and p.doc_id not in docs_in and contains_verbatim(p.text, ident.text):
+                return p, f"both mention {ident.text}"
+    return None
+
+
+# ---- checks ------------------------------------------------------------------------------
+
+
+def general_problem(question: str) -> str | None:
+    q = question.strip()
+    if len(q) < 8:
+        return "too short"
+    if len(q) > 300:
+        return "too long"
+    if _META.search(q):
+        return "refers to the passage itself"
+    return None
+
+
+def check_identifier(question: str, claimed: str, identifiers: list[Identifier]) -> tuple[str | None, str]:
+    """(problem or None, the identifier the question quotes)."""
+    texts = [i.text for i in identifiers]
+    if claimed in texts and contains_verbatim(question, claimed):
+        return None, claimed
+    for text in texts:
+        if contains_verbatim(question, text):
+            return None, text
+    return "does not quote an identifier from the passage verbatim", claimed
+
+
+def paraphrase_overlap(question: str, passage_text: str) -> float:
+    """How much of the question's wording the passage already holds (0-100)."""
+    q = " ".join(content_words(question))
+    if not q:
+        return 100.0
+    return fuzz.token_set_ratio(q, " ".join(set(content_words(passage_text))))
+
+
+def negative_match(ws: Any, question: str, max_coverage: float) -> tuple[str, float] | None:
+    """The passage that answers a supposedly unanswerable question, if the corpus's own
+    search finds one whose text holds most of the question's content words."""
+    words = set(content_words(question))
+    if not words:
+        return None
+    for hit in ws.search(question, limit=3):
+        passage = ws.passage(hit.id, hit.revision)
+        if passage is None:
+            continue
+        have = set(content_words(passage.text + " " + passage.heading))
+        coverage = len(words & have) / len(words)
+        if coverage >= max_coverage:
+            return hit.id, coverage
+    return None
+
+
+def freshness_problem(old_answer: str, new_answer: str, previous: str, current: str) -> str | None:
+    old_n, new_n = normalize_query(old_answer), normalize_query(new_answer)
+    if not new_n:
+        return "no current answer"
+    if old_n == new_n or fuzz.ratio(old_n, new_n) >= 95:
+        return "the answer is the same in both revisions"
+    prev_l, cur_l = normalize_query(previous), normalize_query(current)
+    if new_n in prev_l and old_n and old_n in cur_l:
+        return "both answers appear in both revisions"
+    return None
+
+
+def multi_hop_problem(used: list[str], group_ids: list[str]) -> str | None:
+    missing = [i for i in group_ids if i not in set(used)]
+    if missing:
+        return "does not need every passage of the group"
+    return None
+
+
+# ---- de-duplication ----------------------------------------------------------------------
+
+_IDENTISH = re.compile(r"[\w.-]*\d[\w.-]*|[\w]+[-_./][\w.-/]+")
+
+
+@dataclass
+class Deduper:
+    """Near-duplicate detection against existing candidates, cases and this run's output.
+    Two questions naming different identifiers are never duplicates."""
+
+    threshold: float
+    norms: list[str] = field(default_factory=list)
+
+    def add(self, text: str) -> None:
+        self.norms.append(normalize_query(text))
+
+    def duplicate_of(self, text: str) -> str | None:
+        norm = normalize_query(text)
+        if not self.norms:
+            return None
+        mine_ids = set(_IDENTISH.findall(norm))
+        for match, _score, _ in process.extract(
+            norm, self.norms, scorer=fuzz.token_sort_ratio, score_cutoff=self.threshold, limit=5
+        ):
+            if set(_IDENTISH.findall(match)) == mine_ids:
+                return match
+        return None
+
+
+def existing_questions(ws: Any) -> list[str]:
+    norms = list(ws.candidate_norms())
+    for name in ws.set_names():
+        norms.extend(normalize_query(c.query) for c in ws.question_set(name).read().cases.values())
+    return norms
