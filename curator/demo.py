@@ -67,3 +67,13 @@ def build_demo(
 # Further steps that fill the demo (mined log queries, generated candidates, stored
 # runs); each is `step(ws, target, say)`.
 DEMO_STEPS: list[Callable[[Workspace, Path, Callable[[str], None]], None]] = []
+
+
+def _demo_generate(ws: Workspace, target: Path, say: Callable[[str], None]) -> None:
+    from curator.generate import generate
+
+    say("Generating exact-identifier candidates offline (--backend identifiers)")
+    generate(ws, backend="identifiers", passages=40, seed=7)
+
+
+DEMO_STEPS.append(_demo_generate)

@@ -301,8 +301,9 @@ class ModelClient:
                 latency = (time.perf_counter() - start) * 1000
                 self.budget.settle(estimate, 0.0)
                 timeout = isinstance(exc, openai.APITimeoutError)
+                where = self.options.base_url or "the default OpenAI endpoint"
                 what = f"timed out after {self.options.timeout:g}s" if timeout else (
-                    f"connection failed: {self.redact(str(exc))}")
+                    f"could not connect to {where}: {self.redact(str(exc))}")
                 outcome = "retry" if attempt <= self.options.max_retries else "error"
                 self.log.write(spec, params, **row, outcome=outcome, error=what, latency_ms=latency)
                 if outcome == "retry":
