@@ -186,3 +186,25 @@ def m003_generate(db: Database) -> None:
         },
         pk="id",
     )
+
+
+@migrations()
+def m002_logs(db: Database) -> None:
+    # One row per log file imported by `curator import-logs`, keyed by its content
+    # fingerprint, so that importing the same log again is recognised and skipped.
+    db["log_imports"].create(
+        {
+            "fingerprint": str,
+            "label": str,
+            "path": str,
+            "size": int,
+            "mtime_ns": int,
+            "format": str,
+            "lines": int,
+            "parsed": int,
+            "imported_at": str,
+            "queued": int,
+        },
+        pk="fingerprint",
+    )
+    db["log_imports"].create_index(["path", "size", "mtime_ns"])

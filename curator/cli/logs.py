@@ -1,0 +1,154 @@
+"""`curator import-logs`: mine search logs into the review queue."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TransferSpeedColumn,
+)
+from rich.table import Table
+
+from curator.cli.main import cli, console, err_console, json_option, pass_ws, print_json
+from curator.errors import EXIT_PARTIAL, CuratorError
+
+
+def _pairs(values: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for value in values:
+        kind, sep, pattern = value.partition("=")
+        if not sep or not kind.strip() or not pattern:
+            raise CuratorError(f"--redact {value!r}: expected KIND=REGEX, e.g. TICKET='INC-\\d{{6}}'")
+        out[kind.strip()] = pattern
+    return out
+
+
+@cli.command("import-logs")
+@click.argument("paths", nargs=-1, required=True)
+@click.option(
+    "--format", "fmt", default="auto", show_default=True,
+    type=click.Choice(["auto", "jsonl", "ubi", "csv", "tsv", "text", "access"]),
+    help="Log format (auto: from the name and the first lines).",
+)
+@click.option("--query-field", help="Field or column with the query; dotted paths (request.params.q) work.")
+@click.option("--count-field", help="Pre-aggregated input: the field with how often the query was asked.")
+@click.option("--time-field", help="Field with the timestamp (default: timestamp, @timestamp, time, ts, ...).")
+@click.option("--user-field", help="Field with the user or session id (counted, never stored).")
+@click.option("--hits-field", help="Field with the returned passage ids.")
+@click.option("--clicks-field", help="Field with the clicked passage ids.")
+@click.option("--param", help="Access logs: the URL parameter that holds the query (default: q, query, search, ...).")
+@click.option("--since", help="Only lines at or after this time (2026-10-01 or an ISO time).")
+@click.option("--until", help="Only lines before this time.")
+@click.option("--similarity", type=click.FloatRange(0, 100), help="Fuzzy score that joins a cluster [logs.similarity].")
+@click.option("--min-count", type=click.IntRange(1), help="Drop clusters asked fewer times [logs.min_count].")
+@click.option("--min-length", type=click.IntRange(1), help="Shortest query kept, in characters [logs.min_length].")
+@click.option("--max-length", type=click.IntRange(1), help="Longest query kept [logs.max_length].")
+@click.option("--noise", multiple=True, metavar="REGEX", help="Drop queries matching this (repeatable).")
+@click.option("--redact", multiple=True, metavar="KIND=REGEX", help="Also redact this pattern as <KIND> (repeatable).")
+@click.option("--sample", type=click.Choice(["top", "random", "pps"]), default="top", show_default=True,
+              help="How to pick clusters: most asked, uniformly, or proportional to frequency.")
+@click.option("--limit", type=click.IntRange(0), default=500, show_default=True,
+              help="Review budget: at most this many new candidates (0: all).")
+@click.option("--seed", type=int, help="Seed for --sample random|pps.")
+@click.option("--dry-run", is_flag=True, help="Show what would be queued; change nothing.")
+@click.option("--force", is_flag=True, help="Read logs again even if already imported.")
+@click.option("--workers", type=click.IntRange(0), default=0, help="Processes for big files (0: one per core).")
+@json_option
+@pass_ws
+def import_logs_cmd(ws, paths: tuple[str, ...], fmt: str, query_field, count_field, time_field, user_field,
+                    hits_field, clicks_field, param, since, until, similarity, min_count, min_length,
+                    max_length, noise, redact, sample, limit, seed, dry_run, force, workers,
+                    as_json: bool) -> None:
+    """Mine real queries from search logs into the review queue.
+
+    Reads JSON Lines (any field, auto-detected), CSV/TSV with a header, plain text
+    (one query per line), nginx/Apache access logs and OpenSearch UBI query records;
+    gzip (and zstd with the `zstandard` package), globs, folders, and `-` for stdin.
+    Queries are counted, redacted (e-mails, phones, IPs, cards, keys and tokens become
+    <EMAIL>, <PHONE>, ...), grouped with their typos and word-order variants, filtered,
+    de-duplicated against the queue and every set, sampled to --limit and queued with
+    their counts and the clicked/returned passages as suggestions. Broken lines are
+    counted and skipped (exit 3); a log already imported is recognised and skipped.
+
+    \b
+    Example:
+        curator import-logs logs/search.jsonl
+        curator import-logs 'logs/*.jsonl.gz' --since 2026-10-01 --limit 200 --sample pps --seed 7
+        curator import-logs access.log --param q --dry-run
+        curator import-logs export.csv --query-field search_term --count-field n
+        zcat search.jsonl.gz | curator import-logs - --format jsonl --json
+    """
+    from curator.logs import ImportOptions, import_logs
+
+    options = ImportOptions(
+        format=fmt, query_field=query_field, count_field=count_field, time_field=time_field,
+        user_field=user_field, hits_field=hits_field, clicks_field=clicks_field, param=param,
+        since=since, until=until, similarity=similarity, min_count=min_count, min_length=min_length,
+        max_length=max_length, noise=list(noise), redact=_pairs(redact), sample=sample, limit=limit,
+        seed=seed, dry_run=dry_run, force=force, workers=workers,
+    )
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+        TimeElapsedColumn(), console=err_console, transient=True,
+        disable=as_json or not sys.stderr.isatty(),
+    ) as bar:
+        task = bar.add_task("Reading", total=None)
+
+        def on_file(source, size: int | None) -> None:
+            bar.update(task, description=f"Reading {escape(source.label[-50:])}", total=size, completed=0)
+
+        summary = import_logs(
+            ws, list(paths), options, progress=lambda n: bar.advance(task, n), on_file=on_file
+        )
+    if as_json:
+        print_json(summary.to_dict())
+    else:
+        _print(summary)
+    if summary.partial:
+        sys.exit(EXIT_PARTIAL)
+
+
+def _print(s) -> None:
+    for f in s.files:
+        if f.status != "imported":
+            console.print(f"[yellow]{escape(f.path)}[/]: {f.status} (fingerprint {f.fingerprint}); "
+                          "--force reads it again.")
+            continue
+        fields = ", ".join(f"{k}={v}" for k, v in f.fields.items())
+        console.print(f"[bold]{escape(f.path)}[/] ({f.format}; {escape(fields)}): "
+                      f"{f.lines:,} lines, {f.parsed:,} parsed")
+        for reason, info in f.rejected.items():
+            where = ", ".join(str(n) for n in info["lines"])
+            more = " ..." if info["count"] > len(info["lines"]) else ""
+            console.print(f"  [red]rejected[/] {info['count']:,} × {escape(reason)} (line {where}{more})")
+        for reason, n in f.ignored.items():
+            console.print(f"  [dim]ignored {n:,} × {escape(reason)}[/]")
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_row("distinct queries", f"{s.distinct_queries:,} exact, {s.distinct_normalised:,} normalised")
+    table.add_row("clusters", f"{s.clusters:,} ({s.eligible:,} after filters)")
+    if s.redactions:
+        table.add_row("redacted", ", ".join(f"{k} {v:,}" for k, v in sorted(s.redactions.items())))
+    for reason, n in sorted(s.filtered.items()):
+        table.add_row("filtered", f"{n:,} × {escape(reason)}")
+    for reason, n in sorted(s.duplicates.items()):
+        table.add_row("duplicates", f"{n:,} × {escape(reason)}")
+    table.add_row("sampled", f"{s.sampled:,} ({s.sample}, limit {s.limit or 'none'})")
+    if s.dry_run:
+        table.add_row("queued", "nothing (dry run)")
+    else:
+        table.add_row("queued", f"{s.queued:,} new candidates" + (f", {s.already_queued} already queued" if s.already_queued else ""))
+    console.print(table)
+    if s.dry_run and s.preview:
+        preview = Table("count", "query", "slice", "variants", "suggested", title="Would queue")
+        for p in s.preview:
+            preview.add_row(str(p["count"]), escape(p["query"]), p["slice"] or "", str(p["variants"]), str(len(p["suggestions"])))
+        console.print(preview)
+        if s.sampled > len(s.preview):
+            console.print(f"[dim]... and {s.sampled - len(s.preview)} more[/]")

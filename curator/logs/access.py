@@ -1,0 +1,68 @@
+"""nginx / Apache access logs (common and combined formats): the query parameter of
+search requests, URL-decoded. Requests without the parameter (static files, health
+checks) are counted as ignored, not rejected; so are requests from obvious bots."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from urllib.parse import parse_qs, urlsplit
+
+from curator.logs.aggregate import Aggregate
+from curator.logs.fields import URL_PARAMS
+from curator.logs.lines import MAX_LINE_BYTES, LineHandler, Window
+
+LINE = re.compile(
+    r'^(?P<host>\S+) \S+ (?P<user>\S+) \[(?P<time>[^\]]+)\] '
+    r'"(?P<method>[A-Z]+) (?P<url>\S+)(?: HTTP/[\d.]+)?" (?P<status>\d{3}) \S+'
+    r'(?: "(?P<referer>[^"]*)" "(?P<agent>[^"]*)")?'
+)
+BOTS = re.compile(r"(?i)bot\b|crawler|spider|slurp|bingpreview|headless|curl/|wget/|python-requests")
+
+
+def looks_like_access_log(head: bytes) -> bool:
+    lines = [ln for ln in head.split(b"\n")[:20] if ln.strip()]
+    hits = sum(1 for ln in lines if LINE.match(ln.decode("utf-8", "replace")))
+    return bool(lines) and hits >= max(1, len(lines) // 2)
+
+
+def guess_param(head: bytes) -> str | None:
+    seen: dict[str, int] = {}
+    for raw in head.split(b"\n")[:2000]:
+        m = LINE.match(raw.decode("utf-8", "replace"))
+        if m:
+            for key in parse_qs(urlsplit(m["url"]).query):
+                seen[key] = seen.get(key, 0) + 1
+    for name in URL_PARAMS:
+        if name in seen:
+            return name
+    return None
+
+
+class AccessHandler(LineHandler):
+    name = "access"
+
+    def __init__(self, param: str, window: Window = Window(), max_line_bytes: int = MAX_LINE_BYTES):
+        super().__init__(window, max_line_bytes)
+        self.param = param
+
+    def handle(self, text: str, lineno: int, agg: Aggregate) -> None:
+        m = LINE.match(text)
+        if not m:
+            agg.reject("not an access-log line", lineno)
+            return
+        values = parse_qs(urlsplit(m["url"]).query, keep_blank_values=True).get(self.param)
+        if not values:
+            agg.ignored["request without the search parameter"] += 1
+            return
+        if m["agent"] and BOTS.search(m["agent"]):
+            agg.ignored["bot user agent"] += 1
+            return
+        try:
+            ts = datetime.strptime(m["time"], "%d/%b/%Y:%H:%M:%S %z").strftime("%Y-%m-%dT%H:%M:%S")
+        except ValueError:
+            ts = None
+        if not self.timestamp_ok(ts, lineno, agg):
+            return
+        user = m["user"] if m["user"] != "-" else m["host"]  # counted, never stored
+        agg.add(values[0], 1, ts, user)

@@ -1,0 +1,153 @@
+"""Per exact query string: how often, when, by how many people, which results.
+
+Readers feed an `Aggregate`; workers reading parts of one file each fill their own and
+the parts are merged. Timestamps are kept as `YYYY-MM-DDTHH:MM:SS` strings (UTC), which
+compare correctly as strings.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+USERS_CAP = 100  # distinct users remembered per query; more is reported as "100+"
+IDS_CAP = 50  # distinct hit/click ids remembered per query
+REJECT_SAMPLES = 5  # line numbers kept per reject reason
+
+
+@dataclass
+class Rejects:
+    count: int = 0
+    lines: list[int] = field(default_factory=list)
+
+    def add(self, line: int, n: int = 1) -> None:
+        self.count += n
+        if len(self.lines) < REJECT_SAMPLES:
+            self.lines.append(line)
+
+
+@dataclass
+class Aggregate:
+    counts: Counter[str] = field(default_factory=Counter)
+    first: dict[str, str] = field(default_factory=dict)
+    last: dict[str, str] = field(default_factory=dict)
+    users: dict[str, set[str]] = field(default_factory=dict)
+    hits: dict[str, Counter[str]] = field(default_factory=dict)
+    clicks: dict[str, Counter[str]] = field(default_factory=dict)
+    zero_results: Counter[str] = field(default_factory=Counter)
+    latency: dict[str, list[float]] = field(default_factory=dict)  # query -> [sum, n]
+    lines: int = 0  # lines (or records) read
+    parsed: int = 0  # lines that gave a query
+    ignored: Counter[str] = field(default_factory=Counter)  # fine lines that are not searches
+    rejected: dict[str, Rejects] = field(default_factory=dict)
+
+    def reject(self, reason: str, line: int, n: int = 1) -> None:
+        self.rejected.setdefault(reason, Rejects()).add(line, n)
+
+    def add(
+        self,
+        query: str,
+        n: int = 1,
+        ts: str | None = None,
+        user: str | None = None,
+        hits: list[str] | None = None,
+        clicks: list[str] | None = None,
+        results: int | None = None,
+        latency: float | None = None,
+    ) -> None:
+        self.parsed += 1
+        self.counts[query] += n
+        if ts is not None:
+            seen = self.first.get(query)
+            if seen is None or ts < seen:
+                self.first[query] = ts
+            seen = self.last.get(query)
+            if seen is None or ts > seen:
+                self.last[query] = ts
+        if user:
+            known = self.users.setdefault(query, set())
+            if len(known) < USERS_CAP:
+                known.add(user)
+        if hits:
+            _add_ids(self.hits.setdefault(query, Counter()), hits, n)
+        if clicks:
+            _add_ids(self.clicks.setdefault(query, Counter()), clicks, n)
+        if results == 0:
+            self.zero_results[query] += n
+        if latency is not None:
+            acc = self.latency.setdefault(query, [0.0, 0])
+            acc[0] += latency * n
+            acc[1] += n
+
+    def merge(self, other: Aggregate, line_offset: int = 0) -> None:
+        """Add `other` (whose line numbers start after `line_offset` lines) to this one."""
+        self.counts.update(other.counts)
+        for q, ts in other.first.items():
+            seen = self.first.get(q)
+            if seen is None or ts < seen:
+                self.first[q] = ts
+        for q, ts in other.last.items():
+            seen = self.last.get(q)
+            if seen is None or ts > seen:
+                self.last[q] = ts
+        for q, users in other.users.items():
+            known = self.users.setdefault(q, set())
+            for u in users:
+                if len(known) >= USERS_CAP:
+                    break
+                known.add(u)
+        for mine, theirs in ((self.hits, other.hits), (self.clicks, other.clicks)):
+            for q, ids in theirs.items():
+                _add_ids(mine.setdefault(q, Counter()), ids, 1, counts=ids)
+        self.zero_results.update(other.zero_results)
+        for q, (total, n) in other.latency.items():
+            acc = self.latency.setdefault(q, [0.0, 0])
+            acc[0] += total
+            acc[1] += n
+        self.lines += other.lines
+        self.parsed += other.parsed
+        self.ignored.update(other.ignored)
+        for reason, rej in other.rejected.items():
+            mine_rej = self.rejected.setdefault(reason, Rejects())
+            mine_rej.count += rej.count
+            for line in rej.lines:
+                if len(mine_rej.lines) < REJECT_SAMPLES:
+                    mine_rej.lines.append(line + line_offset)
+
+
+def _add_ids(target: Counter[str], ids, n: int, counts: Counter[str] | None = None) -> None:
+    for i in ids:
+        if i in target or len(target) < IDS_CAP:
+            target[i] += counts[i] if counts is not None else n
+
+
+def parse_time(value: object) -> str | None:
+    """A timestamp from a log (ISO-8601 string, epoch seconds or milliseconds) as
+    `YYYY-MM-DDTHH:MM:SS` in UTC, or None when it is not one."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        seconds = value / 1000 if value > 1e11 else value
+        try:
+            return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        except (OverflowError, OSError, ValueError):
+            return None
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if not text:
+        return None
+    if text.replace(".", "", 1).isdigit():
+        return parse_time(float(text))
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(UTC)
+    return parsed.strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def iso_z(ts: str | None) -> str | None:
+    return f"{ts}Z" if ts else None

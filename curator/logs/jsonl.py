@@ -1,0 +1,187 @@
+"""JSON Lines search logs (and OpenSearch UBI query records, which are JSON Lines with
+known field names).
+
+Most lines of a big log look alike, so whole blocks are first tried on a fast path:
+regular expressions pull the query, timestamp and user out of every line of the block
+at C speed. The fast path is only taken when it provably sees one value per line; any
+block it cannot vouch for (escaped quotes, nested or repeated keys, other fields to
+carry, odd timestamps, over-long lines) is parsed line by line with a JSON parser
+(`orjson` when it is installed, else the standard library).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from curator.logs.aggregate import Aggregate, parse_time
+from curator.logs.fields import Fields, as_number, get_path, id_list
+from curator.logs.lines import MAX_LINE_BYTES, LineHandler, Window
+
+try:  # optional speed-up; not a dependency
+    import orjson
+
+    loads: Any = orjson.loads
+    JSON_ERRORS: tuple[type[Exception], ...] = (orjson.JSONDecodeError, ValueError)
+except ImportError:  # pragma: no cover - depends on the environment
+    loads = json.loads
+    JSON_ERRORS = (ValueError,)
+
+_SIMPLE_KEY = re.compile(r"^[A-Za-z_@][\w@-]*$")
+
+
+def _value_re(key: str, value: str, whole_line: bool = False) -> re.Pattern[str]:
+    head = r"^\{[^\n]*?" if whole_line else r"^[^\n]*?"
+    tail = r"[^\n]*\}[ \t\r]*$" if whole_line else ""
+    return re.compile(head + '"' + re.escape(key) + r'":\s*' + value + tail, re.M)
+
+
+class JsonlHandler(LineHandler):
+    name = "jsonl"
+
+    def __init__(self, fields: Fields, window: Window = Window(), max_line_bytes: int = MAX_LINE_BYTES):
+        super().__init__(window, max_line_bytes)
+        assert fields.query
+        self.fields = fields
+        simple = [f for f in (fields.query, fields.time, fields.user) if f]
+        self.fast_ok = (
+            not window
+            and fields.count is None
+            and all(_SIMPLE_KEY.match(f) for f in simple)
+        )
+        if self.fast_ok:
+            self._q_re = _value_re(fields.query, r'"([^"\\\n]*)"', whole_line=True)
+            self._q_key = f'"{fields.query}"'
+            self._t_re = (
+                _value_re(fields.time, r'"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?(?:Z|\+00:00)?"')
+                if fields.time
+                else None
+            )
+            self._u_re = _value_re(fields.user, r'"([^"\\\n]*)"') if fields.user else None
+            # Fields the fast path does not extract: a block that has them is parsed in full.
+            self._other_keys = [
+                f'"{f}"' for f in (fields.hits, fields.clicks, fields.results, fields.latency) if f
+            ] + ['"_source"']
+
+    # -- fast path ---------------------------------------------------------------------
+
+    def try_fast(self, data: bytes, agg: Aggregate) -> bool:
+        if not self.fast_ok or not data.endswith(b"\n") or b"\n\n" in data or data.startswith(b"\n"):
+            return False
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        n = text.count("\n")
+        if any(key in text for key in self._other_keys):
+            return False
+        if text.count(self._q_key) != n or max(map(len, text.split("\n"))) > self.max_line_bytes:
+            return False
+        queries = self._q_re.findall(text)
+        if len(queries) != n:
+            return False
+        stamps = users = None
+        if self._t_re is not None:
+            stamps = self._t_re.findall(text)
+            if len(stamps) != n or text.count(f'"{self.fields.time}"') != n:
+                return False
+        if self._u_re is not None:
+            users = self._u_re.findall(text)
+            if len(users) != n or text.count(f'"{self.fields.user}"') != n:
+                return False
+        agg.parsed += n
+        agg.counts.update(queries)
+        if stamps is not None:
+            _merge_min(agg.first, dict(zip(reversed(queries), reversed(stamps), strict=True)))
+            _merge_max(agg.last, dict(zip(queries, stamps, strict=True)))
+        if users is not None:
+            from curator.logs.aggregate import USERS_CAP
+
+            table = agg.users
+            for q, u in set(zip(queries, users, strict=True)):
+                known = table.get(q)
+                if known is None:
+                    table[q] = {u}
+                elif len(known) < USERS_CAP:
+                    known.add(u)
+        return True
+
+    # -- one line ----------------------------------------------------------------------
+
+    def handle(self, text: str, lineno: int, agg: Aggregate) -> None:
+        try:
+            record = loads(text)
+        except JSON_ERRORS:
+            agg.reject("broken JSON", lineno)
+            return
+        if not isinstance(record, dict):
+            agg.reject("not a JSON object", lineno)
+            return
+        source = record.get("_source")
+        if isinstance(source, dict):  # an OpenSearch / Elasticsearch hit
+            record = source
+        f = self.fields
+        query = get_path(record, f.query)
+        if query is None:
+            agg.reject(f"no {f.query!r} field", lineno)
+            return
+        if not isinstance(query, str):
+            agg.reject(f"{f.query!r} is not text", lineno)
+            return
+        n = 1
+        if f.count:
+            value = as_number(get_path(record, f.count))
+            if value is None or value < 0 or value != int(value):
+                agg.reject(f"{f.count!r} is not a whole number", lineno)
+                return
+            n = int(value)
+            if n == 0:
+                agg.ignored["count of 0"] += 1
+                return
+        ts = parse_time(get_path(record, f.time)) if f.time else None
+        if not self.timestamp_ok(ts, lineno, agg):
+            return
+        user = get_path(record, f.user) if f.user else None
+        results = as_number(get_path(record, f.results)) if f.results else None
+        agg.add(
+            query,
+            n,
+            ts,
+            str(user) if user is not None and user != "" else None,
+            id_list(get_path(record, f.hits)) if f.hits else None,
+            id_list(get_path(record, f.clicks)) if f.clicks else None,
+            int(results) if results is not None else None,
+            as_number(get_path(record, f.latency)) if f.latency else None,
+        )
+
+
+def _merge_min(target: dict[str, str], new: dict[str, str]) -> None:
+    for q in new.keys() - target.keys():
+        target[q] = new[q]
+    for q in new.keys() & target.keys():
+        if new[q] < target[q]:
+            target[q] = new[q]
+
+
+def _merge_max(target: dict[str, str], new: dict[str, str]) -> None:
+    for q in new.keys() & target.keys():
+        if new[q] < target[q]:
+            new[q] = target[q]
+    target.update(new)
+
+
+def sniff_records(head: bytes, limit: int = 200) -> list[dict[str, Any]]:
+    """The first parseable JSON objects of a block (for guessing field names)."""
+    out = []
+    for raw in head.split(b"\n")[:2000]:
+        try:
+            record = loads(raw)
+        except JSON_ERRORS:
+            continue
+        if isinstance(record, dict):
+            source = record.get("_source")
+            out.append(source if isinstance(source, dict) else record)
+            if len(out) >= limit:
+                break
+    return out

@@ -1,0 +1,540 @@
+"""`import_logs`: from search-log files to de-duplicated, privacy-safe review candidates.
+
+Read (count per exact query) -> redact -> normalise and group -> filter -> cluster
+near-duplicates -> drop what is already queued or in a set -> sample to the budget ->
+queue, with provenance and suggested passages. Normalising, redaction and clustering
+run once per distinct query, not once per line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rapidfuzz import fuzz, process
+
+from curator.errors import InputError
+from curator.logs.aggregate import USERS_CAP, Aggregate, iso_z, parse_time
+from curator.logs.cluster import cluster
+from curator.logs.fields import Fields
+from curator.logs.lines import MAX_LINE_BYTES, Window
+from curator.logs.normalise import (
+    compare_key,
+    digit_signature,
+    looks_like_identifier,
+    normalize_query,
+)
+from curator.logs.reading import FORMATS, FileRead, Progress, Source, expand, read_source
+from curator.logs.redact import Redactor
+from curator.logs.sample import SAMPLERS, sample_order
+from curator.models import CandidateIn, Suggestion
+from curator.text import sha256_hex
+
+# Cheap test for "could this contain personal data at all": most queries cannot, and
+# skipping them keeps redaction off the hot path.
+_MAYBE_PERSONAL = re.compile(
+    r"[\d@:]|eyJ|bearer|token|secret|passw|pwd|api|sk[-_]|pk[-_]|rk[-_]|gh[pousr]_|xox|AIza|AKIA|ASIA",
+    re.I,
+)
+_BUILTIN_NOISE = [
+    re.compile(r"^(?:https?://|www\.)\S*$"),  # a pasted URL
+    re.compile(r"<script|\bunion\s+(?:all\s+)?select\b|'\s*or\s+'?1'?\s*=\s*'?1", re.I),  # probes
+    re.compile(r"^(.)\1{3,}$"),  # aaaaaa
+]
+_ONLY_PLACEHOLDERS = re.compile(r"^(?:\s*<[A-Z_]+>\s*)+$")
+PREVIEW = 50
+VARIANTS = 10
+
+
+@dataclass
+class ImportOptions:
+    """Everything `curator import-logs` can be told; None means the workspace config."""
+
+    format: str = "auto"
+    query_field: str | None = None
+    count_field: str | None = None
+    time_field: str | None = None
+    user_field: str | None = None
+    hits_field: str | None = None
+    clicks_field: str | None = None
+    results_field: str | None = None
+    latency_field: str | None = None
+    param: str | None = None
+    since: str | None = None
+    until: str | None = None
+    similarity: float | None = None
+    min_count: int | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+    noise: list[str] = field(default_factory=list)
+    redact: dict[str, str] = field(default_factory=dict)
+    sample: str = "top"
+    limit: int = 500  # 0: no limit
+    seed: int | None = None
+    dry_run: bool = False
+    force: bool = False
+    workers: int = 0  # 0: one per core, for big uncompressed files
+    max_line_bytes: int = MAX_LINE_BYTES
+
+
+@dataclass
+class FileSummary:
+    path: str
+    status: str  # imported | already imported | listed twice
+    format: str | None = None
+    fingerprint: str | None = None
+    fields: dict[str, str] = field(default_factory=dict)
+    lines: int = 0
+    parsed: int = 0
+    rejected: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ignored: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class ImportSummary:
+    files: list[FileSummary] = field(default_factory=list)
+    lines: int = 0
+    parsed: int = 0
+    rejected: int = 0
+    distinct_queries: int = 0  # exact strings
+    distinct_normalised: int = 0
+    clusters: int = 0
+    redactions: dict[str, int] = field(default_factory=dict)
+    filtered: dict[str, int] = field(default_factory=dict)  # reason -> clusters (or queries)
+    duplicates: dict[str, int] = field(default_factory=dict)  # candidate / case -> clusters
+    eligible: int = 0
+    sampled: int = 0
+    queued: int = 0
+    already_queued: int = 0
+    candidate_ids: list[int] = field(default_factory=list)
+    preview: list[dict[str, Any]] = field(default_factory=list)
+    dry_run: bool = False
+    sample: str = "top"
+    limit: int = 0
+
+    @property
+    def partial(self) -> bool:
+        """Some lines were rejected (the rest were imported)."""
+        return self.rejected > 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def import_logs(
+    ws,
+    paths: list[str | Path],
+    options: ImportOptions | None = None,
+    progress: Progress | None = None,
+    on_file: Any = None,
+    **overrides: Any,
+) -> ImportSummary:
+    """Mine search-log files into review candidates of workspace `ws`.
+
+    `paths`: files, globs, folders or `-` (stdin); gzip always, zstd when `zstandard`
+    is installed. Options are an `ImportOptions` or its fields as keywords
+    (`import_logs(ws, ["search.jsonl"], limit=100, sample="pps", seed=1)`).
+    `progress(n)` is called with bytes read; `on_file(source, size)` before each file.
+    Raises InputError for a missing/unreadable file or a query field that no line has;
+    malformed lines are counted in the summary and skipped. Nothing personal is
+    stored or returned: queries are redacted before they are grouped.
+    """
+    opts = options or ImportOptions()
+    if overrides:
+        opts = ImportOptions(**{**asdict(opts), **overrides})
+    _check(opts)
+    cfg = ws.config.logs
+    similarity = cfg.similarity if opts.similarity is None else opts.similarity
+    min_count = cfg.min_count if opts.min_count is None else opts.min_count
+    min_length = cfg.min_length if opts.min_length is None else opts.min_length
+    max_length = cfg.max_length if opts.max_length is None else opts.max_length
+    redactor = Redactor({**cfg.redact_patterns, **opts.redact})
+    noise = _BUILTIN_NOISE + [_compile(p, "noise pattern") for p in [*cfg.noise_patterns, *opts.noise]]
+    window = Window(_bound(opts.since, "--since"), _bound(opts.until, "--until"))
+    fields = Fields(
+        opts.query_field, opts.count_field, opts.time_field, opts.user_field,
+        opts.hits_field, opts.clicks_field, opts.results_field, opts.latency_field,
+    )
+
+    summary = ImportSummary(dry_run=opts.dry_run, sample=opts.sample, limit=opts.limit)
+    sources = expand(paths)
+    if not sources:
+        raise InputError(", ".join(map(str, paths)) or "(no paths)", "no log files to read")
+    known = _known_imports(ws)
+    total = Aggregate()
+    reads: list[FileRead] = []
+    seen_fingerprints: set[str] = set()
+    for source in sources:
+        quick = _quick_key(source)
+        if not opts.force and quick and quick in known["quick"]:
+            summary.files.append(FileSummary(source.label, "already imported", fingerprint=known["quick"][quick][:16]))
+            continue
+        if on_file:
+            on_file(source, source.size())
+        read = read_source(
+            source, opts.format, fields, opts.param, window, opts.max_line_bytes, opts.workers,
+            progress or (lambda _n: None),
+        )
+        _require_found(read)
+        fs = FileSummary(
+            source.label, "imported", read.format, read.fingerprint[:16], read.fields,
+            read.agg.lines, read.agg.parsed,
+            {r: {"count": x.count, "lines": x.lines} for r, x in sorted(read.agg.rejected.items())},
+            dict(read.agg.ignored),
+        )
+        if read.fingerprint in seen_fingerprints:
+            fs.status = "listed twice"
+        elif read.fingerprint in known["fingerprints"] and not opts.force:
+            fs.status = "already imported"
+        else:
+            seen_fingerprints.add(read.fingerprint)
+            reads.append(read)
+            total.merge(read.agg)
+            summary.lines += read.agg.lines
+            summary.parsed += read.agg.parsed
+            summary.rejected += sum(x.count for x in read.agg.rejected.values())
+        summary.files.append(fs)
+
+    groups = _group(total, redactor, summary)
+    summary.redactions = dict(redactor.counts)
+    norms = [n for n in groups if _keep(n, groups[n], min_length, max_length, noise, summary)]
+    counts = [groups[n].count for n in norms]
+    clusters = cluster(norms, counts, similarity)
+    summary.clusters = len(clusters)
+    items = [_ClusterItem([groups[norms[i]] for i in c.members], [norms[i] for i in c.members]) for c in clusters]
+    kept = []
+    for item in items:
+        if item.count < min_count:
+            _bump(summary.filtered, f"asked fewer than {min_count} times")
+        else:
+            kept.append(item)
+    summary.eligible = len(kept)
+
+    dedupe = _Existing(ws, similarity)
+    chosen: list[_ClusterItem] = []
+    for index in sample_order([k.count for k in kept], opts.sample, opts.seed):
+        if opts.limit and len(chosen) >= opts.limit:
+            break
+        why = dedupe.duplicate_of(kept[index])
+        if why:
+            _bump(summary.duplicates, why)
+            continue
+        chosen.append(kept[index])
+    summary.sampled = len(chosen)
+
+    files = [r.source.label for r in reads]
+    import_id = sha256_hex("".join(sorted(r.fingerprint for r in reads)))[:12]
+    candidates = _candidates(ws, chosen, files, import_id)
+    summary.preview = [
+        {
+            "query": c.query,
+            "count": c.count,
+            "slice": c.suggested_slice,
+            "variants": len(c.provenance.get("variants", [])),
+            "suggestions": [s.id for s in c.suggestions],
+        }
+        for c in candidates[:PREVIEW]
+    ]
+    if not opts.dry_run:
+        result = ws.add_candidates(candidates)
+        summary.queued = len(result.added)
+        summary.already_queued = len(result.existing)
+        summary.candidate_ids = result.added
+        _record_imports(ws, reads, summary.queued)
+    return summary
+
+
+# ---- reading helpers -----------------------------------------------------------------
+
+
+def _check(opts: ImportOptions) -> None:
+    from curator.errors import CuratorError
+
+    if opts.format not in FORMATS:
+        raise CuratorError(f"unknown log format {opts.format!r}; expected one of {', '.join(FORMATS)}")
+    if opts.sample not in SAMPLERS:
+        raise CuratorError(f"unknown sampler {opts.sample!r}; expected one of {', '.join(SAMPLERS)}")
+    if opts.limit < 0:
+        raise CuratorError("--limit must be 0 (no limit) or more")
+
+
+def _compile(pattern: str, what: str) -> re.Pattern[str]:
+    from curator.errors import ConfigError
+
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise ConfigError(f"{what} {pattern!r} is not a valid regex: {exc}") from None
+
+
+def _bound(value: str | None, option: str) -> str | None:
+    if value is None:
+        return None
+    from curator.errors import CuratorError
+
+    ts = parse_time(value)
+    if ts is None:
+        raise CuratorError(f"{option} {value!r} is not a date or time (expected e.g. 2026-10-01 or 2026-10-01T08:00:00Z)")
+    return ts
+
+
+def _require_found(read: FileRead) -> None:
+    agg = read.agg
+    if agg.parsed or not agg.lines:
+        return
+    missing = [r for r in agg.rejected if r.startswith("no '")]
+    if missing:
+        raise InputError(
+            read.source.label,
+            f"{missing[0].removeprefix('no ')} was not found on any of its {agg.lines} lines",
+            hint="Name the query field with --query-field (dotted paths like request.params.q work).",
+        )
+    if agg.ignored.get("request without the search parameter"):
+        raise InputError(
+            read.source.label,
+            f"no request has the {read.fields.get('param')!r} parameter",
+            hint="Name the search parameter with --param NAME.",
+        )
+
+
+def _quick_key(source: Source) -> str | None:
+    if source.path is None:
+        return None
+    st = source.path.stat()
+    return f"{source.path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+
+
+def _known_imports(ws) -> dict[str, dict[str, str]]:
+    quick: dict[str, str] = {}
+    prints: dict[str, str] = {}
+    for row in ws.db.query("SELECT fingerprint, path, size, mtime_ns FROM log_imports"):
+        prints[row["fingerprint"]] = row["fingerprint"]
+        if row["path"]:
+            quick[f"{row['path']}|{row['size']}|{row['mtime_ns']}"] = row["fingerprint"]
+    return {"quick": quick, "fingerprints": prints}
+
+
+def _record_imports(ws, reads: list[FileRead], queued: int) -> None:
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    rows = []
+    for read in reads:
+        path = read.source.path
+        st = path.stat() if path else None
+        rows.append(
+            {
+                "fingerprint": read.fingerprint,
+                "label": read.source.label,
+                "path": str(path.resolve()) if path else None,
+                "size": st.st_size if st else None,
+                "mtime_ns": st.st_mtime_ns if st else None,
+                "format": read.format,
+                "lines": read.agg.lines,
+                "parsed": read.agg.parsed,
+                "imported_at": now,
+                "queued": queued,
+            }
+        )
+    with ws.transaction():
+        ws.db["log_imports"].upsert_all(rows, pk="fingerprint")
+
+
+# ---- grouping, filtering ---------------------------------------------------------------
+
+
+@dataclass
+class _Group:
+    """One normalised (and redacted) query with everything its exact forms carried."""
+
+    surfaces: Counter[str] = field(default_factory=Counter)
+    count: int = 0
+    first: str | None = None
+    last: str | None = None
+    users: set[str] = field(default_factory=set)
+    hits: Counter[str] = field(default_factory=Counter)
+    clicks: Counter[str] = field(default_factory=Counter)
+    zero_results: int = 0
+    latency: list[float] = field(default_factory=lambda: [0.0, 0])
+
+
+def _group(agg: Aggregate, redactor: Redactor, summary: ImportSummary) -> dict[str, _Group]:
+    groups: dict[str, _Group] = {}
+    summary.distinct_queries = len(agg.counts)
+    custom = bool(redactor.extra)  # user patterns cannot be pre-screened
+    for raw, n in agg.counts.items():
+        text = " ".join(raw.split())
+        if not text:
+            _bump(summary.filtered, "empty query", n)
+            continue
+        if custom or _MAYBE_PERSONAL.search(text):
+            text = redactor.redact(text, n)
+        norm = normalize_query(text)
+        g = groups.get(norm)
+        if g is None:
+            g = groups[norm] = _Group()
+        g.surfaces[text] += n
+        g.count += n
+        ts = agg.first.get(raw)
+        if ts and (g.first is None or ts < g.first):
+            g.first = ts
+        ts = agg.last.get(raw)
+        if ts and (g.last is None or ts > g.last):
+            g.last = ts
+        users = agg.users.get(raw)
+        if users and len(g.users) < USERS_CAP:
+            g.users.update(list(users)[: USERS_CAP - len(g.users)])
+        if raw in agg.hits:
+            g.hits.update(agg.hits[raw])
+        if raw in agg.clicks:
+            g.clicks.update(agg.clicks[raw])
+        g.zero_results += agg.zero_results.get(raw, 0)
+        lat = agg.latency.get(raw)
+        if lat:
+            g.latency[0] += lat[0]
+            g.latency[1] += lat[1]
+    summary.distinct_normalised = len(groups)
+    return groups
+
+
+def _keep(norm: str, g: _Group, min_length: int, max_length: int, noise, summary: ImportSummary) -> bool:
+    reason = None
+    if len(norm) < min_length:
+        reason = f"shorter than {min_length} characters"
+    elif len(norm) > max_length:
+        reason = f"longer than {max_length} characters"
+    elif not any(ch.isalnum() for ch in norm.replace("<", " ").replace(">", " ")) or _ONLY_PLACEHOLDERS.match(
+        g.surfaces.most_common(1)[0][0]
+    ):
+        reason = "noise (no words left)"
+    else:
+        surface = g.surfaces.most_common(1)[0][0]
+        if any(p.search(surface) or p.search(norm) for p in noise):
+            reason = "noise pattern"
+    if reason:
+        _bump(summary.filtered, reason)
+        return False
+    return True
+
+
+def _bump(table: dict[str, int], key: str, n: int = 1) -> None:
+    table[key] = table.get(key, 0) + n
+
+
+class _ClusterItem:
+    def __init__(self, groups: list[_Group], norms: list[str]):
+        self.groups, self.norms = groups, norms
+        self.count = sum(g.count for g in groups)
+
+
+class _Existing:
+    """Queries already queued or already cases, for exact and fuzzy look-ups."""
+
+    def __init__(self, ws, similarity: float):
+        self.similarity = similarity
+        self.exact: dict[str, str] = {}
+        for norm in ws.candidate_norms():
+            self.exact[norm] = "already a candidate"
+        for name in ws.set_names():
+            try:
+                cases = list(ws.question_set(name).read().cases.values())
+            except Exception:  # a damaged set is verify's business, not the importer's
+                continue
+            for case in cases:
+                self.exact.setdefault(normalize_query(case.query), f"already a case in {name}")
+        self.blocks: dict[str, tuple[list[str], list[str]]] = {}
+        for norm, why in self.exact.items():
+            keys, whys = self.blocks.setdefault(digit_signature(norm), ([], []))
+            keys.append(compare_key(norm))
+            whys.append(why)
+
+    def duplicate_of(self, item: _ClusterItem) -> str | None:
+        for norm in item.norms:
+            if norm in self.exact:
+                return self.exact[norm]
+        if self.similarity >= 100:
+            return None
+        for norm in item.norms[:VARIANTS]:
+            block = self.blocks.get(digit_signature(norm))
+            if block:
+                match = process.extractOne(compare_key(norm), block[0], scorer=fuzz.ratio, score_cutoff=self.similarity)
+                if match:
+                    return block[1][match[2]]
+        return None
+
+
+# ---- candidates ------------------------------------------------------------------------
+
+
+def _candidates(ws, chosen: list[_ClusterItem], files: list[str], import_id: str) -> list[CandidateIn]:
+    wanted: set[str] = set()
+    for item in chosen:
+        for g in item.groups:
+            wanted.update(g.hits)
+            wanted.update(g.clicks)
+    exists = ws.existing_passage_ids(wanted) if wanted else set()
+    budget = ws.config.review.suggestions
+    identifier_slice = "exact_identifier" in ws.config.slices
+    out = []
+    for item in chosen:
+        surfaces: Counter[str] = Counter()
+        hits: Counter[str] = Counter()
+        clicks: Counter[str] = Counter()
+        users: set[str] = set()
+        firsts, lasts = [], []
+        zero = 0
+        lat = [0.0, 0]
+        for g in item.groups:
+            surfaces.update(g.surfaces)
+            hits.update(g.hits)
+            clicks.update(g.clicks)
+            users |= g.users
+            firsts += [g.first] if g.first else []
+            lasts += [g.last] if g.last else []
+            zero += g.zero_results
+            lat[0] += g.latency[0]
+            lat[1] += int(g.latency[1])
+        display = item.groups[0].surfaces.most_common(1)[0][0]
+        suggestions = [
+            Suggestion(id=pid, role="primary", reason="clicked")
+            for pid, _n in clicks.most_common()
+            if pid in exists
+        ][:budget]
+        taken = {s.id for s in suggestions}
+        suggestions += [
+            Suggestion(id=pid, role="secondary", reason="hit")
+            for pid, _n in hits.most_common()
+            if pid in exists and pid not in taken
+        ][: max(0, budget - len(suggestions))]
+        provenance: dict[str, Any] = {
+            "source": "log",
+            "files": files,
+            "import": import_id,
+            "count": item.count,
+            "first_seen": iso_z(min(firsts)) if firsts else None,
+            "last_seen": iso_z(max(lasts)) if lasts else None,
+            "users": len(users) if users else None,
+            "variants": [{"query": q, "count": n} for q, n in surfaces.most_common(VARIANTS)],
+            "distinct_forms": len(surfaces),
+        }
+        if len(users) >= USERS_CAP:
+            provenance["users_at_least"] = True
+        if zero:
+            provenance["zero_result_searches"] = zero
+        if lat[1]:
+            provenance["latency_ms_mean"] = round(lat[0] / lat[1], 1)
+        if clicks:
+            provenance["clicks"] = dict(clicks.most_common(10))
+        out.append(
+            CandidateIn(
+                query=display,
+                source_kind="log",
+                suggested_slice="exact_identifier" if identifier_slice and looks_like_identifier(display) else None,
+                suggestions=suggestions,
+                provenance={k: v for k, v in provenance.items() if v is not None},
+                count=item.count,
+            )
+        )
+    return out

@@ -1,0 +1,414 @@
+"""Finding, opening, fingerprinting and reading log files.
+
+A file's fingerprint is the SHA-256 of the SHA-256 digests of its 8 MiB blocks (of the
+bytes as stored, compressed or not), so the workers that read parts of a big file in
+parallel can each hash their own blocks and the result does not depend on how many
+workers there were.
+"""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import hashlib
+import io
+import multiprocessing as mp
+import os
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from curator.errors import InputError
+from curator.logs.access import AccessHandler, guess_param, looks_like_access_log
+from curator.logs.aggregate import Aggregate
+from curator.logs.delimited import read_delimited, sniff_delimiter
+from curator.logs.fields import QUERY_FIELDS, URL_PARAMS, Fields
+from curator.logs.jsonl import JsonlHandler, sniff_records
+from curator.logs.lines import MAX_LINE_BYTES, LineHandler, Window
+from curator.logs.text import TextHandler
+
+BLOCK = 8 << 20
+HEAD = 1 << 20
+PARALLEL_MIN_BYTES = 32 << 20
+FORMATS = ("auto", "jsonl", "ubi", "csv", "tsv", "text", "access")
+
+Progress = Callable[[int], None]  # bytes (as stored) read since the last call
+
+
+@dataclass
+class Source:
+    label: str  # what messages name: the path as given, or "<stdin>"
+    path: Path | None  # None for stdin
+
+    @property
+    def compression(self) -> str | None:
+        name = self.label.lower()
+        if name.endswith(".gz"):
+            return "gz"
+        if name.endswith((".zst", ".zstd")):
+            return "zst"
+        return None
+
+    @property
+    def stem(self) -> str:
+        """The name without a compression suffix, lower-case (for format detection)."""
+        name = self.label.lower()
+        for suffix in (".gz", ".zst", ".zstd"):
+            name = name.removesuffix(suffix)
+        return name
+
+    def size(self) -> int | None:
+        return self.path.stat().st_size if self.path else None
+
+
+def expand(paths: list[str | os.PathLike[str]]) -> list[Source]:
+    """Files named, globbed, or inside named folders; `-` is standard input. Every
+    pattern must match something and every file must be readable."""
+    sources: list[Source] = []
+    for raw in paths:
+        text = os.fspath(raw)
+        if text == "-":
+            sources.append(Source("<stdin>", None))
+            continue
+        if glob.has_magic(text):
+            matched = sorted(glob.glob(text, recursive=True))
+            if not matched:
+                raise InputError(text, "no file matches this pattern")
+        else:
+            matched = [text]
+        for name in matched:
+            path = Path(name)
+            if path.is_dir():
+                sources.extend(Source(str(p), p) for p in sorted(path.rglob("*")) if p.is_file())
+                continue
+            if not path.exists():
+                raise InputError(name, "no such file")
+            try:
+                with path.open("rb") as fh:
+                    fh.read(1)
+            except OSError as exc:
+                raise InputError(name, f"cannot read: {exc.strerror or exc}") from None
+            sources.append(Source(name, path))
+    return sources
+
+
+class BlockHasher:
+    """SHA-256 per 8 MiB block, combined at the end; `update` may split blocks."""
+
+    def __init__(self) -> None:
+        self.digests: list[bytes] = []
+        self._h = hashlib.sha256()
+        self._filled = 0
+
+    def update(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            take = min(len(view), BLOCK - self._filled)
+            self._h.update(view[:take])
+            self._filled += take
+            view = view[take:]
+            if self._filled == BLOCK:
+                self.digests.append(self._h.digest())
+                self._h = hashlib.sha256()
+                self._filled = 0
+
+    def finish(self) -> list[bytes]:
+        if self._filled:
+            self.digests.append(self._h.digest())
+            self._h = hashlib.sha256()
+            self._filled = 0
+        return self.digests
+
+
+def combine(digests: list[bytes]) -> str:
+    return hashlib.sha256(b"".join(digests)).hexdigest()
+
+
+class _HashingReader(io.RawIOBase):
+    """Passes bytes through from `raw` while hashing them and reporting progress."""
+
+    def __init__(self, raw: IO[bytes], hasher: BlockHasher, progress: Progress):
+        self.raw, self.hasher, self.progress = raw, hasher, progress
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        data = self.raw.read(len(buffer))
+        if not data:
+            return 0
+        n = len(data)
+        buffer[:n] = data
+        self.hasher.update(data)
+        self.progress(n)
+        return n
+
+
+def open_stream(source: Source, hasher: BlockHasher, progress: Progress) -> IO[bytes]:
+    """The decompressed bytes of a source, hashing the stored bytes on the way."""
+    raw: IO[bytes] = sys.stdin.buffer if source.path is None else source.path.open("rb")
+    counted = io.BufferedReader(_HashingReader(raw, hasher, progress), buffer_size=1 << 20)
+    if source.compression == "gz":
+        return gzip.GzipFile(fileobj=counted, mode="rb")  # type: ignore[return-value]
+    if source.compression == "zst":
+        try:
+            import zstandard
+        except ImportError:
+            raise InputError(
+                source.label,
+                "is zstd-compressed and the `zstandard` package is not installed",
+                hint="pip install zstandard, or decompress it first (zstd -d).",
+            ) from None
+        return zstandard.ZstdDecompressor().stream_reader(counted)  # type: ignore[return-value]
+    return counted
+
+
+# ---- what a file is --------------------------------------------------------------------
+
+
+def detect_format(source: Source, head: bytes) -> str:
+    stem = source.stem
+    first = next((ln.strip() for ln in head.split(b"\n") if ln.strip()), b"")
+    if stem.endswith((".jsonl", ".ndjson", ".json")) or first.startswith(b"{"):
+        return "jsonl"
+    if stem.endswith(".csv"):
+        return "csv"
+    if stem.endswith(".tsv"):
+        return "tsv"
+    if looks_like_access_log(head):
+        return "access"
+    if stem.endswith(".txt"):
+        return "text"
+    header = [c.strip().strip('"').lower() for c in first.decode("utf-8", "replace").replace("\t", ",").split(",")]
+    if len(header) > 1 and any(h in QUERY_FIELDS for h in header):
+        return "tsv" if b"\t" in first else "csv"
+    return "text"
+
+
+def make_handler(
+    source: Source, fmt: str, head: bytes, fields: Fields, param: str | None, window: Window, max_line: int
+) -> LineHandler:
+    if fmt in ("jsonl", "ubi"):
+        from curator.logs.fields import UBI, guess_fields
+
+        given = fields.merged(UBI) if fmt == "ubi" else fields
+        records = sniff_records(head)
+        resolved = guess_fields(records, given)
+        if resolved.query is None:
+            keys = sorted({k for r in records for k in r})[:20]
+            raise InputError(
+                source.label,
+                f"no query field found (looked for {', '.join(QUERY_FIELDS)}); "
+                + (f"the records have: {', '.join(keys)}" if keys else "no line is a JSON object"),
+                hint="Name it with --query-field (dotted paths like request.params.q work).",
+            )
+        return JsonlHandler(resolved, window, max_line)
+    if fmt == "access":
+        chosen = param or guess_param(head)
+        if chosen is None:
+            raise InputError(
+                source.label,
+                f"no search parameter found in the request URLs (looked for {', '.join(URL_PARAMS)})",
+                hint="Name it with --param NAME.",
+            )
+        return AccessHandler(chosen, window, max_line)
+    return TextHandler(window, max_line)
+
+
+@dataclass
+class FileRead:
+    source: Source
+    format: str
+    fingerprint: str
+    agg: Aggregate
+    fields: dict[str, str]
+
+
+def read_source(
+    source: Source,
+    fmt: str = "auto",
+    fields: Fields = Fields(),
+    param: str | None = None,
+    window: Window = Window(),
+    max_line: int = MAX_LINE_BYTES,
+    workers: int = 0,
+    progress: Progress = lambda _n: None,
+) -> FileRead:
+    """Read one source completely into an Aggregate."""
+    head = _head(source)
+    if fmt == "auto":
+        fmt = detect_format(source, head)
+    if fmt in ("csv", "tsv"):
+        hasher = BlockHasher()
+        agg = Aggregate()
+        delimiter = "\t" if fmt == "tsv" else sniff_delimiter(head, source.stem)
+        stream = open_stream(source, hasher, progress)
+        try:
+            used = read_delimited(stream, delimiter, fields, agg, source.label, window, max_line)
+        finally:
+            stream.close()
+        return FileRead(source, fmt, combine(hasher.finish()), agg, used.given())
+    handler = make_handler(source, fmt, head, fields, param, window, max_line)
+    used = handler.fields.given() if isinstance(handler, JsonlHandler) else {}
+    if isinstance(handler, AccessHandler):
+        used = {"param": handler.param}
+    size = source.size()
+    n_workers = workers or min(os.cpu_count() or 1, 8)
+    if source.path is not None and source.compression is None and size and size >= PARALLEL_MIN_BYTES and n_workers > 1:
+        agg, digests = _read_parallel(source.path, size, handler, n_workers, progress)
+    else:
+        hasher = BlockHasher()
+        stream = open_stream(source, hasher, progress)
+        try:
+            agg = _read_stream(stream, handler, source.label)
+        finally:
+            stream.close()
+        digests = hasher.finish()
+    return FileRead(source, fmt, combine(digests), agg, used)
+
+
+def _head(source: Source) -> bytes:
+    """The first MiB (decompressed) of a file; for stdin, peeked without consuming it."""
+    if source.path is None:
+        peek = sys.stdin.buffer.peek(HEAD) if hasattr(sys.stdin.buffer, "peek") else b""
+        return peek[:HEAD]
+    try:
+        with source.path.open("rb") as raw:
+            if source.compression == "gz":
+                with gzip.GzipFile(fileobj=raw) as gz:
+                    return gz.read(HEAD)
+            if source.compression == "zst":
+                return b""
+            return raw.read(HEAD)
+    except (OSError, EOFError) as exc:
+        raise InputError(source.label, f"cannot read: {exc}") from None
+
+
+def _read_stream(stream: IO[bytes], handler: LineHandler, label: str) -> Aggregate:
+    agg = Aggregate()
+    lineno = 1
+    pending = b""
+    skipping = False  # inside an over-long line: drop bytes up to its newline
+    while True:
+        try:
+            block = stream.read(BLOCK)
+        except (OSError, EOFError) as exc:  # a truncated gzip member, for one
+            agg.reject(f"unreadable data ({exc})", lineno)
+            break
+        if not block:
+            break
+        lineno, pending, skipping = _feed(handler, agg, block, lineno, pending, skipping)
+    if pending and not skipping:
+        handler.process(pending, lineno, agg)
+    return agg
+
+
+def _feed(handler, agg, block, lineno, pending, skipping):
+    if skipping:
+        cut = block.find(b"\n")
+        if cut < 0:
+            return lineno, b"", True
+        block = block[cut + 1 :]
+        lineno += 1
+        skipping = False
+    data = pending + block if pending else block
+    cut = data.rfind(b"\n")
+    if cut < 0:
+        if len(data) > handler.max_line_bytes:
+            agg.lines += 1
+            agg.reject("line too long", lineno)
+            return lineno, b"", True
+        return lineno, data, False
+    lineno += handler.process(data[: cut + 1], lineno, agg)
+    rest = data[cut + 1 :]
+    if len(rest) > handler.max_line_bytes:
+        agg.lines += 1
+        agg.reject("line too long", lineno)
+        return lineno, b"", True
+    return lineno, rest, False
+
+
+# ---- big files: several processes, each a range of whole blocks --------------------------
+
+_shared_progress = None
+
+
+def _init_worker(counter) -> None:  # pragma: no cover - runs in the child
+    global _shared_progress
+    _shared_progress = counter
+
+
+def _read_range(path: str, start: int, end: int, handler: LineHandler) -> tuple[Aggregate, list[bytes]]:
+    agg = Aggregate()
+    hasher = BlockHasher()
+    lineno = 1
+    pending = b""
+    skipping = False
+    with open(path, "rb") as fh:
+        if start > 0:
+            fh.seek(start - 1)
+            skip_first = fh.read(1) != b"\n"  # that line belongs to the range before
+        else:
+            skip_first = False
+        fh.seek(start)
+        pos = start
+        while pos < end:
+            block = fh.read(min(BLOCK, end - pos))
+            if not block:
+                break
+            pos += len(block)
+            hasher.update(block)
+            if _shared_progress is not None:
+                with _shared_progress.get_lock():
+                    _shared_progress.value += len(block)
+            if skip_first:
+                cut = block.find(b"\n")
+                if cut < 0:
+                    continue
+                block = block[cut + 1 :]
+                skip_first = False
+            lineno, pending, skipping = _feed(handler, agg, block, lineno, pending, skipping)
+        # finish the line that runs past the end of the range (not hashed: not ours)
+        while (pending or skipping) and not skip_first:
+            more = fh.read(1 << 16)
+            if not more:
+                break
+            cut = more.find(b"\n")
+            if cut >= 0:
+                lineno, pending, skipping = _feed(handler, agg, more[: cut + 1], lineno, pending, skipping)
+                break
+            lineno, pending, skipping = _feed(handler, agg, more, lineno, pending, skipping)
+    if pending and not skipping:
+        handler.process(pending, lineno, agg)
+    return agg, hasher.finish()
+
+
+def _read_parallel(path: Path, size: int, handler: LineHandler, workers: int, progress: Progress):
+    blocks = -(-size // BLOCK)
+    per = -(-blocks // workers)
+    ranges = [(i * per * BLOCK, min(size, (i + 1) * per * BLOCK)) for i in range(workers) if i * per * BLOCK < size]
+    ctx = mp.get_context("fork")
+    counter = ctx.Value("q", 0)
+    reported = 0
+    with ProcessPoolExecutor(len(ranges), mp_context=ctx, initializer=_init_worker, initargs=(counter,)) as pool:
+        futures = [pool.submit(_read_range, str(path), s, e, handler) for s, e in ranges]
+        pending = set(futures)
+        while pending:
+            _done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            now = counter.value
+            progress(now - reported)
+            reported = now
+            time.sleep(0)
+        parts = [f.result() for f in futures]
+    total = Aggregate()
+    digests: list[bytes] = []
+    offset = 0
+    for part, part_digests in parts:
+        total.merge(part, offset)
+        offset += part.lines
+        digests.extend(part_digests)
+    return total, digests

@@ -1,0 +1,29 @@
+"""Choosing which clusters a reviewer sees, within a budget.
+
+`top` takes the most frequent; `random` draws uniformly; `pps` draws with probability
+proportional to frequency (the way OpenSearch's query-set sampler does), without
+replacement (weighted keys u^(1/w), Efraimidis and Spirakis), so the budget is spent
+on distinct queries. All of them return an order to walk, so that duplicates found
+later can be skipped without shrinking the sample.
+"""
+
+from __future__ import annotations
+
+import random
+
+SAMPLERS = ("top", "random", "pps")
+
+
+def sample_order(counts: list[int], how: str = "top", seed: int | None = None) -> list[int]:
+    """Indices of `counts` in the order to take them."""
+    if how == "top":
+        return sorted(range(len(counts)), key=lambda i: (-counts[i], i))
+    rng = random.Random(seed)
+    if how == "random":
+        order = list(range(len(counts)))
+        rng.shuffle(order)
+        return order
+    if how == "pps":
+        keys = [(rng.random() ** (1.0 / max(c, 1)), i) for i, c in enumerate(counts)]
+        return [i for _k, i in sorted(keys, reverse=True)]
+    raise ValueError(f"unknown sampler {how!r}; expected one of {', '.join(SAMPLERS)}")
