@@ -74,10 +74,22 @@ class LogsConfig(_Section):
 
 
 class Gate(_Section):
-    metric: str = "success@5"
+    """`metric >= min` on each listed slice (`overall`: the whole set), and/or a p95 budget."""
+
+    metric: str = Field(
+        "success@5",
+        pattern=r"^((success|recall|precision|mrr|ndcg)@[1-9][0-9]*|negative_pass_rate|max_rank_pass_rate)$",
+    )
     min: float | None = None
     slices: list[str] = Field(default_factory=list)  # empty: every slice with cases
-    max_p95_latency_ms: float | None = None
+    max_p95_latency_ms: float | None = Field(None, gt=0, validate_default=True)
+
+    @field_validator("max_p95_latency_ms")
+    @classmethod
+    def _something_to_check(cls, value: float | None, info: Any) -> float | None:
+        if value is None and info.data.get("min") is None:
+            raise ValueError("a gate needs min (with metric) or max_p95_latency_ms")
+        return value
 
 
 class ScoringConfig(_Section):

@@ -80,7 +80,7 @@ def _print_report(ws, result, worst: int) -> None:
 
     art = result.artefact
     for problem in art["run"]["problems"][:20]:
-        err_console.print(f"[yellow]skipped:[/] {escape(problem)}", highlight=False)
+        err_console.print(f"[yellow]skipped:[/] {escape(problem)}", highlight=False, soft_wrap=True)
     if len(art["run"]["problems"]) > 20:
         err_console.print(f"[yellow]… and {len(art['run']['problems']) - 20} more skipped lines[/]")
     k_list = art["config"]["k"]
@@ -126,9 +126,9 @@ def _print_report(ws, result, worst: int) -> None:
             expected = ", ".join(f"{d} @{r if r else '–'}" for d, r in q["ranks"].items()) or "nothing"
             got = ", ".join(t["id"] + (f" [{t['label']}]" if t.get("label") else "") for t in q["top"][:3])
             console.print(f"  [red]{q['failure']}[/] [bold]{escape(qid)}[/] [dim]({escape(q['slice'])}, "
-                          f"first relevant rank {_fmt(q.get('first_relevant_rank'))})[/]", highlight=False)
-            console.print(f"      expected: {escape(expected)}", highlight=False)
-            console.print(f"      got:      {escape(got or '(empty)')}", highlight=False)
+                          f"first relevant rank {_fmt(q.get('first_relevant_rank'))})[/]", highlight=False, soft_wrap=True)
+            console.print(f"      expected: {escape(expected)}", highlight=False, soft_wrap=True)
+            console.print(f"      got:      {escape(got or '(empty)')}", highlight=False, soft_wrap=True)
     for v in art["gates"]:
         mark = "[green]pass[/]" if v["passed"] else "[bold red]FAIL[/]"
         console.print(f"gate {mark}  {escape(describe(v))}")
@@ -195,9 +195,9 @@ def _print_compare(ws, diff: dict, limit: int) -> None:
     from pathlib import Path
 
     for problem in diff["frozen_problems"]:
-        err_console.print(f"[yellow]warning:[/] {escape(problem)}", highlight=False)
+        err_console.print(f"[yellow]warning:[/] {escape(problem)}", highlight=False, soft_wrap=True)
     for warning in diff["warnings"]:
-        err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+        err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     overall = diff["slices"]["overall"]["metrics"]
     names = [n for n in overall if n.split("@")[0] in ("success", "recall", "mrr", "ndcg")][:6]
     names += [n for n in ("negative_pass_rate",) if any(n in s["metrics"] for s in diff["slices"].values())]
@@ -259,7 +259,7 @@ def history(ws, query_id: str | None, set_name: str | None, metric: str | None, 
     name = set_name or ws.config.default_set
     runs, problems = load_runs(ws.runs_dir, name)
     for problem in problems:
-        err_console.print(f"[yellow]skipped:[/] {escape(problem)}", highlight=False)
+        err_console.print(f"[yellow]skipped:[/] {escape(problem)}", highlight=False, soft_wrap=True)
     if not runs:
         raise CuratorError(f"no stored runs of set {name!r} in {ws.runs_dir}", "Score one: `curator score RUN`.")
     runs = runs[-last:]

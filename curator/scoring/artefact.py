@@ -86,10 +86,12 @@ def read_artefact(path: str | Path) -> dict[str, Any]:
 
 
 def list_artefacts(runs_dir: Path) -> list[Path]:
-    """Stored artefacts, oldest first (names start with their UTC time)."""
+    """Stored artefacts, oldest first: by the UTC time their names start with, then by
+    modification time (two runs stored in the same second)."""
     if not runs_dir.is_dir():
         return []
-    return sorted(p for p in runs_dir.glob("*.json") if not p.name.startswith("."))
+    found = [p for p in runs_dir.glob("*.json") if not p.name.startswith(".")]
+    return sorted(found, key=lambda p: (p.name[:16], p.stat().st_mtime_ns, p.name))
 
 
 def resolve_artefact(runs_dir: Path, ref: str) -> Path:

@@ -34,7 +34,10 @@ def parse_gate_flag(text: str) -> Gate:
     """`success@5>=0.8`, `recall@15>=0.9:paraphrase,multi_hop` or `p95<=250`."""
     latency = re.match(r"^\s*p95\s*<=\s*([0-9.]+)\s*(?:ms)?\s*$", text)
     if latency:
-        return Gate(max_p95_latency_ms=float(latency.group(1)))
+        try:
+            return Gate(max_p95_latency_ms=float(latency.group(1)))
+        except ValueError:
+            raise ConfigError(f"cannot read gate {text!r}: the p95 budget must be a positive number") from None
     match = _FLAG_RE.match(text)
     if not match:
         raise ConfigError(
@@ -43,7 +46,10 @@ def parse_gate_flag(text: str) -> Gate:
         )
     slices = [s.strip() for s in (match.group(3) or "").split(",") if s.strip()]
     check_metric_name(match.group(1))
-    return Gate(metric=match.group(1), min=float(match.group(2)), slices=slices)
+    try:
+        return Gate(metric=match.group(1), min=float(match.group(2)), slices=slices)
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        raise ConfigError(f"cannot read gate {text!r}: {exc}") from None
 
 
 def gate_ks(gates: list[Gate]) -> list[int]:

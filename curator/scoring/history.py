@@ -22,7 +22,7 @@ def load_runs(runs_dir: Path, set_name: str | None = None) -> tuple[list[dict[st
             continue
         if set_name is None or data["set"].get("name") == set_name:
             runs.append(data)
-    runs.sort(key=lambda r: (r["created_at"], r["_path"]))
+    runs.sort(key=lambda r: r["created_at"])  # stable: same-second runs keep file order
     return runs, problems
 
 
