@@ -77,3 +77,13 @@ def _demo_generate(ws: Workspace, target: Path, say: Callable[[str], None]) -> N
 
 
 DEMO_STEPS.append(_demo_generate)
+
+
+def _import_demo_logs(ws, target, say):
+    from curator.logs import import_logs
+
+    say("Mining the demo search log")
+    import_logs(ws, [target / "logs" / "search.jsonl"])
+
+
+DEMO_STEPS.append(_import_demo_logs)
