@@ -217,8 +217,10 @@ class ReviewSession:
 
     # ---- the queue -----------------------------------------------------------------------
 
-    def _refill(self) -> None:
-        want = self.prefetch + 1 - len(self._queue)
+    def _refill(self, target: int) -> None:
+        """Lease up to `target` queued candidates (the prefetch window, kept small so
+        other reviewers are not starved)."""
+        want = target - len(self._queue)
         if want <= 0:
             return
         leased = self.ws.lease_next(
@@ -234,14 +236,15 @@ class ReviewSession:
     def next_card(self) -> Card | None:
         """The next candidate's card (leased to this reviewer), or None when the queue is empty."""
         with self._lock:
-            self._refill()
+            if not self._queue:
+                self._refill(max(1, self.prefetch))
             if not self._queue:
                 self.stats.remaining = 0
                 return None
             cand = self._queue.pop(0)
             self._shown.add(cand.id)
             card = self._cards.pop(cand.id, None) or self.prepare(cand)
-            self._refill()
+            self._refill(self.prefetch)
             self.stats.remaining = self._remaining()
             return card
 

@@ -60,3 +60,30 @@ def rws(tmp_path: Path):
     ws = build_workspace(tmp_path / "ws")
     yield ws
     ws.close()
+
+
+async def settle(pilot) -> None:
+    """Wait until the app's workers finished and their messages were handled."""
+    for _ in range(3):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+async def type_text(pilot, text: str) -> None:
+    await pilot.press(*[{" ": "space", "/": "slash", ":": "colon"}.get(ch, ch) for ch in text])
+
+
+def lines(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def set_files(ws: Workspace, name: str = "main") -> tuple[list[dict], list[dict]]:
+    root = ws.root / "datasets" / name
+    return lines(root / "cases.jsonl"), lines(root / "changelog.jsonl")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

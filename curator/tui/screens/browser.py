@@ -126,7 +126,7 @@ class BrowserScreen(Screen[None]):
         if case is None:
             box.update("No cases match." if self.cases else "No cases in this set yet.")
             return
-        lines = [Content.from_markup("[b]$q[/b]\n", q=case.query)]
+        lines = [Content.from_markup("[b]$q[/b]\n[dim]$qid[/]\n", q=case.query, qid=case.query_id)]
         for rev, action, reason in self.session.history(case.query_id):
             labels = ", ".join(f"{r.id} ({r.role[0]})" for r in rev.relevant) or (
                 "negative" if rev.expect_empty else "–")
