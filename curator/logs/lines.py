@@ -23,8 +23,12 @@ class Window:
         return (self.since is None or ts >= self.since) and (self.until is None or ts < self.until)
 
 
-def _is_binary(text: str) -> bool:
-    return "\x00" in text or sum(1 for ch in text[:200] if ord(ch) < 32 and ch not in "\t\r") > 2
+_CONTROL = bytes(c for c in range(32) if c not in (9, 13))
+
+
+def _is_binary(raw: bytes) -> bool:
+    head = raw[:200]
+    return b"\x00" in raw or len(head) - len(head.translate(None, _CONTROL)) > 2
 
 
 class LineHandler:
@@ -68,13 +72,13 @@ class LineHandler:
         if not raw.strip():
             agg.ignored["blank line"] += 1
             return
+        if _is_binary(raw):
+            agg.reject("binary data", lineno)
+            return
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             agg.reject("invalid UTF-8", lineno)
-            return
-        if _is_binary(text):
-            agg.reject("binary data", lineno)
             return
         self.handle(text.rstrip("\r"), lineno, agg)
 

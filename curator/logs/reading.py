@@ -43,6 +43,7 @@ Progress = Callable[[int], None]  # bytes (as stored) read since the last call
 class Source:
     label: str  # what messages name: the path as given, or "<stdin>"
     path: Path | None  # None for stdin
+    stdin_head: bytes | None = None  # what was read from stdin to detect its format
 
     @property
     def compression(self) -> str | None:
@@ -150,7 +151,10 @@ class _HashingReader(io.RawIOBase):
 
 def open_stream(source: Source, hasher: BlockHasher, progress: Progress) -> IO[bytes]:
     """The decompressed bytes of a source, hashing the stored bytes on the way."""
-    raw: IO[bytes] = sys.stdin.buffer if source.path is None else source.path.open("rb")
+    if source.path is None:
+        raw: IO[bytes] = _Prefixed(source.stdin_head or b"", sys.stdin.buffer)  # type: ignore[assignment]
+    else:
+        raw = source.path.open("rb")
     counted = io.BufferedReader(_HashingReader(raw, hasher, progress), buffer_size=1 << 20)
     if source.compression == "gz":
         return gzip.GzipFile(fileobj=counted, mode="rb")  # type: ignore[return-value]
@@ -274,18 +278,56 @@ def read_source(
 def _head(source: Source) -> bytes:
     """The first MiB (decompressed) of a file; for stdin, peeked without consuming it."""
     if source.path is None:
-        peek = sys.stdin.buffer.peek(HEAD) if hasattr(sys.stdin.buffer, "peek") else b""
-        return peek[:HEAD]
+        if source.stdin_head is None:
+            source.stdin_head = _read_up_to(sys.stdin.buffer, HEAD)
+        head = source.stdin_head
+        if source.compression == "gz":
+            return _read_up_to(gzip.GzipFile(fileobj=io.BytesIO(head)), HEAD)
+        return head
     try:
         with source.path.open("rb") as raw:
             if source.compression == "gz":
                 with gzip.GzipFile(fileobj=raw) as gz:
-                    return gz.read(HEAD)
+                    return _read_up_to(gz, HEAD)
             if source.compression == "zst":
                 return b""
             return raw.read(HEAD)
-    except (OSError, EOFError) as exc:
+    except OSError as exc:
         raise InputError(source.label, f"cannot read: {exc}") from None
+
+
+def _read_up_to(stream: IO[bytes], n: int) -> bytes:
+    """Up to n bytes; a truncated compressed stream gives what it had."""
+    buf = bytearray()
+    try:
+        while len(buf) < n:
+            chunk = stream.read(min(1 << 16, n - len(buf)))
+            if not chunk:
+                break
+            buf += chunk
+    except (EOFError, OSError):
+        pass
+    return bytes(buf)
+
+
+class _Prefixed(io.RawIOBase):
+    """Bytes already taken from a stream (stdin's head), then the rest of it."""
+
+    def __init__(self, prefix: bytes, rest: IO[bytes]):
+        self.prefix, self.rest = prefix, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        if self.prefix:
+            n = min(len(buffer), len(self.prefix))
+            buffer[:n] = self.prefix[:n]
+            self.prefix = self.prefix[n:]
+            return n
+        data = self.rest.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
 
 
 def _read_stream(stream: IO[bytes], handler: LineHandler, label: str) -> Aggregate:
@@ -293,15 +335,25 @@ def _read_stream(stream: IO[bytes], handler: LineHandler, label: str) -> Aggrega
     lineno = 1
     pending = b""
     skipping = False  # inside an over-long line: drop bytes up to its newline
+    read = getattr(stream, "read1", stream.read)
     while True:
-        try:
-            block = stream.read(BLOCK)
+        block = bytearray()
+        error = None
+        try:  # small reads, so that a truncated stream still gives what it had
+            while len(block) < BLOCK:
+                piece = read(1 << 16)
+                if not piece:
+                    break
+                block += piece
         except (OSError, EOFError) as exc:  # a truncated gzip member, for one
-            agg.reject(f"unreadable data ({exc})", lineno)
+            error = exc
+        if block:
+            lineno, pending, skipping = _feed(handler, agg, bytes(block), lineno, pending, skipping)
+        if error is not None:
+            agg.reject(f"unreadable data ({error})", lineno)
             break
-        if not block:
+        if len(block) < BLOCK:
             break
-        lineno, pending, skipping = _feed(handler, agg, block, lineno, pending, skipping)
     if pending and not skipping:
         handler.process(pending, lineno, agg)
     return agg

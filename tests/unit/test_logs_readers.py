@@ -1,0 +1,206 @@
+"""Readers: every format, compression, stdin, and every kind of bad line."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from curator.errors import InputError
+from curator.logs import reading
+from curator.logs.fields import Fields
+from curator.logs.lines import Window
+from curator.logs.reading import Source, expand, read_source
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "logs"
+
+
+def _read(name: str, **kwargs):
+    path = DATA / name
+    return read_source(Source(str(path), path), **kwargs)
+
+
+def test_jsonl_fields_are_detected_and_bad_lines_counted_with_line_numbers() -> None:
+    read = _read("search.jsonl")
+    agg = read.agg
+    assert read.format == "jsonl"
+    assert read.fields["query"] == "query" and read.fields["clicks"] == "clicked"
+    assert agg.lines == 20
+    assert {r: (x.count, x.lines) for r, x in agg.rejected.items()} == {
+        "broken JSON": (1, [4]),
+        "invalid UTF-8": (1, [7]),
+        "binary data": (1, [9]),
+        "no 'query' field": (1, [11]),
+        "not a JSON object": (1, [14]),
+    }
+    assert agg.ignored["blank line"] == 1
+    assert agg.parsed == 14  # every good line is there
+    assert agg.counts["dhl cutoff time"] == 1 and agg.counts["DHL  cutoff time "] == 1
+    assert agg.first["dhl cutoff time"] == "2026-10-01T08:00:00"
+    assert agg.clicks["dhl cutoff time"]["carriers.md#dhl"] == 1
+    assert agg.latency["dhl cutoff time"] == [30.0, 1]
+
+
+def test_a_10_mb_line_is_rejected_and_the_rest_read(tmp_path: Path) -> None:
+    big = json.dumps({"query": "x" * (10 << 20)})
+    path = tmp_path / "big.jsonl"
+    path.write_text(json.dumps({"query": "before"}) + "\n" + big + "\n" + json.dumps({"query": "after"}) + "\n")
+    agg = read_source(Source(str(path), path)).agg
+    assert agg.rejected["line too long"].lines == [2]
+    assert agg.counts == {"before": 1, "after": 1}
+    assert agg.lines == 3
+
+
+def test_dotted_query_field_epoch_times_and_gzip() -> None:
+    fields = Fields(query="request.params.q", time="ts", user="session")
+    plain = _read("nested.jsonl", fields=fields)
+    packed = _read("nested.jsonl.gz", fields=fields)
+    for read in (plain, packed):
+        assert read.agg.counts["dhl pickup window"] == 2
+        assert read.agg.first["dhl pickup window"] == "2025-10-01T08:00:00"
+        assert read.agg.last["dhl pickup window"] == "2025-10-02T08:00:00"
+        assert read.agg.users["dhl pickup window"] == {"s1", "s2"}
+
+
+def test_a_query_field_that_no_line_has_is_a_clear_error() -> None:
+    with pytest.raises(InputError, match=r"nested.jsonl.*no query field found.*request"):
+        _read("nested.jsonl")
+
+
+def test_ubi_records_use_user_query_not_the_dsl() -> None:
+    read = _read("ubi_queries.ndjson")
+    assert read.fields["query"] == "user_query" and read.fields["hits"] == "query_response_hit_ids"
+    assert read.agg.counts == {"webhook retries": 2, "email ops@example.net about outage": 1}
+    assert read.agg.hits["webhook retries"]["webhooks.md#retries"] == 2
+    assert read.agg.first["webhook retries"] == "2026-10-10T10:00:00"
+
+
+def test_csv_with_quoted_commas_and_bad_rows() -> None:
+    read = _read("searches.csv")
+    assert read.format == "csv" and read.fields["query"] == "search_query"
+    assert read.agg.counts["label backlog, how to drain"] == 1
+    assert read.agg.zero_results["my phone is +49 30 901820 77"] == 1
+    assert read.agg.rejected["row has no 'search_query' value"].lines == [5]
+    assert read.agg.parsed == 4 or read.agg.parsed == 3  # the unterminated quote swallows the rest
+    assert "unterminated" not in " ".join(read.agg.counts) or read.agg.parsed == 4
+
+
+def test_pre_aggregated_tsv_with_count_field() -> None:
+    read = _read("aggregated.tsv", fields=Fields(count="n"))
+    assert read.format == "tsv"
+    assert read.agg.counts["escalation policy"] == 40
+    assert read.agg.rejected["'n' is not a whole number"].lines == [5]
+    assert read.agg.ignored["count of 0"] == 1
+
+
+def test_csv_missing_column_names_the_header() -> None:
+    with pytest.raises(InputError, match=r"searches.csv:1: no 'nope' column .*search_query"):
+        _read("searches.csv", fields=Fields(query="nope"))
+
+
+def test_plain_text() -> None:
+    read = _read("queries.txt")
+    assert read.format == "text"
+    assert read.agg.counts["how to replay the dlq"] == 1 and read.agg.parsed == 4
+
+
+def test_access_log_decodes_the_parameter_and_skips_bots_and_assets() -> None:
+    read = _read("access.log")
+    assert read.format == "access" and read.fields == {"param": "q"}
+    assert read.agg.counts == {"dhl cutoff time": 1, "reset password for anna@example.com": 1, "CARRIER-E1042": 1}
+    assert read.agg.ignored == {"request without the search parameter": 1, "bot user agent": 1}
+    assert read.agg.rejected["not an access-log line"].lines == [6]
+    assert read.agg.first["CARRIER-E1042"] == "2026-10-10T14:00:00"
+
+
+def test_time_window() -> None:
+    window = Window("2026-10-04T00:00:00", "2026-10-07T00:00:00")
+    agg = _read("search.jsonl", window=window).agg
+    assert "dhl cutoff time" not in agg.counts  # 1 October
+    assert "CARRIER-E1042 packstation" in agg.counts  # 4 October
+    assert "aws AKIAIOSFODNN7EXAMPLE leaked" not in agg.counts  # 8 October
+    assert agg.ignored["outside --since/--until"] >= 8
+
+
+def test_missing_files_and_empty_globs_are_errors(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no such file"):
+        expand([tmp_path / "nope.jsonl"])
+    with pytest.raises(InputError, match="no file matches"):
+        expand([str(tmp_path / "*.jsonl")])
+
+
+def test_unreadable_file_is_an_error(tmp_path: Path) -> None:
+    import os
+
+    if os.geteuid() == 0:
+        pytest.skip("root can read anything")
+    path = tmp_path / "locked.jsonl"
+    path.write_text('{"query": "x"}\n')
+    path.chmod(0)
+    with pytest.raises(InputError, match="cannot read"):
+        expand([path])
+
+
+def test_truncated_gzip_keeps_what_was_read(tmp_path: Path) -> None:
+    body = "".join(json.dumps({"query": f"query number {i}"}) + "\n" for i in range(5000)).encode()
+    packed = gzip.compress(body)
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(packed[: len(packed) * 2 // 3])
+    agg = read_source(Source(str(path), path)).agg
+    assert any(r.startswith("unreadable data") for r in agg.rejected)
+    assert 100 < agg.parsed < 5000
+
+
+def _big_log(path: Path, n: int, *, hits: bool = False) -> None:
+    with path.open("w") as fh:
+        for i in range(n):
+            rec = {"timestamp": f"2026-10-{1 + i % 28:02d}T{i % 24:02d}:00:00Z", "user_id": f"u{i % 97}",
+                   "query": f"query {i % 501}" if i % 5000 else f'quote \\" {i % 7}'}
+            if hits and i % 3 == 0:
+                rec["hits"] = [f"doc{i % 5}"]
+            fh.write(json.dumps(rec) + "\n")
+            if i == 1234:
+                fh.write('{"query": "broken\n')
+
+
+@pytest.mark.parametrize("hits", [False, True])
+def test_parallel_fast_path_equals_sequential_slow_path(tmp_path: Path, monkeypatch, hits: bool) -> None:
+    """Workers over byte ranges + the regex fast path give exactly what one process
+    parsing every line with a JSON parser gives (counts, times, users, bad lines)."""
+    path = tmp_path / "big.jsonl"
+    _big_log(path, 20_000, hits=hits)
+    monkeypatch.setattr(reading, "BLOCK", 1 << 16)  # many blocks and ranges on a small file
+    monkeypatch.setattr(reading, "PARALLEL_MIN_BYTES", 1)
+    src = Source(str(path), path)
+    parallel = read_source(src, workers=3)
+    monkeypatch.setattr(reading, "PARALLEL_MIN_BYTES", 1 << 40)
+    fast = reading.JsonlHandler.try_fast
+    outcomes: list[bool] = []
+
+    def counting(self, data, agg):
+        outcomes.append(fast(self, data, agg))
+        return outcomes[-1]
+
+    monkeypatch.setattr(reading.JsonlHandler, "try_fast", counting)
+    sequential = read_source(src, workers=1)
+    assert any(outcomes) != hits and not all(outcomes)  # both paths ran (none fast with hits)
+    monkeypatch.setattr(reading.JsonlHandler, "try_fast", lambda self, data, agg: False)
+    slow = read_source(src, workers=1)
+    for read in (parallel, sequential):
+        assert read.agg.counts == slow.agg.counts
+        assert read.agg.first == slow.agg.first and read.agg.last == slow.agg.last
+        assert read.agg.users == slow.agg.users
+        assert read.agg.lines == slow.agg.lines == 20_001
+        assert {r: (x.count, x.lines) for r, x in read.agg.rejected.items()} == {"broken JSON": (1, [1236])}
+    assert parallel.fingerprint == sequential.fingerprint == slow.fingerprint
+
+
+def test_fingerprint_is_of_the_content_not_the_name(tmp_path: Path) -> None:
+    a = tmp_path / "a.jsonl"
+    shutil.copy(DATA / "search.jsonl", a)
+    b = tmp_path / "b.jsonl"
+    shutil.copy(DATA / "search.jsonl", b)
+    assert read_source(Source(str(a), a)).fingerprint == read_source(Source(str(b), b)).fingerprint

@@ -1,0 +1,105 @@
+"""Redaction: every kind of personal data is caught, identifiers survive, and (property)
+nothing the detector recognises is ever left behind."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from curator.logs.redact import Redactor, detect, redact
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "kind"),
+    [
+        ("reset password for anna.kowalski@example.com", "reset password for <EMAIL>", "email"),
+        ("call back +44 20 7946 0958 today", "call back <PHONE> today", "phone"),
+        ("driver +49 30 901820 77", "driver <PHONE>", "phone"),
+        ("office 555-867-5309", "office <PHONE>", "phone"),
+        ("from 203.0.113.42", "from <IP>", "ipv4"),
+        ("EGRESS 2001:DB8:85A3::8A2E:370:7334 X", "EGRESS <IP> X", "ipv6"),
+        ("refund card 4111 1111 1111 1111 now", "refund card <CARD> now", "card"),
+        ("key sk-live-gLKOmxgJTeKdNnFRIBXuDL7DxtpYlSXp x", "key <KEY> x", "api_key"),
+        ("aws AKIAIOSFODNN7EXAMPLE", "aws <KEY>", "aws_key"),
+        ("Authorization: Bearer abcdefghijklmnop123", "Authorization: Bearer <TOKEN>", "bearer"),
+        ("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1In0.c2lnbmF0dXJl", "jwt <TOKEN>", "jwt"),
+        ("password=hunter22", "password=<SECRET>", "secret"),
+    ],
+)
+def test_each_kind_is_redacted_and_counted(text: str, expected: str, kind: str) -> None:
+    r = Redactor()
+    assert r.redact(text, weight=3) == expected
+    assert r.counts[kind] == 3
+    assert detect(expected) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "CARRIER-E1042 packstation",
+        "parser.max_retries default",
+        "ManifestQueueStuck",
+        "upgrade to v2.3.1",
+        "what changed in 2026.11",
+        "postmortem 2026-10-14",
+        "dhl cutoff 18:00?",
+        "INC-4712",
+        "merchant m-3307",
+        "tracking 00340434161234567890",
+        "card 4111 1111 1111 1112",  # fails the Luhn check: not a card
+        "10:30:00 standup",
+    ],
+)
+def test_identifiers_survive(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_extra_patterns_from_config() -> None:
+    r = Redactor({"TICKET": r"INC-\d{6}"})
+    assert r.redact("see INC-123456 and INC-4712") == "see <TICKET> and INC-4712"
+    assert r.counts["ticket"] == 1
+
+
+def test_bad_extra_pattern_is_a_clear_error() -> None:
+    from curator.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="TICKET"):
+        Redactor({"TICKET": "INC-("})
+
+
+# ---- property: whatever the surrounding text, nothing detectable is left -------------
+
+_word = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._:/+@ ", max_size=12)
+_email = st.builds(
+    lambda user, host, tld: f"{user}@{host}.{tld}",
+    st.from_regex(r"[a-z][a-z0-9._+-]{0,10}", fullmatch=True),
+    st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True),
+    st.sampled_from(["com", "org", "io", "co.uk", "de"]),
+)
+_ipv4 = st.tuples(*[st.integers(0, 255)] * 4).map(lambda t: ".".join(map(str, t)))
+_ipv6 = st.ip_addresses(v=6).map(str)
+_phone = st.builds(
+    lambda cc, a, b, c: f"+{cc} {a} {b} {c}",
+    st.integers(1, 99), st.integers(10, 999), st.integers(100, 9999), st.integers(100, 9999),
+)
+_key = st.from_regex(r"sk-live-[A-Za-z0-9]{16,32}", fullmatch=True)
+_jwt = st.from_regex(r"eyJ[A-Za-z0-9_-]{8,20}\.[A-Za-z0-9_-]{8,20}\.[A-Za-z0-9_-]{8,20}", fullmatch=True)
+_aws = st.from_regex(r"AKIA[A-Z0-9]{16}", fullmatch=True)
+_card = st.sampled_from(["4111 1111 1111 1111", "5500-0000-0000-0004", "340000000000009", "6011000000000004"])
+_pii = st.one_of(_email, _ipv4, _ipv6, _phone, _key, _jwt, _aws, _card)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(_word, _pii), min_size=1, max_size=8))
+def test_redaction_leaves_nothing_the_detector_finds(parts: list[str]) -> None:
+    text = " ".join(parts)
+    out = redact(text)
+    assert detect(out) == [], (text, out)
+    assert redact(out) == out  # a fixed point
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=60))
+def test_redaction_of_any_text_leaves_nothing_detectable(text: str) -> None:
+    assert detect(redact(text)) == []
