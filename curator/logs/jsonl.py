@@ -93,8 +93,18 @@ class JsonlHandler(LineHandler):
         agg.parsed += n
         agg.counts.update(queries)
         if stamps is not None:
-            _merge_min(agg.first, dict(zip(reversed(queries), reversed(stamps), strict=True)))
-            _merge_max(agg.last, dict(zip(queries, stamps, strict=True)))
+            if stamps == sorted(stamps):  # the usual case: a log written in time order
+                _merge_min(agg.first, dict(zip(reversed(queries), reversed(stamps), strict=True)))
+                _merge_max(agg.last, dict(zip(queries, stamps, strict=True)))
+            else:
+                first, last = agg.first, agg.last
+                for q, ts in zip(queries, stamps, strict=True):
+                    seen = first.get(q)
+                    if seen is None or ts < seen:
+                        first[q] = ts
+                    seen = last.get(q)
+                    if seen is None or ts > seen:
+                        last[q] = ts
         if users is not None:
             from curator.logs.aggregate import USERS_CAP
 

@@ -154,10 +154,11 @@ def test_truncated_gzip_keeps_what_was_read(tmp_path: Path) -> None:
     assert 100 < agg.parsed < 5000
 
 
-def _big_log(path: Path, n: int, *, hits: bool = False) -> None:
+def _big_log(path: Path, n: int, *, hits: bool = False, ordered: bool = False) -> None:
     with path.open("w") as fh:
         for i in range(n):
-            rec = {"timestamp": f"2026-10-{1 + i % 28:02d}T{i % 24:02d}:00:00Z", "user_id": f"u{i % 97}",
+            day, hour = (1 + i * 28 // n, i * 24 * 28 // n % 24) if ordered else (1 + i % 28, i % 24)
+            rec = {"timestamp": f"2026-10-{day:02d}T{hour:02d}:00:00Z", "user_id": f"u{i % 97}",
                    "query": f"query {i % 501}" if i % 5000 else f'quote \\" {i % 7}'}
             if hits and i % 3 == 0:
                 rec["hits"] = [f"doc{i % 5}"]
@@ -166,12 +167,12 @@ def _big_log(path: Path, n: int, *, hits: bool = False) -> None:
                 fh.write('{"query": "broken\n')
 
 
-@pytest.mark.parametrize("hits", [False, True])
-def test_parallel_fast_path_equals_sequential_slow_path(tmp_path: Path, monkeypatch, hits: bool) -> None:
+@pytest.mark.parametrize(("hits", "ordered"), [(False, True), (False, False), (True, False)])
+def test_parallel_fast_path_equals_sequential_slow_path(tmp_path: Path, monkeypatch, hits, ordered) -> None:
     """Workers over byte ranges + the regex fast path give exactly what one process
     parsing every line with a JSON parser gives (counts, times, users, bad lines)."""
     path = tmp_path / "big.jsonl"
-    _big_log(path, 20_000, hits=hits)
+    _big_log(path, 20_000, hits=hits, ordered=ordered)
     monkeypatch.setattr(reading, "BLOCK", 1 << 16)  # many blocks and ranges on a small file
     monkeypatch.setattr(reading, "PARALLEL_MIN_BYTES", 1)
     src = Source(str(path), path)
