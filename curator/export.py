@@ -105,7 +105,7 @@ def cases_as_of(ws: Workspace, qs: QuestionSet, ref: str | None) -> tuple[list[C
     or time (`2026-11-29`, end of that day; `2026-11-29T10:00Z`), a freeze (`regression`
     for the newest, or `regression-20261129[-N]`), or a git commit of the workspace."""
     if ref is None:
-        return _latest(qs, qs.read()), None
+        return latest_cases(qs), None
     ref = ref.strip()
     if ref.isdigit():
         return _latest(qs, qs.read(until_line=int(ref))), f"first {int(ref)} lines of cases.jsonl"
@@ -145,6 +145,51 @@ def cases_as_of(ws: Workspace, qs: QuestionSet, ref: str | None) -> tuple[list[C
     return _parse_lines(f"{commit[:12]}:{qs.cases_path.name}", lines), f"git commit {commit[:12]}"
 
 
+_QUERY_ID = re.compile(r'^\{"query_id":"([a-z0-9][a-z0-9-]*)"')
+
+
+def query_id_of(raw: str) -> str | None:
+    """The query_id of a cases.jsonl line without parsing all of it (the writer always puts
+    it first); falls back to a full JSON parse for hand-written lines."""
+    match = _QUERY_ID.match(raw)
+    if match:
+        return match.group(1)
+    try:
+        value = json.loads(raw)["query_id"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def latest_cases(qs: QuestionSet) -> list[Case]:
+    """The latest rev of every case, in first-seen order, as `qs.read()` gives it but
+    validating only each case's last line (an export needs nothing older). A line that is
+    not a case is an error naming file and line; a torn last line is never data."""
+    last: dict[str, tuple[int, str]] = {}
+    for number, raw in enumerate(_whole_lines(qs.cases_path), start=1):
+        query_id = query_id_of(raw)
+        if query_id is None:
+            raise CuratorError(
+                f"{qs.cases_path}:{number}: not a valid case (expected a JSON object with a query_id)",
+                "Run `curator verify` and fix the file; exports never guess at a broken record.",
+            )
+        last[query_id] = (number, raw)
+    cases = []
+    for number, raw in last.values():
+        try:
+            cases.append(Case.model_validate_json(raw))
+        except ValidationError as exc:
+            raise CuratorError(
+                f"{qs.cases_path}:{number}: not a valid case: {_errors(exc)}",
+                "Run `curator verify` and fix the file; exports never guess at a broken record.",
+            ) from None
+    return cases
+
+
+def _errors(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'record'}: {e['msg']}" for e in exc.errors()[:3])
+
+
 def _latest(qs: QuestionSet, result) -> list[Case]:
     bad = [p for p in result.problems if p.fatal]
     if bad:
@@ -161,7 +206,7 @@ def _parse_lines(where: str, lines: Iterable[str]) -> list[Case]:
         try:
             case = Case.model_validate_json(raw)
         except ValidationError as exc:
-            raise CuratorError(f"{where}:{number}: not a valid case ({exc.error_count()} error(s))") from None
+            raise CuratorError(f"{where}:{number}: not a valid case: {_errors(exc)}") from None
         cases[case.query_id] = case
     return list(cases.values())
 

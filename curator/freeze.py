@@ -348,13 +348,11 @@ class _CasesState:
     @property
     def ids(self) -> set[str]:
         if self._ids is None:
-            ids: set[str] = set()
-            for raw in _whole_lines(self.qs.cases_path):
-                try:
-                    ids.add(json.loads(raw)["query_id"])
-                except (ValueError, KeyError, TypeError):
-                    continue
-            self._ids = ids
+            from curator.export import query_id_of
+
+            ids = {query_id_of(raw) for raw in _whole_lines(self.qs.cases_path)}
+            ids.discard(None)
+            self._ids = ids  # type: ignore[assignment]
         return self._ids
 
     def digest(self, lines: int) -> tuple[int, str]:

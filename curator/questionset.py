@@ -313,6 +313,7 @@ def verify(qs: QuestionSet, *, known_ids: Callable[[set[str]], set[str]] | None 
         return report
     last_rev: dict[str, int] = {}
     keys: set[tuple[str, int]] = set()
+    latest: dict[str, Case] = {}  # what qs.read() returns, gathered in the same pass
     for number, raw, whole in _iter_lines(qs.cases_path):
         report.lines = number
         if not whole:
@@ -333,6 +334,7 @@ def verify(qs: QuestionSet, *, known_ids: Callable[[set[str]], set[str]] | None 
             )
         last_rev[case.query_id] = max(case.rev, last_rev.get(case.query_id, 0))
         keys.add((case.query_id, case.rev))
+        latest[case.query_id] = case
     change_keys: set[tuple[str, int]] = set()
     for number, raw, whole in _iter_lines(qs.changelog_path):
         if not whole:
@@ -349,7 +351,7 @@ def verify(qs: QuestionSet, *, known_ids: Callable[[set[str]], set[str]] | None 
     for query_id, rev in sorted(change_keys - keys):
         report.problems.append(Problem(str(qs.cases_path), None, f"change-log entry for {query_id} rev {rev} has no case line"))
 
-    result = qs.read()
+    result = ReadResult(cases=latest, history={}, lines=report.lines)
     report.cases = len(result.cases)
     report.active = sum(1 for c in result.cases.values() if c.status == "active")
     if known_ids is not None:

@@ -1,0 +1,200 @@
+"""Export (every format) and verify of a 50,000-case set with 200,000 change-log lines.
+
+Anchors, measured in the same run on the same files:
+- `orjson qrels`: a bare script that reads cases.jsonl with orjson, keeps the latest rev of
+  each case and writes `{qid: {docid: grade}}` with orjson: the least any exporter does
+  (no validation, no filters, no negatives).
+- `orjson check`: a bare script that parses both files with orjson and checks rev order and
+  the case/change-log pairing: the least any verify does (no schema, no history, no freezes).
+Goal: every curator command under 2 s (whole process, including interpreter start).
+
+Input: generated with a seeded generator into bench/.data/ in curator's exact file format
+(each line made by `Case.line()` / `ChangeEntry.line()`), a 20,000-passage corpus so
+passage ids resolve, and one regression freeze so verify checks a manifest too.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import (  # noqa: E402
+    DATA,
+    alternate,
+    machine,
+    median,
+    need_shared,
+    record,
+    spread,
+    time_process,
+    today,
+)
+
+CASES, LINES, PASSAGES = 50_000, 200_000, 20_000
+ROOT = DATA / "export-verify"
+WS = ROOT / "ws"
+OUT = ROOT / "out"
+CURATOR = str(Path(sys.executable).with_name("curator"))
+SLICES = ["exact_identifier", "paraphrase", "multi_hop", "negative", "freshness"]
+
+ANCHOR_EXPORT = """
+import orjson, sys
+latest = {}
+with open(sys.argv[1], "rb") as fh:
+    for line in fh:
+        case = orjson.loads(line)
+        latest[case["query_id"]] = case
+qrels = {q: {r["id"]: r.get("grade", 2) for r in c["relevant"]}
+         for q, c in latest.items() if c["status"] == "active" and c["relevant"]}
+open(sys.argv[2], "wb").write(orjson.dumps(qrels))
+"""
+
+ANCHOR_VERIFY = """
+import orjson, sys
+revs, keys, problems = {}, set(), 0
+with open(sys.argv[1], "rb") as fh:
+    for line in fh:
+        case = orjson.loads(line)
+        if case["rev"] != revs.get(case["query_id"], 0) + 1:
+            problems += 1
+        revs[case["query_id"]] = case["rev"]
+        keys.add((case["query_id"], case["rev"]))
+with open(sys.argv[2], "rb") as fh:
+    changes = {(e["query_id"], e["rev"]) for e in map(orjson.loads, fh)}
+sys.exit(1 if problems or changes != keys else 0)
+"""
+
+
+def generate() -> None:
+    """Write the workspace once; later runs reuse it (delete bench/.data to rebuild)."""
+    marker = ROOT / "done"
+    if marker.exists():
+        return
+    from curator.corpus.importer import add_paths
+    from curator.freeze import freeze
+    from curator.models import Case, ChangeEntry
+    from curator.workspace import Workspace
+
+    shutil.rmtree(ROOT, ignore_errors=True)
+    ROOT.mkdir(parents=True)
+    rng = random.Random(6)
+    passages = ROOT / "passages.jsonl"
+    import json
+
+    with open(passages, "w", encoding="utf-8") as fh:
+        for n in range(PASSAGES):
+            fh.write(json.dumps({"id": f"docs/d{n // 8}.md#s{n % 8}", "text": f"passage {n} text"}) + "\n")
+    ws = Workspace.init(WS)
+    add_paths(ws, [passages])
+    qs = ws.question_set()
+    qs.create()
+
+    events = list(range(CASES)) + [rng.randrange(CASES) for _ in range(LINES - CASES)]
+    rng.shuffle(events)
+    last = {n: step for step, n in enumerate(events)}  # a case may retire only on its last change
+    latest: dict[int, Case] = {}
+    versions = ws.versions()
+    with open(qs.cases_path, "w", encoding="utf-8") as cases, open(qs.changelog_path, "w", encoding="utf-8") as log:
+        for step, n in enumerate(events):
+            at = f"2026-{1 + step * 11 // LINES:02d}-{1 + step % 28:02d}T{step % 24:02d}:00:00Z"
+            old = latest.get(n)
+            if old is None:
+                case = _new_case(rng, n, at)
+                action, reason = "add", ""
+            else:
+                retire = last[n] == step and rng.random() < 0.03
+                action = "retire" if retire else rng.choice(["relabel", "edit", "reslice"])
+                data = old.model_dump()
+                data.update(rev=old.rev + 1, at=at)
+                if action == "retire":
+                    data["status"] = "retired"
+                elif action == "edit":
+                    data["query"] = old.query + " (reworded)"
+                elif action == "reslice" and not old.expect_empty:
+                    data["slice"] = rng.choice([s for s in SLICES if s != "negative"])
+                elif not old.expect_empty:
+                    data["relevant"] = _relevant(rng)
+                case, reason = Case.model_validate(data), f"{action} in review"
+            latest[n] = case
+            cases.write(case.line() + "\n")
+            entry = ChangeEntry(at=at, query_id=case.query_id, rev=case.rev, action=action, reason=reason,
+                                reviewer="bench", versions=versions)
+            log.write(entry.line() + "\n")
+    freeze(ws)
+    ws.close()
+    marker.write_text("ok\n")
+
+
+def _relevant(rng: random.Random) -> list[dict]:
+    ids = rng.sample(range(PASSAGES), rng.randint(1, 3))
+    return [{"id": f"docs/d{i // 8}.md#s{i % 8}", "role": "primary" if k == 0 else "secondary"}
+            for k, i in enumerate(ids)]
+
+
+def _new_case(rng: random.Random, n: int, at: str):
+    from curator.models import Case
+
+    negative = rng.random() < 0.05
+    return Case(
+        query_id=f"q{n:05d}", query=f"how do I handle situation {n} in the parcel pipeline",
+        slice="negative" if negative else rng.choice(SLICES[:3] + SLICES[4:]),
+        relevant=[] if negative else _relevant(rng), expect_empty=negative,
+        tags=["regression"] if rng.random() < 0.05 else [], reviewer="bench", at=at,
+    )
+
+
+def main() -> int:
+    need_shared()
+    generate()
+    OUT.mkdir(exist_ok=True)
+    cases_path = WS / "datasets" / "main" / "cases.jsonl"
+    changelog = WS / "datasets" / "main" / "changelog.jsonl"
+    lines = len(changelog.read_bytes().splitlines())
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+
+    def curator(*args: str):
+        return lambda: time_process([CURATOR, "-w", str(WS), *args], **quiet)[0]
+
+    def script(code: str, *args: Path):
+        return lambda: time_process([sys.executable, "-c", code, *map(str, args)], **quiet)[0]
+
+    subprocess.run([CURATOR, "-w", str(WS), "verify"], check=True, **quiet)  # the first checkpoint
+    runs = {
+        "anchor: orjson qrels": script(ANCHOR_EXPORT, cases_path, OUT / "anchor.json"),
+        "export jsonl": curator("export", "-f", "jsonl", "-o", str(OUT / "set.jsonl")),
+        "export beir": curator("export", "-f", "beir", "-o", str(OUT / "beir")),
+        "export trec": curator("export", "-f", "trec", "-o", str(OUT / "trec")),
+        "export ranx": curator("export", "-f", "ranx", "-o", str(OUT / "qrels.json")),
+        "anchor: orjson check": script(ANCHOR_VERIFY, cases_path, changelog),
+        "verify (with 1 freeze)": curator("verify"),
+    }
+    times = alternate(runs, repeat=5, warmup=1)
+    anchor_for = {name: ("anchor: orjson check" if "verify" in name else "anchor: orjson qrels") for name in runs}
+    rows = ["| work | median s | min–max s | ratio to anchor (pairwise median) | goal | verdict |",
+            "|---|---|---|---|---|---|"]
+    for name, values in times.items():
+        if name.startswith("anchor"):
+            rows.append(f"| {name} | {median(values):.3f} | {spread(values)} | 1.00 | – | – |")
+            continue
+        anchor = times[anchor_for[name]]
+        ratio = median([a / b for a, b in zip(values, anchor, strict=True)])
+        verdict = "met" if median(values) < 2.0 else "MISSED"
+        rows.append(f"| {name} | {median(values):.3f} | {spread(values)} | {ratio:.2f}× {anchor_for[name][8:]}"
+                    f" | < 2 s | {verdict} |")
+    table = (
+        f"{today()}, {machine()}. Input: {CASES:,} cases, {lines:,} cases.jsonl / changelog.jsonl lines, "
+        f"{PASSAGES:,} passages, one regression freeze (seeded generator, bench/export_verify.py). "
+        "Whole processes, 5 runs after a warm-up, alternated.\n\n" + "\n".join(rows)
+    )
+    print(table)
+    record("Export and verify (50,000 cases)", table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
