@@ -183,6 +183,7 @@ class ReviewSession:
         self._queue: list[Candidate] = []  # leased, not yet shown
         self._shown: set[int] = set()  # candidates served this session (never re-served)
         self._cards: dict[int, Card] = {}  # prepared cards by candidate id
+        self._held: set[int] = set()  # leased to this session and not decided yet
         self._lock = threading.RLock()
         self.stats = Stats(targets={n: s.target for n, s in ws.config.slices.items()})
         self.reconciled: list[str] = []
@@ -191,6 +192,9 @@ class ReviewSession:
 
     def start(self) -> None:
         """Repair crash leftovers, count the set's cases and the queue."""
+        if self.qs.exists():
+            with self.qs.locked():  # finishes an append a crash interrupted
+                pass
         self.reconciled = reconcile(self.ws, self.set_name, self.reviewer)
         self._count_set()
         self.stats.remaining = self._remaining()
@@ -198,8 +202,9 @@ class ReviewSession:
     def close(self) -> None:
         """Give back every lease this session still holds."""
         with self._lock:
-            for cand in self._queue:
-                self.ws.release(cand.id, self.reviewer)
+            for cid in sorted(self._held):
+                self.ws.release(cid, self.reviewer)
+            self._held.clear()
             self._queue.clear()
 
     def _count_set(self) -> None:
@@ -232,6 +237,7 @@ class ReviewSession:
             exclude=self._shown | {c.id for c in self._queue},
         )
         self._queue.extend(leased)
+        self._held.update(c.id for c in leased)
 
     def next_card(self) -> Card | None:
         """The next candidate's card (leased to this reviewer), or None when the queue is empty."""
@@ -346,6 +352,7 @@ class ReviewSession:
                 query_id=case.query_id, detail={"rev": case.rev},
             )
             self.undo_stack.append(Step("keep", card, case.query_id))
+            self._held.discard(cand.id)
             self.stats.reviewed += 1
             self.stats.kept += 1
             self.stats.per_slice[case.slice] = self.stats.per_slice.get(case.slice, 0) + 1
@@ -363,6 +370,7 @@ class ReviewSession:
         with self._lock:
             self.ws.decide(card.candidate.id, action, self.reviewer, state=state)
             self.undo_stack.append(Step(action, card))
+            self._held.discard(card.candidate.id)
             self.stats.reviewed += 1
             if action == "bin":
                 self.stats.binned += 1
@@ -394,7 +402,8 @@ class ReviewSession:
                 self.stats.skipped -= 1
             previous = "skipped" if _previous_state(self.ws, cand.id) == "skipped" else "pending"
             self.ws.decide(cand.id, "undo", self.reviewer, state=previous, detail=detail)
-            self.ws.lease_candidate(cand.id, self.reviewer)
+            if self.ws.lease_candidate(cand.id, self.reviewer):
+                self._held.add(cand.id)
             self.stats.reviewed -= 1
             self.stats.remaining = self._remaining()
             return step.card

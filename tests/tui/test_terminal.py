@@ -1,0 +1,91 @@
+"""The real `curator review` console script in a pseudo-terminal: a person's keystrokes,
+then the files; and `kill -9` right after a keep."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from curator.questionset import verify
+from curator.review import ReviewSession
+from curator.workspace import Workspace
+from tests.tui.conftest import build_workspace, set_files
+
+CURATOR = str(Path(sys.executable).parent / "curator")
+pytestmark = pytest.mark.slow
+
+
+def spawn(root: Path, size: tuple[int, int] = (24, 80)) -> pexpect.spawn:
+    env = {**os.environ, "TERM": "xterm-256color", "CURATOR_REVIEWER": "pty-user", "COLUMNS": "", "LINES": ""}
+    env = {k: v for k, v in env.items() if v}
+    return pexpect.spawn(CURATOR, ["review"], cwd=str(root), env=env, dimensions=size,
+                         encoding="utf-8", codec_errors="replace", timeout=20)
+
+
+def test_review_in_a_real_terminal(tmp_path):
+    build_workspace(tmp_path / "ws").close()
+    child = spawn(tmp_path / "ws")
+    try:
+        child.expect("CARRIER-E1042 mean")
+        child.send("p")
+        child.send("k")
+        child.expect("dhl cutoff")
+        child.send("x")
+        child.expect("label backlog")
+        child.send("u")  # undo the bin: the dhl card comes back
+        child.expect("dhl cutoff")
+        child.send("q")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    ws = Workspace.open(tmp_path / "ws")
+    cases, changes = set_files(ws)
+    assert [(c["query"], c["reviewer"]) for c in cases] == [("what does CARRIER-E1042 mean", "pty-user")]
+    assert changes[0]["action"] == "add"
+    assert ws.candidate(1).state == "kept"
+    assert [d.action for d in ws.decisions(2)] == ["bin", "undo"] and ws.candidate(2).state == "pending"
+    # quitting gave every lease back
+    assert ws.db.execute("SELECT count(*) FROM candidates WHERE lease_owner IS NOT NULL").fetchone()[0] == 0
+    ws.close()
+
+
+def test_sigkill_right_after_keep_loses_nothing(tmp_path):
+    root = tmp_path / "ws"
+    build_workspace(root).close()
+    cases_path = root / "datasets" / "main" / "cases.jsonl"
+    child = spawn(root)
+    try:
+        child.expect("CARRIER-E1042 mean")
+        child.send("p")
+        child.send("k")
+        deadline = time.monotonic() + 15
+        while not (cases_path.exists() and cases_path.stat().st_size) and time.monotonic() < deadline:
+            with contextlib.suppress(pexpect.TIMEOUT):
+                child.read_nonblocking(65536, timeout=0.001)
+        os.kill(child.pid, signal.SIGKILL)  # the moment the case line exists
+        child.wait()
+    finally:
+        child.close(force=True)
+    ws = Workspace.open(root)
+    assert "CARRIER-E1042 mean" in cases_path.read_text(encoding="utf-8")
+    # the next session finishes the interrupted append and knows the candidate is kept,
+    # whether or not the change-log line and the decision were written before the kill
+    session = ReviewSession(ws, reviewer="next")
+    session.start()
+    cases, changes = set_files(ws)
+    assert [c["query"] for c in cases] == ["what does CARRIER-E1042 mean"]
+    assert len(changes) == 1
+    assert verify(ws.question_set("main")).ok
+    assert ws.candidate(1).state == "kept" and ws.candidate(1).query_id == cases[0]["query_id"]
+    served = [c.candidate.id for c in iter(session.next_card, None)]
+    assert 1 not in served
+    session.close()
+    ws.close()
