@@ -309,7 +309,7 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             path = self.path.split("?")[0]
             if path.endswith("/chat/completions"):
                 body = json.loads(raw or b"{}")
-                fake.requests.append({"path": path, "body": body})
+                fake.requests.append({"path": path, "body": body, "auth": headers.get("authorization")})
                 status, payload, extra = fake.chat(body, headers)
                 self._send(status, payload, extra)
             elif path.endswith("/files"):

@@ -16,6 +16,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from rapidfuzz import fuzz, process
+from rapidfuzz.utils import default_process
 
 from curator.generate.identifiers import Identifier, contains_verbatim, mine
 from curator.models import Passage
@@ -97,19 +98,18 @@ def select_passages(
     covered by candidates or cases unless `reusable` (their work is cached, so including
     them keeps a rerun identical and free). Returns (passages, how many were skipped)."""
     covered = covered_passage_ids(ws)
-    chosen: list[Passage] = []
+    eligible: list[Passage] = []
     skipped = 0
-    pool = (p for p in ws.passages() if only is None or p.id in only)
-    for p in stratified_order(pool, seed):
-        if len(chosen) >= n:
-            break
+    for p in ws.passages():
+        if only is not None and p.id not in only:
+            continue
         if len(p.text.split()) < thresholds.min_words:
             continue
         if p.id in covered and not reusable(p):
             skipped += 1
             continue
-        chosen.append(p)
-    return chosen, skipped
+        eligible.append(p)
+    return stratified_order(eligible, seed)[:n], skipped
 
 
 # ---- multi-hop groups --------------------------------------------------------------------
@@ -276,7 +276,8 @@ def multi_hop_problem(used: list[str], group_ids: list[str]) -> str | None:
 
 # ---- de-duplication ----------------------------------------------------------------------
 
-_IDENTISH = re.compile(r"[\w.-]*\d[\w.-]*|[\w]+[-_./][\w.-/]+")
+# Tokens that name something specific: with a digit, or joined by `_`, `.` or `/`.
+_IDENTISH = re.compile(r"[\w.-]*\d[\w.-]*|\w+[_./][\w./-]+")
 
 
 @dataclass
@@ -296,7 +297,8 @@ class Deduper:
             return None
         mine_ids = set(_IDENTISH.findall(norm))
         for match, _score, _ in process.extract(
-            norm, self.norms, scorer=fuzz.token_sort_ratio, score_cutoff=self.threshold, limit=5
+            norm, self.norms, scorer=fuzz.token_sort_ratio, processor=default_process,
+            score_cutoff=self.threshold, limit=5,
         ):
             if set(_IDENTISH.findall(match)) == mine_ids:
                 return match
