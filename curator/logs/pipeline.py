@@ -290,7 +290,7 @@ def _require_found(read: FileRead) -> None:
     if missing:
         raise InputError(
             read.source.label,
-            f"{missing[0].removeprefix('no ')} was not found on any of its {agg.lines} lines",
+            f"none of its {agg.lines} lines has the query field {read.fields.get('query')!r}",
             hint="Name the query field with --query-field (dotted paths like request.params.q work).",
         )
     if agg.ignored.get("request without the search parameter"):

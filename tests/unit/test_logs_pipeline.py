@@ -1,0 +1,205 @@
+"""The whole import: candidates, provenance, suggestions, dedupe, idempotency, privacy,
+and the `curator import-logs` command (in-process and as the real console script)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from curator.corpus import add_paths
+from curator.errors import EXIT_PARTIAL, InputError
+from curator.logs import import_logs
+from curator.logs.redact import detect
+from curator.models import Case, Relevant
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "logs"
+REPO = Path(__file__).resolve().parents[2]
+SECRETS = [
+    "anna.kowalski@example.com", "7946 0958", "203.0.113.42", "2001:db8::8a2e", "4111 1111 1111 1111",
+    "sk-live-gLKOmxgJTeKdNnFRIBXuDL7DxtpYlSXp", "eyJhbGciOiJIUzI1NiJ9", "AKIAIOSFODNN7EXAMPLE",
+    "j.smith@merchant-example.org", "ops@example.net", "901820", "198.51.100.7", "billing@example.com",
+    "anna@example.com",
+]
+
+
+@pytest.fixture
+def cws(ws):
+    add_paths(ws, [DATA / "corpus.jsonl"])
+    return ws
+
+
+def _db_text(ws) -> str:
+    """Every value in the workspace database, as one string (to look for leaks)."""
+    con = sqlite3.connect(ws.root / ".curator" / "workspace.db")
+    try:
+        return "\n".join(con.iterdump())
+    finally:
+        con.close()
+
+
+def test_import_queues_clusters_with_provenance_and_existing_passages(cws) -> None:
+    summary = import_logs(cws, [DATA / "search.jsonl"])
+    assert summary.parsed == 14 and summary.rejected == 5 and summary.partial
+    by_query = {c.query: c for c in cws.candidates()}
+    dhl = by_query["dhl cutoff time"]
+    assert dhl.count == 4 and dhl.source_kind == "log"
+    forms = {v["query"] for v in dhl.provenance["variants"]}
+    assert forms == {"dhl cutoff time", "DHL cutoff time", "cutoff time dhl", "dhl cutof time"}
+    assert dhl.provenance["first_seen"] == "2026-10-01T08:00:00Z"
+    assert dhl.provenance["last_seen"] == "2026-10-03T09:00:00Z"
+    assert dhl.provenance["users"] == 3 and dhl.provenance["files"] == [str(DATA / "search.jsonl")]
+    # clicked passages are primaries, other hits secondaries; unknown ids are dropped
+    assert [(s.id, s.role, s.reason) for s in dhl.suggestions] == [
+        ("carriers.md#dhl", "primary", "clicked"), ("faq.md#cutoffs", "secondary", "hit"),
+    ]
+    assert "CARRIER-E1043 packstation" in by_query  # never merged with E1042
+    assert by_query["CARRIER-E1042 packstation"].suggested_slice == "exact_identifier"
+    assert by_query["dhl cutoff time"].suggested_slice is None
+    assert "reset password for <EMAIL>" in by_query
+    assert "ManifestQueueStuck after v2.3.1 upgrade" in by_query
+    assert "call back <PHONE> about parser.max_retries" in by_query
+
+
+def test_nothing_personal_is_stored_or_printed(cws, run_cli) -> None:
+    summary = import_logs(cws, [DATA / "search.jsonl", DATA / "ubi_queries.ndjson", DATA / "access.log"])
+    stored = _db_text(cws)
+    output = json.dumps(summary.to_dict())
+    for secret in SECRETS:
+        assert secret.lower() not in stored.lower() and secret.lower() not in output.lower(), secret
+    for row in cws.candidates():
+        assert detect(row.query) == []
+        assert detect(json.dumps(row.provenance)) == []
+    assert summary.redactions["email"] >= 3 and summary.redactions["card"] == 1
+
+
+def test_the_demo_log_is_mined_without_leaks(ws, tmp_path: Path) -> None:
+    log = tmp_path / "search.jsonl"
+    shutil.copy(REPO / "datasets" / "demo" / "logs" / "search.jsonl", log)
+    summary = import_logs(ws, [log], limit=0)
+    assert summary.queued > 100 and summary.rejected == 2
+    stored = _db_text(ws)
+    for secret in ["j.smith@merchant-example.org", "+44 20 7946 0958", "203.0.113.42", "4111 1111 1111 1111",
+                   "sk-live-", "eyJhbGci", "2001:DB8:85A3", "anna.kowalski"]:
+        assert secret not in stored, secret
+    queries = {c.query for c in ws.candidates()}
+    assert {"CARRIER-E1042", "ManifestQueueStuck", "parser.max_retries default"} <= queries
+    assert sum(summary.redactions.values()) >= 10
+
+
+def test_reimport_is_idempotent_and_force_never_doubles(cws) -> None:
+    first = import_logs(cws, [DATA / "search.jsonl"])
+    before = {c.norm: c.count for c in cws.candidates()}
+    again = import_logs(cws, [DATA / "search.jsonl"])
+    assert again.files[0].status == "already imported" and again.queued == 0
+    copy = cws.root / "copy-of-search.jsonl"
+    shutil.copy(DATA / "search.jsonl", copy)  # other name, same content: the fingerprint knows
+    assert import_logs(cws, [copy]).files[0].status == "already imported"
+    forced = import_logs(cws, [DATA / "search.jsonl"], force=True)
+    assert forced.queued == 0 and forced.duplicates["already a candidate"] == first.queued
+    assert {c.norm: c.count for c in cws.candidates()} == before
+
+
+def test_existing_cases_and_candidates_are_not_queued_again(cws) -> None:
+    qs = cws.question_set("main")
+    qs.add(Case(query_id="dhl-cutoff", query="DHL cutof time?", slice="paraphrase",
+                relevant=[Relevant(id="carriers.md#dhl")]), reviewer="t", versions=cws.versions())
+    qs.add(Case(query_id="e1042", query="carrier-e1042 packstation", slice="exact_identifier",
+                relevant=[Relevant(id="errors.md#carrier-e1042")]), reviewer="t", versions=cws.versions())
+    from curator.models import CandidateIn
+
+    cws.add_candidates([CandidateIn(query="webhook failing from <IP> and <IP>", source_kind="generated")])
+    summary = import_logs(cws, [DATA / "search.jsonl"])
+    queries = {c.query for c in cws.candidates(source_kind="log")}
+    assert "CARRIER-E1042 packstation" not in queries  # exact (normalised) case
+    assert "dhl cutoff time" not in queries  # fuzzy: a typo away from a case
+    assert "CARRIER-E1043 packstation" in queries  # a different code is not a duplicate
+    assert summary.duplicates.get("already a case in main", 0) == 2
+    assert summary.duplicates.get("already a candidate", 0) == 1
+
+
+def test_dry_run_stores_nothing_and_sampling_respects_the_budget(cws) -> None:
+    dry = import_logs(cws, [DATA / "search.jsonl"], dry_run=True, limit=3, sample="pps", seed=1)
+    assert dry.sampled == 3 and len(dry.preview) == 3 and dry.queued == 0
+    assert cws.candidates() == []
+    assert list(cws.db.query("SELECT * FROM log_imports")) == []
+    again = import_logs(cws, [DATA / "search.jsonl"], dry_run=True, limit=3, sample="pps", seed=1)
+    assert [p["query"] for p in again.preview] == [p["query"] for p in dry.preview]
+
+
+def test_filters_and_min_count(cws) -> None:
+    summary = import_logs(cws, [DATA / "search.jsonl"], min_count=2, noise=["^reset"])
+    assert {c.query for c in cws.candidates()} == {"dhl cutoff time"}
+    assert summary.filtered["asked fewer than 2 times"] >= 5
+
+
+def test_a_field_that_no_line_has_is_an_error_and_nothing_is_stored(cws) -> None:
+    with pytest.raises(InputError, match=r"search.jsonl: none of its 20 lines has the query field 'nope'"):
+        import_logs(cws, [DATA / "search.jsonl"], query_field="nope")
+    assert cws.candidates() == []
+
+
+def test_cli_json_partial_exit_and_every_format(cws, run_cli) -> None:
+    result = run_cli(["-w", str(cws.root), "import-logs", str(DATA / "search.js*l"), str(DATA / "searches.csv"),
+                      str(DATA / "queries.txt"), str(DATA / "access.log"), str(DATA / "ubi_queries.ndjson"),
+                      "--json"])
+    assert result.exit_code == EXIT_PARTIAL, result.output
+    data = json.loads(result.output)
+    formats = {Path(f["path"]).name: f["format"] for f in data["files"]}
+    assert formats == {"search.jsonl": "jsonl", "searches.csv": "csv", "queries.txt": "text",
+                       "access.log": "access", "ubi_queries.ndjson": "jsonl"}
+    assert data["queued"] == len(cws.candidates()) > 10
+    for secret in SECRETS:
+        assert secret not in result.output
+
+
+def test_cli_nested_fields_and_pre_aggregated_counts(cws, run_cli) -> None:
+    result = run_cli(["-w", str(cws.root), "import-logs", str(DATA / "nested.jsonl.gz"),
+                      "--query-field", "request.params.q", "--time-field", "ts"])
+    assert result.exit_code == 0, result.output
+    result = run_cli(["-w", str(cws.root), "import-logs", str(DATA / "aggregated.tsv"), "--count-field", "n"])
+    assert result.exit_code == EXIT_PARTIAL and "not a whole number" in result.output
+    counts = {c.query: c.count for c in cws.candidates()}
+    assert counts["escalation policy"] == 42 and counts["dhl pickup window"] == 2
+    assert counts["send invoice to <EMAIL>"] == 3
+
+
+def test_cli_bad_options_are_usage_errors(cws, run_cli) -> None:
+    result = run_cli(["-w", str(cws.root), "import-logs", str(DATA / "search.jsonl"), "--since", "yesterday-ish"])
+    assert result.exit_code == 1 and "--since" in result.output
+    result = run_cli(["-w", str(cws.root), "import-logs", str(DATA / "search.jsonl"), "--sample", "best"])
+    assert result.exit_code == 2
+
+
+def test_console_script_reads_stdin(cws) -> None:
+    exe = Path(sys.executable).parent / "curator"
+    data = (DATA / "queries.txt").read_bytes()
+    proc = subprocess.run(
+        [str(exe), "-w", str(cws.root), "import-logs", "-", "--json"], input=data, capture_output=True,
+        timeout=60, env={**os.environ, "CURATOR_REVIEWER": "t"},
+    )
+    assert proc.returncode == 0, proc.stderr.decode()
+    out = json.loads(proc.stdout)
+    assert out["files"][0]["path"] == "<stdin>" and out["files"][0]["format"] == "text"
+    assert {c.query for c in cws.candidates()} == {"how to replay the dlq", "my ip is <IP>", "parser.max_retries default"}
+
+
+@pytest.mark.slow
+def test_console_script_in_a_terminal_shows_the_summary(cws) -> None:
+    pexpect = pytest.importorskip("pexpect")
+    exe = Path(sys.executable).parent / "curator"
+    child = pexpect.spawn(str(exe), ["-w", str(cws.root), "import-logs", str(DATA / "search.jsonl")],
+                          env={**os.environ, "TERM": "xterm-256color", "COLUMNS": "120"}, timeout=60,
+                          dimensions=(40, 120))
+    child.expect("broken JSON")
+    child.expect("queued")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == EXIT_PARTIAL
+    assert len(cws.candidates()) > 5
