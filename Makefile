@@ -19,6 +19,12 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/curator demo $(DEMO)
 	cd $(DEMO) && $(abspath $(BIN))/curator status
+	@if [ -t 0 ] && [ -t 1 ]; then \
+		cd $(DEMO) && $(abspath $(BIN))/curator review; \
+	else \
+		echo "Not a terminal, so the review app was not opened. Open it with:"; \
+		echo "  cd $(DEMO) && $(abspath $(BIN))/curator review"; \
+	fi
 
 ## Run the whole test suite.
 test: $(STAMP)

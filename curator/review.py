@@ -18,7 +18,7 @@ from curator.errors import CuratorError
 from curator.models import Candidate, Case, Passage
 from curator.workspace import HL_END, HL_START, Workspace
 
-SNIPPET_CHARS = 220
+SNIPPET_CHARS = 160
 
 
 class IncompleteCase(CuratorError):
@@ -529,7 +529,8 @@ def _same_labels(old: Case, changes: dict[str, Any]) -> bool:
 
 def _row(passage: Passage, reason: str) -> Row:
     text = passage.text
-    snippet = " ".join(text.split())[:SNIPPET_CHARS]
+    body = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    snippet = " ".join(" ".join(body).split())[:SNIPPET_CHARS]
     return Row(
         id=passage.id,
         revision=passage.revision,
