@@ -14,7 +14,7 @@ import pytest
 
 from curator.errors import CuratorError
 from curator.export import Selection, select_cases
-from curator.freeze import create_once, freeze, list_freezes
+from curator.freeze import create_once, freeze, line_hash, list_freezes
 from curator.verify import verify_workspace
 
 DAY = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -219,3 +219,28 @@ def test_two_branches_union_merge_and_verify_passes(frozen_ws, run_cli) -> None:
     as_of = {c.query_id for c in select_cases(frozen_ws, None, Selection(as_of=ana_freeze.path.stem))[0]}
     assert as_of == set(ana) | {"alpha", "beta", "gamma", "delta"}
     assert run_cli(["freezes"], cwd=root).exit_code == 0
+
+
+def test_verify_revalidates_unless_the_checkpoint_is_this_versions_and_intact(ws) -> None:
+    # verify skips the schema check of lines a passing verify of this curator version
+    # checked (bench/export_verify.py); anything else is checked in full.
+    qs = ws.question_set()
+    qs.add(_case("one"))
+    qs.revise("one", {"query": "one, again"}, action="edit", reason="wording")
+    qs.add(_case("two", tags=["x"]))
+    (report,) = verify_workspace(ws, ["main"])
+    assert report.ok and qs.load_checkpoint()["curator"]
+    qs.add(_case("three"))
+    (report,) = verify_workspace(ws, ["main"])
+    assert report.ok and (report.cases, report.active, report.lines) == (3, 3, 4)
+    # A bad first line (an unknown field) with a checkpoint from another curator version.
+    lines = _lines(qs.cases_path)
+    lines[0] = lines[0].replace('"rev":1,', '"rev":1,"bogus":1,')
+    qs.cases_path.write_text("".join(line + "\n" for line in lines))
+    checkpoint = qs.load_checkpoint()
+    count, digest = qs.prefix_digest()
+    hashes = [line_hash(line) for line in lines]
+    qs.checkpoint_path.write_text(json.dumps({**checkpoint, "curator": "0.0.0", "lines": count,
+                                              "sha256": digest, "line_hashes": hashes}))
+    (report,) = verify_workspace(ws, ["main"])
+    assert any(p.line == 1 and "bogus" in p.message for p in report.problems), report.problems
