@@ -38,14 +38,14 @@ def today() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%d")
 
 
-def time_process(cmd: list[str], **kwargs) -> tuple[float, int]:
+def time_process(cmd: list[str], ok: tuple[int, ...] = (0,), **kwargs) -> tuple[float, int]:
     """Wall seconds and peak RSS (KB) of one child process."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, **kwargs)
     _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
+    if proc.returncode not in ok:
         raise RuntimeError(f"{cmd[0]} exited {proc.returncode}")
     return elapsed, usage.ru_maxrss
 

@@ -55,7 +55,6 @@ def m001_core(db: Database) -> None:
     )
     db["passages"].create_index(["id", "revision"], unique=True)
     db["passages"].create_index(["doc_id", "is_current"])
-    db["passages"].create_index(["is_current", "id"])
     # External-content FTS5 index holding current passages only; rows are added and
     # removed by Workspace when a revision becomes (or stops being) current.
     db.execute(
@@ -103,6 +102,15 @@ def m001_core(db: Database) -> None:
         foreign_keys=[("candidate_id", "candidates", "id")],
     )
     db["decisions"].create_index(["candidate_id"])
+
+
+@migrations()
+def m001_search_stats(db: Database) -> None:
+    # Document frequency of every indexed term, refreshed after each import: search drops
+    # terms so common that scoring them costs more than they tell (see Workspace.search).
+    db.execute("CREATE VIRTUAL TABLE passages_fts_vocab USING fts5vocab(passages_fts, 'row')")
+    db.execute("CREATE TABLE term_stats (term TEXT PRIMARY KEY, docs INTEGER) WITHOUT ROWID")
+    db.execute("INSERT INTO term_stats SELECT term, doc FROM passages_fts_vocab")
 
 
 @migrations()

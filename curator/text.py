@@ -37,4 +37,4 @@ def sha256_hex(data: str | bytes) -> str:
 
 def fingerprint(text: str) -> str:
     """Content fingerprint of a passage: whitespace-insensitive, 16 hex digits."""
-    return sha256_hex(_SPACE.sub(" ", text).strip())[:16]
+    return sha256_hex(" ".join(text.split()))[:16]

@@ -58,7 +58,18 @@ datasets/*/changelog.jsonl merge=union
 
 _FTS_WORD = re.compile(r"\w+", re.UNICODE)
 _FTS_COMPOUND = re.compile(r"\w+(?:[-_./:]\w+)+", re.UNICODE)
-_FLUSH_ROWS = 4000
+SEARCH_POSTINGS = 1_000  # see Workspace.search
+_FLUSH_ROWS = 25_000  # rows per transaction: fewer, larger FTS segments
+
+
+_PASSAGE_COLUMNS = (
+    "id", "revision", "doc_id", "path", "url", "title", "heading", "heading_path", "text",
+    "fingerprint", "tokens", "committed_at", "is_current", "ordinal",
+)
+_INSERT_PASSAGE = (
+    f"INSERT INTO passages ({', '.join(_PASSAGE_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * len(_PASSAGE_COLUMNS))})"
+)
 
 
 @dataclass
@@ -240,7 +251,9 @@ class Workspace:
                 return
             with self.transaction():
                 start = self.db.execute("SELECT coalesce(max(rowid), 0) FROM passages").fetchone()[0]
-                self.db["passages"].insert_all(rows, batch_size=500)
+                # executemany over tuples: sqlite-utils' insert_all spends more time
+                # building statements than SQLite spends storing 100k passages.
+                self.db.conn.executemany(_INSERT_PASSAGE, [tuple(r[c] for c in _PASSAGE_COLUMNS) for r in rows])
                 self.db.execute(
                     "INSERT INTO passages_fts(rowid, heading, text) "
                     "SELECT rowid, heading, text FROM passages WHERE rowid > ? AND is_current = 1",
@@ -321,7 +334,13 @@ class Workspace:
         flush()
         if report.revisions_added:
             self._update_corpus_version()
+            self._refresh_term_stats()
         return report
+
+    def _refresh_term_stats(self) -> None:
+        with self.transaction():
+            self.db.execute("DELETE FROM term_stats")
+            self.db.execute("INSERT INTO term_stats SELECT term, doc FROM passages_fts_vocab")
 
     def _demote(self, doc_id: str, rows: list[dict[str, Any]], pending: dict[str, list[int]]) -> None:
         """A newer revision of `doc_id` arrived: its current passages become history."""
@@ -413,31 +432,82 @@ class Workspace:
         ]
 
     def search(self, query: str, limit: int = 10) -> list[SearchHit]:
-        """BM25 full-text search over current passages (any word matches; identifiers
-        such as `CARRIER-E1042` also count as a phrase, so verbatim matches rank first)."""
-        match = fts_query(query)
-        if not match:
+        """BM25 full-text search over current passages.
+
+        Any word may match (OR), and compound identifiers such as `CARRIER-E1042` or
+        `parser.max_retries` also count as phrases, so verbatim matches rank first. Words
+        are taken rarest first until they would match more than `SEARCH_POSTINGS`
+        passages: a word found in most passages ("the", "prometheus" in a Prometheus
+        corpus) adds little to BM25 but costs a score for every passage holding it.
+        """
+        words, phrases = _fts_terms(query)
+        if not words and not phrases:
             return []
-        sql = (
-            "SELECT p.id, p.revision, p.heading_path, p.title, "
-            f"snippet(passages_fts, 1, '{HL_START}', '{HL_END}', '…', 24) AS snip, "
-            "bm25(passages_fts, 2.0, 1.0) AS rank "
-            "FROM passages_fts JOIN passages p ON p.rowid = passages_fts.rowid "
-            "WHERE passages_fts MATCH ? ORDER BY rank LIMIT ?"
-        )
         with self.lock:
-            rows = self.db.execute(sql, [match, limit]).fetchall()
+            frequency = self._term_frequencies(words)
+            kept: list[str] = []
+            total = 0
+            for word in sorted(words, key=lambda w: frequency.get(w, 0)):
+                docs = frequency.get(word, 0)
+                if docs == 0:
+                    continue
+                if kept and total + docs > SEARCH_POSTINGS:
+                    break
+                kept.append(word)
+                total += docs
+            terms = [f'"{p}"' for p in phrases] + [f'"{w}"' for w in kept]
+            if not terms:
+                return []
+            matches = [" OR ".join(terms)]
+            present = [w for w in sorted(words, key=lambda w: frequency.get(w, 0)) if frequency.get(w)]
+            if total > SEARCH_POSTINGS and len(present) > 1:
+                # Even the rarest word is common: passages holding the two rarest words
+                # together are fewer and better; fall back to either if none has both.
+                matches.insert(0, f'"{present[0]}" AND "{present[1]}"' + "".join(f' OR "{p}"' for p in phrases))
+            top: list[tuple[int]] = []
+            for match in matches:
+                top = self.db.execute(
+                    "SELECT rowid FROM passages_fts WHERE passages_fts MATCH ? "
+                    "ORDER BY bm25(passages_fts, 2.0, 1.0) LIMIT ?",
+                    [match, limit],
+                ).fetchall()
+                if top:
+                    break
+            if not top:
+                return []
+            rowids = [r[0] for r in top]
+            # Snippets only for the rows shown: computing them inside the ranking query
+            # would build one for every matching passage.
+            rows = self.db.execute(
+                "SELECT p.rowid, p.id, p.revision, p.heading_path, p.title, "
+                f"snippet(passages_fts, 1, '{HL_START}', '{HL_END}', '…', 24), "
+                "bm25(passages_fts, 2.0, 1.0) "
+                "FROM passages_fts JOIN passages p ON p.rowid = passages_fts.rowid "
+                f"WHERE passages_fts MATCH ? AND passages_fts.rowid IN ({','.join('?' * len(rowids))})",
+                [match, *rowids],
+            ).fetchall()
+        order = {rowid: i for i, rowid in enumerate(rowids)}
+        rows.sort(key=lambda r: order[r[0]])
         return [
             SearchHit(
-                id=r[0],
-                revision=r[1],
-                heading_path=json.loads(r[2] or "[]"),
-                title=r[3],
-                snippet=r[4],
-                score=-r[5],
+                id=r[1],
+                revision=r[2],
+                heading_path=json.loads(r[3] or "[]"),
+                title=r[4],
+                snippet=r[5],
+                score=-r[6],
             )
             for r in rows
         ]
+
+    def _term_frequencies(self, words: list[str]) -> dict[str, int]:
+        if not words:
+            return {}
+        marks = ",".join("?" * len(words))
+        return {
+            r[0]: r[1]
+            for r in self.db.execute(f"SELECT term, docs FROM term_stats WHERE term IN ({marks})", words)
+        }
 
     # ---- candidates --------------------------------------------------------------------
 
@@ -655,15 +725,22 @@ class Workspace:
 # ---- helpers ---------------------------------------------------------------------------
 
 
-def fts_query(text: str) -> str:
-    """An FTS5 MATCH expression from free text: every word ORed, plus compound
-    identifiers (`CARRIER-E1042`, `parser.max_retries`) as phrases."""
-    words = dict.fromkeys(w.lower() for w in _FTS_WORD.findall(text))
-    phrases = [
-        " ".join(_FTS_WORD.findall(c.lower())) for c in _FTS_COMPOUND.findall(text)
-    ]
-    terms = [f'"{p}"' for p in dict.fromkeys(phrases)] + [f'"{w}"' for w in words]
-    return " OR ".join(terms)
+def _fts_terms(text: str) -> tuple[list[str], list[str]]:
+    """(words, phrases) of free text as FTS5 sees them: words lower-cased like the
+    unicode61 tokenizer, compound identifiers as space-joined phrases."""
+    words = list(dict.fromkeys(_fold(w) for w in _FTS_WORD.findall(text)))
+    phrases = list(
+        dict.fromkeys(" ".join(_fold(w) for w in _FTS_WORD.findall(c)) for c in _FTS_COMPOUND.findall(text))
+    )
+    return [w for w in words if w], [p for p in phrases if p]
+
+
+def _fold(word: str) -> str:
+    """Lower-case and strip diacritics, as `unicode61 remove_diacritics 2` indexes words."""
+    import unicodedata
+
+    decomposed = unicodedata.normalize("NFKD", word.lower())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).replace('"', "")
 
 
 def _fingerprint(text: str) -> str:

@@ -101,7 +101,7 @@ def _docs_for(
             revision, committed_at = content_revision(text), file_time(file)
         doc = _document(ws, prefix + rel, text, revision, committed_at, path=rel)
         if doc is None:
-            report.skip(str(file), "no text left after front matter")
+            report.skip(str(file), "only front matter, no text to index")
             continue
         yield doc
     if tree is not None and history:
@@ -152,7 +152,7 @@ def _revisions_jsonl(ws: Workspace, path: Path, report: ImportReport, prefix: st
             path=rel, url=record.get("url"),
         )
         if doc is None:
-            report.skip(str(path), "no text left after front matter", number)
+            report.skip(str(path), "only front matter, no text to index", number)
             continue
         yield doc
 
