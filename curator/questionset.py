@@ -236,14 +236,7 @@ class QuestionSet:
 
     def prefix_digest(self, lines: int | None = None) -> tuple[int, str]:
         """(line count, sha256) of the first `lines` whole lines of cases.jsonl (all if None)."""
-        digest = hashlib.sha256()
-        count = 0
-        for number, raw, whole in _iter_lines(self.cases_path):
-            if not whole or (lines is not None and number > lines):
-                break
-            digest.update(raw.encode("utf-8") + b"\n")
-            count = number
-        return count, digest.hexdigest()
+        return _prefix_digest(self.cases_path, lines)
 
     # ---- checkpoints -------------------------------------------------------------------
 
@@ -268,7 +261,11 @@ class QuestionSet:
             return None
         hashes = [_line_hash(raw) for _, raw, whole in _iter_lines(self.cases_path) if whole]
         count, digest = self.prefix_digest()
-        record = {"at": utcnow(), "curator": __version__, "lines": count, "sha256": digest, "line_hashes": hashes}
+        changes, changes_digest = _prefix_digest(self.changelog_path)
+        record = {
+            "at": utcnow(), "curator": __version__, "lines": count, "sha256": digest, "line_hashes": hashes,
+            "changelog_lines": changes, "changelog_sha256": changes_digest,
+        }
         path.parent.mkdir(parents=True, exist_ok=True)
         _write_durably(path, json.dumps(record))
         return record
@@ -355,10 +352,15 @@ def verify(qs: QuestionSet, *, known_ids: Callable[[set[str]], set[str]] | None 
         except ValidationError as exc:  # only if the schema changed without a version bump
             report.problems.append(Problem(str(qs.cases_path), number, f"not a valid case: {_errors(exc)}"))
     change_keys: set[tuple[str, int]] = set()
+    trusted_changes = _trusted_lines(qs, changelog=True)
     for number, raw, whole in _iter_lines(qs.changelog_path):
         if not whole:
             report.problems.append(Problem(str(qs.changelog_path), number, "torn last line ignored", fatal=False))
             break
+        key = _CHANGE_KEY.match(raw) if number <= trusted_changes else None
+        if key is not None:
+            change_keys.add((key.group(1), int(key.group(2))))
+            continue
         try:
             entry = ChangeEntry.model_validate_json(raw)
         except ValidationError as exc:
@@ -426,14 +428,22 @@ def _check_history(qs: QuestionSet, report: VerifyReport) -> None:
 _KEY = re.compile(r'^\{"query_id":"([a-z0-9][a-z0-9-]*)","rev":([1-9][0-9]*),')
 
 
-def _trusted_lines(qs: QuestionSet) -> int:
-    """How many leading lines of cases.jsonl a passing verify by this curator version
-    checked, unchanged since (0 if none)."""
+_CHANGE_KEY = re.compile(r'^\{"at":"[^"]*","query_id":"([a-z0-9][a-z0-9-]*)","rev":([1-9][0-9]*),')
+
+
+def _trusted_lines(qs: QuestionSet, *, changelog: bool = False) -> int:
+    """How many leading lines of cases.jsonl (or changelog.jsonl) a passing verify by this
+    curator version checked, unchanged since (0 if none)."""
     checkpoint = qs.load_checkpoint()
     if not checkpoint or checkpoint.get("curator") != __version__:
         return 0
-    count, digest = qs.prefix_digest(checkpoint["lines"])
-    return count if count == checkpoint["lines"] and digest == checkpoint["sha256"] else 0
+    path, lines_key, sha_key = (
+        (qs.changelog_path, "changelog_lines", "changelog_sha256") if changelog else (qs.cases_path, "lines", "sha256")
+    )
+    if lines_key not in checkpoint:
+        return 0
+    count, digest = _prefix_digest(path, checkpoint[lines_key])
+    return count if count == checkpoint[lines_key] and digest == checkpoint[sha_key] else 0
 
 
 def _is_subsequence(needle: list[str], haystack: list[str]) -> bool:
@@ -454,6 +464,23 @@ def _iter_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
         for number, raw in enumerate(fh, start=1):
             whole = raw.endswith(b"\n")
             yield number, raw.rstrip(b"\n").decode("utf-8", errors="replace"), whole
+
+
+def _prefix_digest(path: Path, lines: int | None = None) -> tuple[int, str]:
+    """(line count, sha256) of the first `lines` whole lines of a file (all if None), each
+    hashed as its UTF-8 text plus a newline."""
+    if not path.exists():
+        return 0, hashlib.sha256().hexdigest()
+    with open(path, "rb") as fh:
+        raw_lines = fh.readlines() if lines is None else [line for _, line in zip(range(lines), fh, strict=False)]
+    if raw_lines and not raw_lines[-1].endswith(b"\n"):
+        raw_lines.pop()  # a torn last line is not part of any prefix
+    blob = b"".join(raw_lines)
+    try:
+        blob.decode("utf-8")
+    except UnicodeDecodeError:  # hash what a reader sees: invalid bytes as U+FFFD
+        blob = b"".join(line.decode("utf-8", errors="replace").encode("utf-8") for line in raw_lines)
+    return len(raw_lines), hashlib.sha256(blob).hexdigest()
 
 
 def _line_hash(raw: str) -> str:
