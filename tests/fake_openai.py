@@ -16,6 +16,7 @@ Used by tests (fixture `fake_openai`) and by bench/generate.py (with `latency`).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -62,7 +63,7 @@ class FakeOpenAI:
         self._ids = 0
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     @property
     def url(self) -> str:
@@ -334,6 +335,8 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                     self._send(404, _error("no such file"))
                 else:
                     self._send(200, None, raw=entry[1])
+            elif path.endswith("/stats"):
+                self._send(200, {"chat_calls": fake.chat_calls})
             elif m := re.search(r"/batches/([^/]+)$", path):
                 batch = fake.poll_batch(m.group(1))
                 self._send(200 if batch else 404, batch or _error("no such batch"))
@@ -369,3 +372,22 @@ def fake_openai() -> Iterator[FakeOpenAI]:
     server = FakeOpenAI().start()
     yield server
     server.stop()
+
+
+def main() -> None:
+    """`python -m tests.fake_openai --latency 0.2`: serve until killed (for benchmarks);
+    prints the base URL on its first line, and `GET /stats` reports the call count."""
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--latency", type=float, default=0.0)
+    args = parser.parse_args()
+    server = FakeOpenAI()
+    server.latency = args.latency
+    print(server.url, flush=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        server.server.serve_forever(poll_interval=0.05)
+
+
+if __name__ == "__main__":
+    main()
