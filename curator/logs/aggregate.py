@@ -37,6 +37,7 @@ class Aggregate:
     clicks: dict[str, Counter[str]] = field(default_factory=dict)
     zero_results: Counter[str] = field(default_factory=Counter)
     latency: dict[str, list[float]] = field(default_factory=dict)  # query -> [sum, n]
+    latest: str | None = None  # newest timestamp seen so far (fast path: is the log in order?)
     lines: int = 0  # lines (or records) read
     parsed: int = 0  # lines that gave a query
     ignored: Counter[str] = field(default_factory=Counter)  # fine lines that are not searches
@@ -59,6 +60,8 @@ class Aggregate:
         self.parsed += 1
         self.counts[query] += n
         if ts is not None:
+            if self.latest is None or ts > self.latest:
+                self.latest = ts
             seen = self.first.get(query)
             if seen is None or ts < seen:
                 self.first[query] = ts
@@ -105,6 +108,8 @@ class Aggregate:
             acc = self.latency.setdefault(q, [0.0, 0])
             acc[0] += total
             acc[1] += n
+        if other.latest is not None and (self.latest is None or other.latest > self.latest):
+            self.latest = other.latest
         self.lines += other.lines
         self.parsed += other.parsed
         self.ignored.update(other.ignored)

@@ -15,7 +15,7 @@ import json
 import re
 from typing import Any
 
-from curator.logs.aggregate import Aggregate, parse_time
+from curator.logs.aggregate import USERS_CAP, Aggregate, parse_time
 from curator.logs.fields import Fields, as_number, get_path, id_list
 from curator.logs.lines import MAX_LINE_BYTES, LineHandler, Window
 
@@ -31,10 +31,9 @@ except ImportError:  # pragma: no cover - depends on the environment
 _SIMPLE_KEY = re.compile(r"^[A-Za-z_@][\w@-]*$")
 
 
-def _value_re(key: str, value: str, whole_line: bool = False) -> re.Pattern[str]:
-    head = r"^\{[^\n]*?" if whole_line else r"^[^\n]*?"
-    tail = r"[^\n]*\}[ \t\r]*$" if whole_line else ""
-    return re.compile(head + '"' + re.escape(key) + r'":\s*' + value + tail, re.M)
+def _value_re(key: str, value: str) -> re.Pattern[str]:
+    # No line anchors: a literal prefix lets the regex engine skip ahead quickly.
+    return re.compile('"' + re.escape(key) + r'":[ ]?' + value)
 
 
 class JsonlHandler(LineHandler):
@@ -51,10 +50,10 @@ class JsonlHandler(LineHandler):
             and all(_SIMPLE_KEY.match(f) for f in simple)
         )
         if self.fast_ok:
-            self._q_re = _value_re(fields.query, r'"([^"\\\n]*)"', whole_line=True)
-            self._q_key = f'"{fields.query}"'
+            self._q_key = f'"{fields.query}":'
+            self._q_re = _value_re(fields.query, r'"([^"\\\n]*)"')
             self._t_re = (
-                _value_re(fields.time, r'"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?(?:Z|\+00:00)?"')
+                _value_re(fields.time, r'"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d{1,9})?(?:Z|\+00:00)?"')
                 if fields.time
                 else None
             )
@@ -67,16 +66,20 @@ class JsonlHandler(LineHandler):
     # -- fast path ---------------------------------------------------------------------
 
     def try_fast(self, data: bytes, agg: Aggregate) -> bool:
-        if not self.fast_ok or not data.endswith(b"\n") or b"\n\n" in data or data.startswith(b"\n"):
+        """Every line must be one JSON object (`{` ... `}`), hold the query key exactly
+        once with a plain string value (no escapes: the pattern refuses backslashes),
+        no line may be over-long, and the timestamp and user patterns must also match
+        once per line; otherwise the block goes through the JSON parser."""
+        if not self.fast_ok or not data.startswith(b"{") or not data.endswith(b"}\n"):
             return False
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             return False
         n = text.count("\n")
-        if any(key in text for key in self._other_keys):
+        if text.count("}\n") != n or text.count(self._q_key) != n or "\x00" in text:
             return False
-        if text.count(self._q_key) != n or max(map(len, text.split("\n"))) > self.max_line_bytes:
+        if any(key in text for key in self._other_keys):
             return False
         queries = self._q_re.findall(text)
         if len(queries) != n:
@@ -84,19 +87,27 @@ class JsonlHandler(LineHandler):
         stamps = users = None
         if self._t_re is not None:
             stamps = self._t_re.findall(text)
-            if len(stamps) != n or text.count(f'"{self.fields.time}"') != n:
+            if len(stamps) != n:
                 return False
         if self._u_re is not None:
             users = self._u_re.findall(text)
-            if len(users) != n or text.count(f'"{self.fields.user}"') != n:
+            if len(users) != n:
                 return False
+        if len(text) > self.max_line_bytes and max(map(len, text.split("\n"))) > self.max_line_bytes:
+            return False
         agg.parsed += n
         agg.counts.update(queries)
         if stamps is not None:
-            if stamps == sorted(stamps):  # the usual case: a log written in time order
-                _merge_min(agg.first, dict(zip(reversed(queries), reversed(stamps), strict=True)))
-                _merge_max(agg.last, dict(zip(queries, stamps, strict=True)))
+            if stamps == sorted(stamps) and (agg.latest is None or stamps[0] >= agg.latest):
+                # The usual case, a log written in time order: what came before is
+                # earlier, so dict merges (in C) give first and last seen.
+                first = dict(zip(reversed(queries), reversed(stamps), strict=True))
+                first.update(agg.first)
+                agg.first = first
+                agg.last.update(zip(queries, stamps, strict=True))
+                agg.latest = stamps[-1]
             else:
+                agg.latest = max(agg.latest or "", max(stamps))
                 first, last = agg.first, agg.last
                 for q, ts in zip(queries, stamps, strict=True):
                     seen = first.get(q)
@@ -106,8 +117,6 @@ class JsonlHandler(LineHandler):
                     if seen is None or ts > seen:
                         last[q] = ts
         if users is not None:
-            from curator.logs.aggregate import USERS_CAP
-
             table = agg.users
             for q, u in set(zip(queries, users, strict=True)):
                 known = table.get(q)
@@ -164,21 +173,6 @@ class JsonlHandler(LineHandler):
             int(results) if results is not None else None,
             as_number(get_path(record, f.latency)) if f.latency else None,
         )
-
-
-def _merge_min(target: dict[str, str], new: dict[str, str]) -> None:
-    for q in new.keys() - target.keys():
-        target[q] = new[q]
-    for q in new.keys() & target.keys():
-        if new[q] < target[q]:
-            target[q] = new[q]
-
-
-def _merge_max(target: dict[str, str], new: dict[str, str]) -> None:
-    for q in new.keys() & target.keys():
-        if new[q] < target[q]:
-            new[q] = target[q]
-    target.update(new)
 
 
 def sniff_records(head: bytes, limit: int = 200) -> list[dict[str, Any]]:
