@@ -87,3 +87,12 @@ def _import_demo_logs(ws, target, say):
 
 
 DEMO_STEPS.append(_import_demo_logs)
+
+
+def _demo_triage_runs(ws, target, say):
+    from curator.triage import demo_runs
+
+    demo_runs(ws, target, say)
+
+
+DEMO_STEPS.append(_demo_triage_runs)

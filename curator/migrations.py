@@ -216,3 +216,28 @@ def m002_logs(db: Database) -> None:
         pk="fingerprint",
     )
     db["log_imports"].create_index(["path", "size", "mtime_ns"])
+
+
+@migrations()
+def m006_triage(db: Database) -> None:
+    # One row per triage decision (`curator triage`): which run's failing case, the cause the
+    # reviewer named, what was done (relabel, repin, regression, undo) and the rev it appended.
+    db["triage_decisions"].create(
+        {
+            "id": int,
+            "run": str,  # the artefact's file name in runs/
+            "set_name": str,
+            "query_id": str,
+            "slice": str,
+            "failure": str,  # the artefact's failure kind
+            "cause": str,
+            "note": str,
+            "action": str,  # relabel | repin | regression | undo
+            "rev": int,  # the rev it appended to cases.jsonl (None: nothing appended)
+            "reviewer": str,
+            "at": str,
+            "undone_by": int,  # id of the undo row that took it back
+        },
+        pk="id",
+    )
+    db["triage_decisions"].create_index(["run", "query_id"])
