@@ -7,6 +7,7 @@ from curator.cli import logs as _logs  # noqa: E402,F401
 from curator.cli import review as _review  # noqa: E402,F401
 from curator.cli import score as _score  # noqa: E402,F401
 from curator.cli import sets as _sets  # noqa: E402,F401
+from curator.cli import triage as _triage  # noqa: E402,F401
 
 # Importing a module registers its commands on `cli`.
 from curator.cli import workspace as _workspace  # noqa: E402,F401

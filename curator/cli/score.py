@@ -25,7 +25,7 @@ def _fmt(value: Any) -> str:
 
 
 @cli.command()
-@click.argument("run", type=click.Path(dir_okay=False, path_type=str))
+@click.argument("run", type=click.Path(dir_okay=False, path_type=str), required=False)
 @click.option("--set", "set_name", help="Question set (default: default_set in curator.toml).")
 @click.option("--k", type=click.IntRange(1), help="Headline cut-off; scores at k and 3k. Default: [scoring] k.")
 @click.option("--name", "label", help="Label appended to the artefact's file name.")
@@ -37,10 +37,12 @@ def _fmt(value: Any) -> str:
 @click.option("--no-gates", is_flag=True, help="Ignore the gates in curator.toml.")
 @click.option("--no-write", is_flag=True, help="Do not store an artefact in runs/.")
 @click.option("--worst", default=10, show_default=True, type=click.IntRange(0), help="Failures to list.")
+@click.option("--rescore", "rescore_ref", metavar="RUN_ARTEFACT",
+              help="Recompute a stored run with the set's current labels (no retriever); see docs/triage.md.")
 @json_option
 @pass_ws
 def score(ws, run: str, set_name, k, label, fmt, rel_level, negative_threshold, gate_flags, no_gates,
-          no_write, worst, as_json) -> None:
+          no_write, worst, rescore_ref, as_json) -> None:
     """Score a retriever's run against a question set, store the artefact, check gates.
 
     RUN is JSONL (`{"query_id", "results": [{"id", "score", "revision"}], "latency_ms"}`),
@@ -53,19 +55,32 @@ def score(ws, run: str, set_name, k, label, fmt, rel_level, negative_threshold, 
         curator score retriever-runs/bm25.jsonl
         curator score run.trec --set main --k 10 --name chunking-v2
         curator score run.jsonl --gate 'success@5>=0.8' --gate 'p95<=250' --json
+        curator score --rescore latest        # after triage added labels
     """
     from curator.scoring import score_run
+
+    if rescore_ref is not None or run is None:
+        if run is not None or rescore_ref is None:
+            raise click.UsageError("give a RUN file, or --rescore RUN_ARTEFACT (not both)")
+        from curator.triage import rescore
+
+        result = rescore(ws, rescore_ref, write=not no_write)
+    else:
+        result = None
     from curator.scoring.gates import parse_gate_flag
 
     gates = [parse_gate_flag(g) for g in gate_flags] if gate_flags else ([] if no_gates else None)
-    result = score_run(ws, run, set_name=set_name, fmt=fmt, k=k, rel_level=rel_level,
-                       negative_threshold=negative_threshold, gates=gates, label=label, write=not no_write)
+    if result is None:
+        result = score_run(ws, run, set_name=set_name, fmt=fmt, k=k, rel_level=rel_level,
+                           negative_threshold=negative_threshold, gates=gates, label=label, write=not no_write)
     art = result.artefact
     if as_json:
         summary = {key: art[key] for key in ("metrics", "latency_ms", "gates", "passed", "missing",
                                              "unknown_queries", "duplicates", "config", "set", "run")}
         summary["artefact"] = str(result.path) if result.path else None
         summary["failures"] = [{"query_id": q, **v} for q, v in result.failures()]
+        if "source_run" in art:
+            summary["source_run"] = art["source_run"]
         print_json(summary)
     else:
         _print_report(ws, result, worst)

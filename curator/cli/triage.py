@@ -1,0 +1,79 @@
+"""`curator triage`: a run's failures in the app, or the cause table with --summary."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from rich import box
+from rich.markup import escape
+from rich.table import Table
+
+from curator.cli.main import cli, console, json_option, pass_ws, print_json
+from curator.errors import CuratorError
+
+
+@cli.command()
+@click.argument("run", metavar="[RUN_ARTEFACT]", required=False)
+@click.option("--summary", "show_summary", is_flag=True,
+              help="Print the failures grouped by cause and slice instead of opening the app.")
+@click.option("--all", "include_decided", is_flag=True, help="Also show failures already triaged.")
+@click.option("--reviewer", help="Your name in the files (default: [reviewer] or $USER).")
+@json_option
+@pass_ws
+def triage(ws, run: str | None, show_summary: bool, include_decided: bool, reviewer: str | None,
+           as_json: bool) -> None:
+    """Triage a scored run's failures: name each cause, fix labels, grow the regression set.
+
+    RUN_ARTEFACT is a path, a name (or unique part of one) in runs/, `latest` or
+    `previous`; default the newest. The app shows the failing cases worst slice first;
+    keys 1-6 name the cause (bad label, missing chunk, synonym gap, stale metadata,
+    ranking tie, retrieval miss). Press ? in the app for every key.
+
+    \b
+    Example:
+        curator triage                        # the newest run, in the app
+        curator triage dense-v2 --reviewer ana
+        curator triage --summary latest       # count per cause and slice
+        curator triage --summary latest --json
+    """
+    from curator.triage import load_artefact, summary
+
+    artefact = load_artefact(ws, run)
+    if show_summary or as_json:
+        data = summary(ws, artefact)
+        if as_json:
+            print_json(data)
+        else:
+            _print_summary(data)
+        return
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise CuratorError(
+            "curator triage needs an interactive terminal (stdin and stdout are not a TTY).",
+            "Run it in a terminal; `curator triage --summary` prints the cause table without one.",
+        )
+    from curator.tui.screens.triage import TriageApp
+
+    TriageApp(ws, artefact, reviewer=reviewer, include_decided=include_decided).run()
+
+
+def _print_summary(data: dict) -> None:
+    label = f" ({data['label']})" if data.get("label") else ""
+    table = Table(title=f"{data['run']}{label} · set {data['set']} · {data['failures']} failures, "
+                  f"{data['triaged']} triaged", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("cause")
+    for name in data["slices"]:
+        table.add_column(name.replace("_", " "), justify="right")
+    table.add_column("total", justify="right")
+    table.add_column("failure kinds")
+    for row in data["causes"]:
+        if not row["total"] and row["cause"] != "untriaged":
+            style = "dim"
+        else:
+            style = "bold" if row["cause"] == "untriaged" and row["total"] else None
+        kinds = ", ".join(f"{k} {n}" for k, n in row["failure_kinds"].items())
+        table.add_row(row["cause"].replace("_", " "), *[str(row["slices"][s] or "·") for s in data["slices"]],
+                      str(row["total"]), escape(kinds), style=style)
+    console.print(table)
+    if not data["failures"]:
+        console.print("[green]no failing cases in this run[/]")

@@ -1,0 +1,342 @@
+"""`curator triage`: one failing case of a run per card; a key per cause.
+
+Decisions run in a worker; the next card shows when the worker reports the write done,
+and keys pressed meanwhile are refused with a bell (as in the review card).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, OptionList, Static
+
+from curator.errors import CuratorError
+from curator.triage import CAUSES, TriageItem, TriageSession
+from curator.tui.screens.modals import TextModal
+from curator.tui.widgets.triage_card import CauseKeys, EarlierRuns, ResultList, TriageFacts
+
+CAUSE_HELP = {
+    "bad_label": "Bad label: save the labels changed on this card (p/o/c) as a relabel rev",
+    "missing_chunk": "Missing chunk: the answer is not a passage of the index; tag regression",
+    "synonym_gap": "Synonym gap: the question's words are not the passage's; tag regression",
+    "stale_metadata": "Stale metadata: re-pin to the highlighted labelled result's revision "
+    "(else the corpus's current one)",
+    "ranking_tie": "Ranking tie: the answer lost a tie-break; tag regression",
+    "retrieval_miss": "Real retrieval miss: keep the case as it is and tag regression",
+}
+
+
+def _cause_bindings() -> list[Binding]:
+    return [
+        Binding(str(i), f"name_cause('{cause}')", label, show=False, id=f"cause-{cause.replace('_', '-')}",
+                tooltip=CAUSE_HELP[cause])
+        for i, (cause, label) in enumerate(CAUSES.items(), 1)
+    ]
+
+
+class TriageScreen(Screen[None]):
+    BINDINGS = [
+        *_cause_bindings(),
+        Binding("p", "mark_primary", "primary", id="primary", tooltip="Mark the highlighted result primary"),
+        Binding("o", "mark_secondary", "secondary", id="secondary",
+                tooltip="Mark the highlighted result secondary (acceptable)"),
+        Binding("c", "clear_label", "clear", id="clear", tooltip="Clear the highlighted result's label"),
+        Binding("w", "write_note", "note", id="triage-note", tooltip="Write a short note for the decision"),
+        Binding("s", "skip_item", "skip", id="skip", tooltip="Skip for later: it comes back after the others"),
+        Binding("u", "undo_decision", "undo", id="undo",
+                tooltip="Undo the last decision (appends a rev restoring the case)"),
+        Binding("question_mark", "show_help", "help", id="help", tooltip="List every key"),
+        Binding("q", "quit_app", "quit", id="quit", tooltip="Quit"),
+    ]
+
+    @dataclass
+    class ItemReady(Message):
+        item: TriageItem | None
+        note: str = ""
+
+    @dataclass
+    class DecisionFailed(Message):
+        message: str
+
+    @dataclass
+    class PreviewReady(Message):
+        rank: int
+        text: Content
+
+    def __init__(self, session: TriageSession, blink: bool = True):
+        super().__init__()
+        self.session = session
+        self.item: TriageItem | None = None
+        self.note = ""
+        self.busy = True
+        self.blink = blink
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="triage-stats")
+        with Vertical(id="triage-card"):
+            yield Static("Loading the run…", id="question")
+            yield TriageFacts(id="triage-facts")
+            yield EarlierRuns(id="triage-earlier")
+        with Horizontal(id="body"):
+            yield ResultList(id="results")
+            with VerticalScroll(id="preview-box"):
+                yield Static(id="preview")
+        yield CauseKeys(id="triage-causes")
+        yield Static(id="message")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(ResultList).focus()
+        self.query_one(CauseKeys).show(self._cause_keys())
+        self.post_message(self.ItemReady(self.session.next_item()))
+
+    def on_resize(self) -> None:
+        self.set_class(self.size.width < 110, "-narrow")
+
+    def _cause_keys(self) -> dict[str, str]:
+        keymap = self.app.ws.config.keymap
+        out = {}
+        for b in self.BINDINGS:
+            if isinstance(b, Binding) and b.id and b.id.startswith("cause-"):
+                cause = b.id.removeprefix("cause-").replace("-", "_")
+                out[cause] = keymap.get(b.id, b.key)
+        return out
+
+    # ---- workers -----------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="decide")
+    def _decide(self, item: TriageItem, cause: str, note: str, revision: str | None, passage: str | None) -> None:
+        try:
+            decision = self.session.decide(item, cause, note=note, revision=revision, passage=passage)
+        except CuratorError as exc:
+            self.post_message(self.DecisionFailed(exc.message))
+            return
+        done = f"{item.query_id}: {CAUSES[cause]}"
+        done += f", rev {decision.rev} appended" if decision.rev else " recorded (already tagged regression)"
+        self.post_message(self.ItemReady(self.session.next_item(), done))
+
+    @work(thread=True, exclusive=True, group="decide")
+    def _undo(self) -> None:
+        try:
+            item = self.session.undo()
+        except CuratorError as exc:
+            self.post_message(self.DecisionFailed(exc.message))
+            return
+        if item is None:
+            self.post_message(self.DecisionFailed("nothing to undo"))
+            return
+        self.post_message(self.ItemReady(item, f"undone: {item.query_id} is back as it was"))
+
+    @work(thread=True, exclusive=True, group="preview")
+    def _load_preview(self, rank: int, passage_id: str, revision: str | None) -> None:
+        passage = self.session.ws.passage(passage_id, revision) or self.session.ws.passage(passage_id)
+        if passage is None:
+            text = Content.from_markup("[b]$id[/b]\n[$error]not in the corpus[/]", id=passage_id)
+        else:
+            note = "" if revision in (None, passage.revision) else f" (run returned {revision[:12]})"
+            text = Content.from_markup(
+                "[b]$id[/b]\n[dim]revision $rev$note$current[/]\n$heading\n\n", id=passage.id,
+                rev=passage.revision[:12], note=note, heading=passage.heading,
+                current="" if passage.is_current else " · not current",
+            ) + Content(passage.text)
+        self.post_message(self.PreviewReady(rank, text))
+
+    # ---- messages ----------------------------------------------------------------------
+
+    @on(ItemReady)
+    def show_item(self, message: ItemReady) -> None:
+        self.busy = False
+        self.item = message.item
+        self.note = ""
+        self._stats()
+        self._say(message.note)
+        if message.item is None:
+            self.query_one("#question", Static).update(Content("Nothing left to triage in this run."))
+            self.query_one(TriageFacts).update(Content.from_markup(
+                "[dim]`curator triage --summary` prints the causes; `curator score --rescore latest` "
+                "recomputes the metrics with the new labels.[/]"))
+            self.query_one(EarlierRuns).update("")
+            self.query_one(ResultList).clear_options()
+            self.query_one("#preview", Static).update("")
+            return
+        item = message.item
+        self.query_one("#question", Static).update(Content(item.case.query if item.case else item.query_id))
+        self._facts()
+        self.query_one(EarlierRuns).show(item)
+        self.query_one(ResultList).show_item(item)
+        self._preview(0)
+
+    @on(DecisionFailed)
+    def decision_failed(self, message: DecisionFailed) -> None:
+        self.busy = False
+        self.app.bell()
+        self._say(message.message, error=True)
+
+    @on(PreviewReady)
+    def preview_ready(self, message: PreviewReady) -> None:
+        index = self.query_one(ResultList).highlighted
+        if self.item is not None and index is not None and index < len(self.item.results) \
+                and self.item.results[index].rank == message.rank:
+            self.query_one("#preview", Static).update(message.text)
+            self.query_one("#preview-box", VerticalScroll).scroll_home(animate=False)
+
+    @on(OptionList.OptionHighlighted)
+    def highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        self._preview(event.option_index)
+
+    # ---- actions -----------------------------------------------------------------------
+
+    def _ready(self) -> TriageItem | None:
+        if self.busy or self.item is None:
+            self.app.bell()
+            return None
+        return self.item
+
+    def action_name_cause(self, cause: str) -> None:
+        item = self._ready()
+        if item is None:
+            return
+        revision = passage = None
+        if cause == "stale_metadata":
+            index = self.query_one(ResultList).highlighted
+            labelled = set(item.current_labels())
+            if index is not None and index < len(item.results) and item.results[index].id in labelled:
+                revision, passage = item.results[index].revision, item.results[index].id
+        self.busy = True
+        self._decide(item, cause, self.note, revision, passage)
+
+    def _label(self, role: str | None) -> None:
+        item = self._ready()
+        if item is None:
+            return
+        results = self.query_one(ResultList)
+        index = results.highlighted
+        if index is None or not item.results:
+            self._say("no result highlighted", error=True)
+            return
+        self.session.mark(item, item.results[index].id, role)
+        results.refresh_results(item)
+        self._facts()
+        self._say("labels changed: 1 saves them as a bad label fix" if item.edited else "")
+
+    def action_mark_primary(self) -> None:
+        self._label("primary")
+
+    def action_mark_secondary(self) -> None:
+        self._label("secondary")
+
+    def action_clear_label(self) -> None:
+        self._label(None)
+
+    def action_write_note(self) -> None:
+        if self._ready() is None:
+            return
+
+        def done(value: str | None) -> None:
+            if value is not None:
+                self.note = value
+                self._facts()
+
+        self.app.push_screen(TextModal("Note for this decision (optional)", self.note, blink=self.blink), done)
+
+    def action_skip_item(self) -> None:
+        item = self._ready()
+        if item is None:
+            return
+        self.session.skip(item)
+        nxt = self.session.next_item()
+        self.post_message(self.ItemReady(nxt, "skipped for later" if nxt is not item else "the only card left"))
+
+    def action_undo_decision(self) -> None:
+        if self.busy:
+            self.app.bell()
+            return
+        if not self.session.undo_stack:
+            self._say("nothing to undo", error=True)
+            return
+        self.busy = True
+        self._undo()
+
+    def action_show_help(self) -> None:
+        from curator.tui.screens.help import HelpScreen
+
+        self.app.push_screen(HelpScreen(self.app.help_sections(), self.session.ws.config.keymap))
+
+    def action_quit_app(self) -> None:
+        self.app.exit()
+
+    # ---- drawing -----------------------------------------------------------------------
+
+    def _facts(self) -> None:
+        if self.item is not None:
+            self.query_one(TriageFacts).show(self.item, self.note)
+
+    def _stats(self) -> None:
+        s = self.session
+        label = f" ({s.artefact['label']})" if s.artefact.get("label") else ""
+        decided = len(s.items) - len([i for i in s.items if i.decision is None])
+        self.query_one("#triage-stats", Static).update(Content.from_markup(
+            "[b]triage[/b] $run$label · set [b]$set[/b] · $who · $left left · $done of $all decided",
+            run=s.run, label=label, set=s.qs.name, who=s.reviewer, left=str(s.remaining),
+            done=str(decided), all=str(len(s.items)),
+        ))
+
+    def _preview(self, index: int | None) -> None:
+        item = self.item
+        if item is None or index is None or not (0 <= index < len(item.results)):
+            self.query_one("#preview", Static).update("")
+            return
+        result = item.results[index]
+        self._load_preview(result.rank, result.id, result.revision)
+
+    def _say(self, text: str, error: bool = False) -> None:
+        box = self.query_one("#message", Static)
+        box.set_class(error, "-error")
+        box.update(Content(text))
+
+
+class TriageApp(App[None]):
+    """The review app's look and keymap, on one run's failures."""
+
+    CSS_PATH = "../curator.tcss"
+    TITLE = "curator triage"
+    ENABLE_COMMAND_PALETTE = False
+    DEFAULT_CSS = """
+    #triage-stats { height: 1; padding: 0 1; background: $panel; }
+    #triage-card { height: auto; padding: 0 1; }
+    #triage-facts { height: auto; max-height: 9; }
+    #triage-earlier { height: auto; max-height: 2; }
+    #results { width: 3fr; height: 1fr; border: round $primary 50%; }
+    TriageScreen #preview-box { width: 2fr; }
+    #results:focus { border: round $primary; }
+    #triage-causes { height: 1; padding: 0 1; }
+    TriageScreen.-narrow #body { layout: vertical; }
+    TriageScreen.-narrow #results { height: 1fr; width: 100%; }
+    TriageScreen.-narrow #preview-box { height: 1fr; width: 100%; min-height: 4; }
+    """
+
+    def __init__(self, ws: Any, run: Any = None, *, reviewer: str | None = None, include_decided: bool = False,
+                 blink: bool = True):
+        super().__init__()
+        self.ws = ws
+        self.session = TriageSession(ws, run, reviewer=reviewer, include_decided=include_decided)
+        self.blink = blink
+
+    def on_mount(self) -> None:
+        self.set_keymap(dict(self.ws.config.keymap))
+        self.push_screen(TriageScreen(self.session, blink=self.blink))
+
+    def help_sections(self) -> list[tuple[str, list[Binding]]]:
+        own = [b for b in TriageScreen.BINDINGS if isinstance(b, Binding)]
+        return [
+            ("triage card", own),
+            ("app", [Binding("ctrl+q", "quit", "quit", id="app-quit", tooltip="Quit from any screen")]),
+        ]
