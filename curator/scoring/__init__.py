@@ -23,7 +23,7 @@ from curator.models import Case, utcnow
 from curator.scoring.artefact import SCHEMA, git_state, write_artefact
 from curator.scoring.evaluate import CHOICES, evaluate, prepare
 from curator.scoring.gates import evaluate_gates, gate_ks
-from curator.scoring.runs import RunData, coerce_run, read_run
+from curator.scoring.runs import RunData, coerce_run, gc_paused, read_run
 
 __all__ = ["ScoreResult", "score", "score_run"]
 
@@ -139,11 +139,12 @@ def score(
     if level not in (1, 2):
         raise CuratorError(f"rel_level must be 1 or 2, got {level}")
     threshold = negative_threshold if negative_threshold is not None else config.negative_threshold
-    cases, set_info = _cases_from(set_or_cases)
-    run: RunData = coerce_run(ranked)
     revisions_of = workspace.revisions_of if workspace is not None else None
-    specs = prepare(cases, ks, level, revisions_of)
-    result = evaluate(specs, run, ks, threshold)
+    with gc_paused():
+        cases, set_info = _cases_from(set_or_cases)
+        run: RunData = coerce_run(ranked)
+        specs = prepare(cases, ks, level, revisions_of)
+        result = evaluate(specs, run, ks, threshold)
     verdicts = evaluate_gates(gate_list, result["metrics"], result["latency_ms"])
     sha, dirty = git_state(workspace.root) if workspace is not None else (None, None)
     artefact: dict[str, Any] = {

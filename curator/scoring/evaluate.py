@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from curator.models import Case
@@ -162,12 +163,19 @@ def score_question(
     grades = spec.grades
     ranks: dict[str, int] = {}
     stale: dict[str, int] = {}
-    for rank, doc in enumerate(ids, 1):
-        if doc in grades:
-            if revisions and spec.required_rev and _is_stale(spec, doc, revisions[rank - 1]):
-                stale.setdefault(doc, rank)
-            elif doc not in ranks:
-                ranks[doc] = rank
+    if revisions and spec.required_rev:
+        for rank, doc in enumerate(ids, 1):
+            if doc in grades:
+                if _is_stale(spec, doc, revisions[rank - 1]):
+                    stale.setdefault(doc, rank)
+                elif doc not in ranks:
+                    ranks[doc] = rank
+    else:
+        for doc in grades:  # list.index scans in C: a few labels, ~100 results
+            try:  # noqa: SIM105 - suppress() costs more than the scan here
+                ranks[doc] = ids.index(doc) + 1
+            except ValueError:
+                pass
     out["ranks"] = {doc: ranks.get(doc) for doc in grades}
     if stale:
         out["stale_ranks"] = stale
@@ -182,13 +190,7 @@ def score_question(
         failure = None if passed else "false_positive"
     else:
         relevant = spec.relevant
-        values: dict[str, float] = {}
-        for k in ks:
-            values[f"success@{k}"] = m.success_at(ranks, relevant, k, spec.require)
-            values[f"recall@{k}"] = m.recall_at(ranks, relevant, k)
-            values[f"precision@{k}"] = m.precision_at(ranks, relevant, k)
-            values[f"mrr@{k}"] = m.reciprocal_rank_at(ranks, relevant, k)
-            values[f"ndcg@{k}"] = m.ndcg_at(ranks, grades, k, spec.ideal[k])
+        values = m.metrics_at(ranks, relevant, grades, ks, spec.require, spec.ideal)
         out["metrics"] = values
         out["first_relevant_rank"] = m.first_rank(ranks, relevant)
         first_primary = m.first_rank(ranks, spec.primaries)
@@ -236,8 +238,9 @@ def _summary(group: list[CaseSpec], questions: dict[str, dict[str, Any]], names:
     negatives = [questions[s.query_id] for s in group if s.negative]
     out: dict[str, Any] = {"n": len(ranked), "negatives": len(negatives)}
     if ranked:
+        rows = [q["metrics"] for q in ranked]
         for name in names:
-            out[name] = sum(q["metrics"][name] for q in ranked) / len(ranked)
+            out[name] = sum(map(itemgetter(name), rows)) / len(rows)
         bounded = [q["max_rank_pass"] for q in ranked if "max_rank_pass" in q]
         if bounded:
             out["max_rank_pass_rate"] = sum(bounded) / len(bounded)

@@ -24,6 +24,7 @@ curator keeps such negative cases out of the means and reports them on their own
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
 # Discounts 1/log2(rank + 1) for the ranks anyone asks about; grown on demand.
@@ -109,3 +110,35 @@ def ndcg_at(ranks: Mapping[str, int], grades: Mapping[str, int], k: int, ideal: 
         return 0.0
     dcg = sum(g * discount(ranks[d]) for d, g in grades.items() if g > 0 and ranks.get(d, k + 1) <= k)
     return dcg / best
+
+
+def metrics_at(
+    ranks: Mapping[str, int],
+    relevant: Collection[str],
+    grades: Mapping[str, int],
+    ks: Sequence[int],
+    require: Collection[str] | None = None,
+    ideal: Mapping[int, float] | None = None,
+) -> dict[str, float]:
+    """success, recall, precision, mrr and ndcg at every k in one pass: the same numbers as
+    the functions above (a test holds them equal), computed from the sorted relevant ranks."""
+    found = sorted(ranks[d] for d in relevant if d in ranks)
+    gains = [(r, g) for d, g in grades.items() if g > 0 and (r := ranks.get(d)) is not None]
+    needed = [ranks.get(d) for d in require] if require else None
+    n_rel = len(relevant)
+    first = found[0] if found else None
+    out: dict[str, float] = {}
+    for k in ks:
+        hits = bisect_right(found, k)
+        if needed is not None:
+            success = 1.0 if all(r is not None and r <= k for r in needed) else 0.0
+        else:
+            success = 1.0 if hits else 0.0
+        best = ideal[k] if ideal is not None and k in ideal else ideal_dcg(grades.values(), k)
+        dcg = sum(g * discount(r) for r, g in gains if r <= k)
+        out[f"success@{k}"] = success
+        out[f"recall@{k}"] = hits / n_rel if n_rel else 0.0
+        out[f"precision@{k}"] = hits / k
+        out[f"mrr@{k}"] = 1.0 / first if first is not None and first <= k else 0.0
+        out[f"ndcg@{k}"] = dcg / best if best > 0 else 0.0
+    return out
