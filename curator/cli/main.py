@@ -18,8 +18,8 @@ from rich.console import Console
 from curator import __version__
 from curator.errors import CuratorError
 
-console = Console()
-err_console = Console(stderr=True)
+console = Console(soft_wrap=True)  # long paths and ids stay on one line (greppable)
+err_console = Console(stderr=True, soft_wrap=True)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
