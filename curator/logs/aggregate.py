@@ -37,6 +37,8 @@ class Aggregate:
     clicks: dict[str, Counter[str]] = field(default_factory=dict)
     zero_results: Counter[str] = field(default_factory=Counter)
     latency: dict[str, list[float]] = field(default_factory=dict)  # query -> [sum, n]
+    users_full: set[str] = field(default_factory=set)  # queries with USERS_CAP users
+    user_names: dict[str, str] = field(default_factory=dict)  # interned user ids
     latest: str | None = None  # newest timestamp seen so far (fast path: is the log in order?)
     lines: int = 0  # lines (or records) read
     parsed: int = 0  # lines that gave a query

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import compress
+from operator import not_
 from typing import Any
 
 from curator.logs.aggregate import USERS_CAP, Aggregate, parse_time
@@ -117,13 +119,7 @@ class JsonlHandler(LineHandler):
                     if seen is None or ts > seen:
                         last[q] = ts
         if users is not None:
-            table = agg.users
-            for q, u in set(zip(queries, users, strict=True)):
-                known = table.get(q)
-                if known is None:
-                    table[q] = {u}
-                elif len(known) < USERS_CAP:
-                    known.add(u)
+            _add_users(agg, queries, users)
         return True
 
     # -- one line ----------------------------------------------------------------------
@@ -173,6 +169,25 @@ class JsonlHandler(LineHandler):
             int(results) if results is not None else None,
             as_number(get_path(record, f.latency)) if f.latency else None,
         )
+
+
+def _add_users(agg: Aggregate, queries: list[str], users: list[str]) -> None:
+    """Distinct users per query, exact up to USERS_CAP. Lines of queries whose set is
+    already full are dropped in C before the Python loop sees them."""
+    full = agg.users_full
+    pairs = zip(queries, users, strict=True)
+    if full:
+        pairs = compress(pairs, map(not_, map(full.__contains__, queries)))
+    table = agg.users
+    names = agg.user_names  # one string object per user, however many lines
+    for q, u in set(pairs):
+        known = table.get(q)
+        if known is None:
+            table[q] = {names.setdefault(u, u)}
+        elif len(known) < USERS_CAP:
+            known.add(names.setdefault(u, u))
+            if len(known) >= USERS_CAP:
+                full.add(q)
 
 
 def sniff_records(head: bytes, limit: int = 200) -> list[dict[str, Any]]:

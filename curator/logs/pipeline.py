@@ -165,7 +165,7 @@ def import_logs(
     if not sources:
         raise InputError(", ".join(map(str, paths)) or "(no paths)", "no log files to read")
     known = _known_imports(ws)
-    total = Aggregate()
+    total: Aggregate | None = None
     reads: list[FileRead] = []
     seen_fingerprints: set[str] = set()
     for source in sources:
@@ -193,13 +193,18 @@ def import_logs(
         else:
             seen_fingerprints.add(read.fingerprint)
             reads.append(read)
-            total.merge(read.agg)
             summary.lines += read.agg.lines
             summary.parsed += read.agg.parsed
             summary.rejected += sum(x.count for x in read.agg.rejected.values())
+            if total is None:
+                total = read.agg
+            else:
+                total.merge(read.agg)
+        read.agg = Aggregate(lines=read.agg.lines, parsed=read.agg.parsed)  # free the copy
         summary.files.append(fs)
 
-    groups = _group(total, redactor, summary)
+    groups = _group(total or Aggregate(), redactor, summary)
+    del total
     summary.redactions = dict(redactor.counts)
     norms = [n for n in groups if _keep(n, groups[n], min_length, max_length, noise, summary)]
     counts = [groups[n].count for n in norms]
@@ -384,8 +389,11 @@ def _group(agg: Aggregate, redactor: Redactor, summary: ImportSummary) -> dict[s
         if ts and (g.last is None or ts > g.last):
             g.last = ts
         users = agg.users.get(raw)
-        if users and len(g.users) < USERS_CAP:
-            g.users.update(list(users)[: USERS_CAP - len(g.users)])
+        if users:
+            if not g.users:
+                g.users = users  # shared, not copied: most groups have one form
+            elif len(g.users) < USERS_CAP:
+                g.users = g.users | set(list(users)[: USERS_CAP - len(g.users)])
         if raw in agg.hits:
             g.hits.update(agg.hits[raw])
         if raw in agg.clicks:

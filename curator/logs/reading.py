@@ -436,6 +436,7 @@ def _read_range(path: str, start: int, end: int, handler: LineHandler) -> tuple[
             lineno, pending, skipping = _feed(handler, agg, more, lineno, pending, skipping)
     if pending and not skipping:
         handler.process(pending, lineno, agg)
+    agg.user_names = {}  # only needed while reading; not worth pickling back
     return agg, hasher.finish()
 
 
@@ -456,11 +457,11 @@ def _read_parallel(path: Path, size: int, handler: LineHandler, workers: int, pr
             reported = now
             time.sleep(0)
         parts = [f.result() for f in futures]
-    total = Aggregate()
-    digests: list[bytes] = []
-    offset = 0
-    for part, part_digests in parts:
+    total, digests = parts[0][0], list(parts[0][1])
+    offset = total.lines
+    for part, part_digests in parts[1:]:
         total.merge(part, offset)
         offset += part.lines
         digests.extend(part_digests)
+    del parts
     return total, digests
