@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from curator.errors import CuratorError
 from curator.models import Case
+from curator.questionset import paused_gc
 
 if TYPE_CHECKING:
     from curator.questionset import QuestionSet
@@ -161,6 +162,7 @@ def query_id_of(raw: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
+@paused_gc()
 def latest_cases(qs: QuestionSet) -> list[Case]:
     """The latest rev of every case, in first-seen order, as `qs.read()` gives it but
     validating only each case's last line (an export needs nothing older). A line that is
@@ -200,6 +202,7 @@ def _latest(qs: QuestionSet, result) -> list[Case]:
     return list(result.cases.values())
 
 
+@paused_gc()
 def _parse_lines(where: str, lines: Iterable[str]) -> list[Case]:
     cases: dict[str, Case] = {}
     for number, raw in enumerate(lines, start=1):
@@ -252,6 +255,7 @@ def _git_blob(root: Path, commit: str, path: Path) -> str:
 # ---- writing ------------------------------------------------------------------------------------
 
 
+@paused_gc()
 def export(
     ws: Workspace,
     set_name: str | None,

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from curator import __version__
 from curator.errors import CuratorError, InputError
 from curator.models import Case
-from curator.questionset import Problem, QuestionSet, VerifyReport, _fsync_dir
+from curator.questionset import Problem, QuestionSet, VerifyReport, _fsync_dir, paused_gc
 
 if TYPE_CHECKING:
     from curator.workspace import Workspace
@@ -95,6 +95,7 @@ class FreezeInfo:
 # ---- freezing -----------------------------------------------------------------------------
 
 
+@paused_gc()
 def freeze(
     ws: Workspace,
     set_name: str | None = None,
@@ -292,6 +293,7 @@ def find_freeze(qs: QuestionSet, ref: str) -> tuple[Path, dict[str, Any]] | None
 # ---- checking ---------------------------------------------------------------------------------
 
 
+@paused_gc()
 def check_freezes(qs: QuestionSet, report: VerifyReport) -> list[FreezeInfo]:
     """Check every manifest of a set and add its problems to `report`."""
     folder = qs.root / FROZEN_DIR
