@@ -9,6 +9,7 @@ The API key is handed to the `openai` client and nowhere else: error texts pass 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import random
 import re
@@ -20,6 +21,7 @@ import openai
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from curator.errors import CuratorError
+from curator.generate.prompts import output_schema
 from curator.models import utcnow
 
 RESPONSE_FORMATS = ("json_schema", "json_object", "text")
@@ -226,7 +228,7 @@ class ModelClient:
     def _messages(self, spec: CallSpec) -> list[dict[str, str]]:
         system = spec.system
         if self.mode != "json_schema":
-            schema = json.dumps(spec.output.model_json_schema(), separators=(",", ":"))
+            schema = json.dumps(output_schema(spec.output), separators=(",", ":"))
             system += f"\n\nReply with one JSON object matching this JSON schema:\n{schema}"
         return [{"role": "system", "content": system}, {"role": "user", "content": spec.user}]
 
@@ -385,6 +387,7 @@ def parse_output(text: str, model: type[BaseModel]) -> tuple[BaseModel | None, s
         return None, problems
 
 
+@functools.lru_cache(maxsize=64)
 def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The pydantic JSON schema, with what OpenAI's strict mode needs (no titles)."""
 
@@ -395,7 +398,7 @@ def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
             return [clean(v) for v in node]
         return node
 
-    return clean(model.model_json_schema())
+    return clean(output_schema(model))
 
 
 @dataclass

@@ -19,6 +19,7 @@ import secrets
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -30,6 +31,7 @@ from curator.generate.cache import GenerationCache, cache_key, store_prompt
 from curator.generate.client import (
     Budget,
     CallLog,
+    CallResult,
     CallSpec,
     ClientOptions,
     ModelClient,
@@ -296,12 +298,12 @@ class Generator:
             concurrency=self.opts.concurrency or self.ws.config.model.concurrency,
         )
         counter = [done]
+        # Checks and queueing run in one worker thread, in order, so the event loop keeps
+        # requests flowing while SQLite and rapidfuzz work.
+        ingester = ThreadPoolExecutor(max_workers=1, thread_name_prefix="curator-ingest")
+        loop = asyncio.get_running_loop()
 
-        async def one(task: Task) -> None:
-            result = await client.run(task.spec())
-            self.summary.calls += result.calls
-            self.summary.prompt_tokens += result.prompt_tokens
-            self.summary.completion_tokens += result.completion_tokens
+        def finish(task: Task, result: CallResult) -> None:
             if result.ok and result.output is not None:
                 output = result.output.model_dump()
                 self.cache.put(
@@ -323,9 +325,17 @@ class Generator:
             counter[0] += 1
             self._progress(counter[0], total)
 
+        async def one(task: Task) -> None:
+            result = await client.run(task.spec())
+            self.summary.calls += result.calls
+            self.summary.prompt_tokens += result.prompt_tokens
+            self.summary.completion_tokens += result.completion_tokens
+            await loop.run_in_executor(ingester, finish, task, result)
+
         try:
             await asyncio.gather(*(one(t) for t in todo))
         finally:
+            ingester.shutdown(wait=True)
             await client.close()
         self.summary.cost = budget.cost
         self.summary.stopped = budget.stopped

@@ -8,6 +8,7 @@ blank. See docs/generate.md for the file format.
 
 from __future__ import annotations
 
+import functools
 import json
 import string
 import tomllib
@@ -97,9 +98,7 @@ class PromptTemplate(BaseModel):
     @property
     def hash(self) -> str:
         """Content hash: changes whenever the text, settings or output schema change."""
-        body = self.model_dump(exclude={"path"})
-        body["schema"] = self.output_model.model_json_schema()
-        return sha256_hex(json.dumps(body, sort_keys=True, ensure_ascii=False))[:16]
+        return _template_hash(self)
 
     def render(self, variables: dict[str, Any]) -> tuple[str, str]:
         """(system, user) with variables filled in; a missing one raises MissingVariables."""
@@ -189,8 +188,26 @@ def load_templates(workspace_prompts: Path | None = None) -> dict[str, PromptTem
     return by_slice
 
 
+@functools.lru_cache(maxsize=256)
+def _template_hash(template: PromptTemplate) -> str:
+    body = template.model_dump(exclude={"path"})
+    body["schema"] = output_schema(template.output_model)
+    return sha256_hex(json.dumps(body, sort_keys=True, ensure_ascii=False))[:16]
+
+
+@functools.lru_cache(maxsize=64)
+def output_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """A model's JSON schema, computed once (pydantic's is slow to build)."""
+    return model.model_json_schema()
+
+
 def combined_output(templates: list[PromptTemplate]) -> type[BaseModel]:
     """The output model of one call that runs several slices' templates: a list per slice."""
+    return _combined_output(tuple(templates))
+
+
+@functools.lru_cache(maxsize=64)
+def _combined_output(templates: tuple[PromptTemplate, ...]) -> type[BaseModel]:
     fields: dict[str, Any] = {t.slice: (list[t.output_model], ...) for t in templates}  # type: ignore[name-defined]
     model = create_model(  # type: ignore[call-overload]
         "Questions_" + "_".join(t.slice for t in templates),

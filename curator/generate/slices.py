@@ -61,9 +61,13 @@ def covered_passage_ids(ws: Any) -> set[str]:
     return covered
 
 
-def stratified_order(passages: Iterable[Passage], seed: int) -> list[Passage]:
-    """Every passage once, round-robin over documents (documents and their passages in a
-    seeded random order), so the first N are spread across as many documents as possible."""
+def stratified_order(
+    passages: Iterable[Passage], seed: int, keep: Callable[[Passage], bool] = lambda _p: True
+) -> list[Passage]:
+    """Passages round-robin over documents (documents and their passages in a seeded
+    random order), so the first N are spread across as many documents as possible. The
+    shuffle is over every passage given; `keep` filters afterwards, so skipping some
+    passages never reorders the others (a rerun draws the same ones)."""
     rng = random.Random(seed)
     by_doc: dict[str, list[Passage]] = defaultdict(list)
     for p in passages:
@@ -75,6 +79,7 @@ def stratified_order(passages: Iterable[Passage], seed: int) -> list[Passage]:
         items = sorted(by_doc[doc], key=lambda p: (p.ordinal, p.id))
         rng.shuffle(items)
         queues.append(items)
+    queues = [[p for p in q if keep(p)] for q in queues]
     order: list[Passage] = []
     depth = 0
     while True:
@@ -98,18 +103,19 @@ def select_passages(
     covered by candidates or cases unless `reusable` (their work is cached, so including
     them keeps a rerun identical and free). Returns (passages, how many were skipped)."""
     covered = covered_passage_ids(ws)
-    eligible: list[Passage] = []
     skipped = 0
-    for p in ws.passages():
-        if only is not None and p.id not in only:
-            continue
+
+    def keep(p: Passage) -> bool:
+        nonlocal skipped
         if len(p.text.split()) < thresholds.min_words:
-            continue
+            return False
         if p.id in covered and not reusable(p):
             skipped += 1
-            continue
-        eligible.append(p)
-    return stratified_order(eligible, seed)[:n], skipped
+            return False
+        return True
+
+    pool = [p for p in ws.passages() if only is None or p.id in only]
+    return stratified_order(pool, seed, keep)[:n], skipped
 
 
 # ---- multi-hop groups --------------------------------------------------------------------

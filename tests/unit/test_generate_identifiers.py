@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from curator.generate import generate
 from curator.generate.identifiers import contains_verbatim, mine
 
@@ -29,7 +31,18 @@ def test_contains_verbatim_needs_the_whole_identifier():
     assert not contains_verbatim("what does parser-e101 mean?", "PARSER-E101")
 
 
-def test_identifiers_backend_queues_verbatim_questions_with_provenance(demo_ws):
+@pytest.fixture
+def corpus_ws(ws):
+    from curator.corpus import add_paths
+    from curator.demo import demo_bundle
+
+    add_paths(ws, [demo_bundle() / "corpus-history.jsonl"])
+    add_paths(ws, [demo_bundle() / "corpus"])
+    return ws
+
+
+def test_identifiers_backend_queues_verbatim_questions_with_provenance(corpus_ws):
+    demo_ws = corpus_ws
     before = {c.id for c in demo_ws.candidates(source_kind="generated")}
     summary = generate(demo_ws, backend="identifiers", passages=30, seed=3)
     assert summary.calls == 0
@@ -45,11 +58,12 @@ def test_identifiers_backend_queues_verbatim_questions_with_provenance(demo_ws):
         assert c.provenance["prompt"] == "identifiers" and c.provenance["prompt_hash"]
 
 
-def test_identifiers_backend_is_repeatable_and_skips_covered_passages(demo_ws, tmp_path):
+def test_identifiers_backend_is_repeatable_and_skips_covered_passages(corpus_ws, tmp_path):
     import shutil
 
     from curator.workspace import Workspace
 
+    demo_ws = corpus_ws
     copy = tmp_path / "copy"
     shutil.copytree(demo_ws.root, copy)
     other = Workspace.open(copy)
@@ -67,5 +81,5 @@ def test_identifiers_backend_is_repeatable_and_skips_covered_passages(demo_ws, t
 
 def test_demo_has_generated_candidates(demo_ws):
     generated = demo_ws.candidates(source_kind="generated")
-    assert len(generated) >= 10
+    assert len(generated) >= 5
     assert all(c.suggested_slice == "exact_identifier" for c in generated)

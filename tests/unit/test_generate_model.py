@@ -80,6 +80,19 @@ def test_rerun_makes_zero_calls(gws, fake_openai):
     assert again.candidates_added == 0 and again.complete
 
 
+def test_rerun_is_free_when_groups_cover_unselected_passages(ws, fake_openai):
+    # multi-hop partners outside the selection become covered; the rerun must still
+    # draw the same passages (and so hit the cache) rather than reshuffle
+    from curator.corpus import add_paths
+    from curator.demo import demo_bundle
+
+    add_paths(ws, [demo_bundle() / "corpus"])
+    first = run(ws, fake_openai, passages=8, multi_hop_ratio=1.0, group_size=3)
+    assert first.by_slice["multi_hop"] >= 4
+    again = run(ws, fake_openai, passages=8, multi_hop_ratio=1.0, group_size=3)
+    assert again.calls == 0 and again.tasks_cached == first.tasks
+
+
 def test_interrupted_run_resumes_where_it_stopped(gws, fake_openai):
     stopped = run(gws, fake_openai, max_calls=2, concurrency=1)
     assert stopped.stopped and "--max-calls 2" in stopped.stopped
@@ -255,15 +268,25 @@ def test_near_duplicates_are_dropped_within_and_across_runs(gws, fake_openai):
     assert summary.rejected["near-duplicate of an existing question"] >= 1
 
 
-def test_selection_is_stratified_seeded_and_skips_covered(demo_ws, fake_openai):
+def test_selection_is_stratified_seeded_and_skips_covered(ws):
+    from curator.corpus import add_paths
+    from curator.demo import demo_bundle
     from curator.generate.slices import Thresholds, select_passages
+    from curator.models import CandidateIn, Suggestion
 
-    a, _ = select_passages(demo_ws, 10, 5, thresholds=Thresholds())
-    b, _ = select_passages(demo_ws, 10, 5, thresholds=Thresholds())
+    add_paths(ws, [demo_bundle() / "corpus"])
+    a, _ = select_passages(ws, 10, 5, thresholds=Thresholds())
+    b, _ = select_passages(ws, 10, 5, thresholds=Thresholds())
     assert [p.id for p in a] == [p.id for p in b]
     assert len({p.doc_id for p in a}) == 10  # one per document first
-    covered = {s.id for c in demo_ws.candidates() for s in c.suggestions}
-    assert not covered & {p.id for p in a}
+    assert [p.id for p in select_passages(ws, 10, 6, thresholds=Thresholds())[0]] != [p.id for p in a]
+    # a passage a candidate already covers is skipped; the others keep their places
+    ws.add_candidates([CandidateIn(query="q", source_kind="log",
+                                   suggestions=[Suggestion(id=a[3].id)])])
+    c, skipped = select_passages(ws, 10, 5, thresholds=Thresholds())
+    assert skipped == 1 and a[3].id not in {p.id for p in c}
+    assert [p.id for p in c][:3] == [p.id for p in a][:3]
+    assert {p.id for p in a} - {a[3].id} <= {p.id for p in c}
 
 
 def test_the_api_key_never_reaches_db_logs_errors_or_output(gws, fake_openai, run_cli):
