@@ -66,11 +66,12 @@ UNJUDGED = "\x00unjudged:"  # placeholder ids for ranks the artefact did not kee
 class Result:
     """One of the run's top results, marked against the set's current labels."""
 
-    rank: int
+    rank: int | None  # None: a labelled passage the run did not return
     id: str
     score: float | None
     revision: str | None
     mark: str  # primary | secondary | stale | unlabelled
+    in_top: bool = True  # False: a labelled passage below the artefact's top results
 
 
 @dataclass
@@ -174,6 +175,8 @@ def _slice_order(artefact: dict[str, Any]) -> dict[str, int]:
 
 
 def _results(question: dict[str, Any], labels: dict[str, str]) -> list[Result]:
+    """The artefact's top results, then the labelled passages below them (or not returned at
+    all), so a wrong label can be cleared wherever it ranked."""
     out = []
     for rank, top in enumerate(question.get("top") or [], 1):
         if top.get("label") == "stale":
@@ -181,6 +184,12 @@ def _results(question: dict[str, Any], labels: dict[str, str]) -> list[Result]:
         else:
             mark = labels.get(top["id"], "unlabelled")
         out.append(Result(rank, top["id"], top.get("score"), top.get("revision"), mark))
+    shown = {r.id for r in out if r.mark != "stale"}
+    ranks = question.get("ranks") or {}
+    below = [(ranks.get(pid), pid) for pid in labels if pid not in shown]
+    below.sort(key=lambda x: (x[0] is None, x[0] or 0, x[1]))
+    for rank, pid in below:
+        out.append(Result(rank, pid, None, None, labels[pid], in_top=False))
     return out
 
 

@@ -57,23 +57,28 @@ def triage(ws, run: str | None, show_summary: bool, include_decided: bool, revie
     TriageApp(ws, artefact, reviewer=reviewer, include_decided=include_decided).run()
 
 
+SHORT = {"exact_identifier": "exact", "multi_hop": "multi-hop"}
+
+
 def _print_summary(data: dict) -> None:
     label = f" ({data['label']})" if data.get("label") else ""
-    table = Table(title=f"{data['run']}{label} · set {data['set']} · {data['failures']} failures, "
+    table = Table(title=f"{data['run']}{label}\nset {data['set']} · {data['failures']} failures, "
                   f"{data['triaged']} triaged", box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("cause")
+    table.add_column("cause", no_wrap=True)
     for name in data["slices"]:
-        table.add_column(name.replace("_", " "), justify="right")
+        table.add_column(SHORT.get(name, name), justify="right", no_wrap=True)
     table.add_column("total", justify="right")
-    table.add_column("failure kinds")
+    kinds = []
     for row in data["causes"]:
-        if not row["total"] and row["cause"] != "untriaged":
-            style = "dim"
-        else:
-            style = "bold" if row["cause"] == "untriaged" and row["total"] else None
-        kinds = ", ".join(f"{k} {n}" for k, n in row["failure_kinds"].items())
+        untriaged = row["cause"] == "untriaged"
+        style = "dim" if not row["total"] else ("bold" if untriaged else None)
         table.add_row(row["cause"].replace("_", " "), *[str(row["slices"][s] or "·") for s in data["slices"]],
-                      str(row["total"]), escape(kinds), style=style)
+                      str(row["total"]), style=style)
+        if row["total"]:
+            kinds.append(f"{row['cause'].replace('_', ' ')}: "
+                         + ", ".join(f"{k} {n}" for k, n in row["failure_kinds"].items()))
     console.print(table)
+    if kinds:
+        console.print("[dim]failure kinds[/]  " + escape(" · ".join(kinds)), soft_wrap=True, highlight=False)
     if not data["failures"]:
         console.print("[green]no failing cases in this run[/]")

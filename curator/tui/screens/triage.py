@@ -68,7 +68,8 @@ class TriageScreen(Screen[None]):
 
     @dataclass
     class PreviewReady(Message):
-        rank: int
+        index: int
+        passage_id: str
         text: Content
 
     def __init__(self, session: TriageSession, blink: bool = True):
@@ -136,7 +137,7 @@ class TriageScreen(Screen[None]):
         self.post_message(self.ItemReady(item, f"undone: {item.query_id} is back as it was"))
 
     @work(thread=True, exclusive=True, group="preview")
-    def _load_preview(self, rank: int, passage_id: str, revision: str | None) -> None:
+    def _load_preview(self, index: int, passage_id: str, revision: str | None) -> None:
         passage = self.session.ws.passage(passage_id, revision) or self.session.ws.passage(passage_id)
         if passage is None:
             text = Content.from_markup("[b]$id[/b]\n[$error]not in the corpus[/]", id=passage_id)
@@ -147,7 +148,7 @@ class TriageScreen(Screen[None]):
                 rev=passage.revision[:12], note=note, heading=passage.heading,
                 current="" if passage.is_current else " · not current",
             ) + Content(passage.text)
-        self.post_message(self.PreviewReady(rank, text))
+        self.post_message(self.PreviewReady(index, passage_id, text))
 
     # ---- messages ----------------------------------------------------------------------
 
@@ -183,8 +184,8 @@ class TriageScreen(Screen[None]):
     @on(PreviewReady)
     def preview_ready(self, message: PreviewReady) -> None:
         index = self.query_one(ResultList).highlighted
-        if self.item is not None and index is not None and index < len(self.item.results) \
-                and self.item.results[index].rank == message.rank:
+        if self.item is not None and index == message.index and index < len(self.item.results) \
+                and self.item.results[index].id == message.passage_id:
             self.query_one("#preview", Static).update(message.text)
             self.query_one("#preview-box", VerticalScroll).scroll_home(animate=False)
 
@@ -295,7 +296,7 @@ class TriageScreen(Screen[None]):
             self.query_one("#preview", Static).update("")
             return
         result = item.results[index]
-        self._load_preview(result.rank, result.id, result.revision)
+        self._load_preview(index, result.id, result.revision)
 
     def _say(self, text: str, error: bool = False) -> None:
         box = self.query_one("#message", Static)

@@ -70,7 +70,7 @@ class TriageFacts(Static):
 
 
 def _top_rank(item: TriageItem, pid: str) -> int | None:
-    return next((r.rank for r in item.results if r.id == pid), None)
+    return next((r.rank for r in item.results if r.id == pid and r.in_top), None)
 
 
 class EarlierRuns(Static):
@@ -96,6 +96,12 @@ class EarlierRuns(Static):
 
 
 def result_prompt(result: Result) -> Content:
+    if not result.in_top:
+        where = f"ranked {result.rank}, below the stored top" if result.rank else "not returned by the run"
+        return Content.from_markup(
+            f"{MARK[result.mark]} [b] –[/b] $id [dim]$where · $word[/]",
+            id=result.id, where=where, word=WORD[result.mark],
+        )
     score = "–" if result.score is None else f"{result.score:.3f}"
     return Content.from_markup(
         f"{MARK[result.mark]} [b]$rank[/b] $id [dim]score $score · @$rev · $word[/]",
@@ -109,7 +115,7 @@ class ResultList(OptionList):
 
     def show_item(self, item: TriageItem, keep_index: bool = False) -> None:
         index = self.highlighted if keep_index else 0
-        self.set_options([Option(result_prompt(r), id=f"r{r.rank}") for r in item.results])
+        self.set_options([Option(result_prompt(r), id=f"r{i}") for i, r in enumerate(item.results)])
         if item.results:
             self.highlighted = min(index or 0, len(item.results) - 1)
 
