@@ -277,14 +277,14 @@ def read_source(
 
 def _head(source: Source) -> bytes:
     """The first MiB (decompressed) of a file; for stdin, peeked without consuming it."""
-    if source.path is None:
-        if source.stdin_head is None:
-            source.stdin_head = _read_up_to(sys.stdin.buffer, HEAD)
-        head = source.stdin_head
-        if source.compression == "gz":
-            return _read_up_to(gzip.GzipFile(fileobj=io.BytesIO(head)), HEAD)
-        return head
     try:
+        if source.path is None:
+            if source.stdin_head is None:
+                source.stdin_head = _read_up_to(sys.stdin.buffer, HEAD)
+            head = source.stdin_head
+            if source.compression == "gz":
+                return _read_up_to(gzip.GzipFile(fileobj=io.BytesIO(head)), HEAD)
+            return head
         with source.path.open("rb") as raw:
             if source.compression == "gz":
                 with gzip.GzipFile(fileobj=raw) as gz:
@@ -305,7 +305,7 @@ def _read_up_to(stream: IO[bytes], n: int) -> bytes:
             if not chunk:
                 break
             buf += chunk
-    except (EOFError, OSError):
+    except EOFError:
         pass
     return bytes(buf)
 

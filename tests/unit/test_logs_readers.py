@@ -205,3 +205,22 @@ def test_fingerprint_is_of_the_content_not_the_name(tmp_path: Path) -> None:
     b = tmp_path / "b.jsonl"
     shutil.copy(DATA / "search.jsonl", b)
     assert read_source(Source(str(a), a)).fingerprint == read_source(Source(str(b), b)).fingerprint
+
+
+def test_a_file_that_is_not_what_its_name_says_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "search.jsonl.gz"
+    path.write_bytes(b'{"query": "not gzip at all"}\n')
+    with pytest.raises(InputError, match=r"search.jsonl.gz: cannot read: Not a gzipped file"):
+        read_source(Source(str(path), path))
+
+
+def test_zstd_without_the_package_says_how_to_fix_it(tmp_path: Path) -> None:
+    try:
+        import zstandard  # noqa: F401
+    except ImportError:
+        path = tmp_path / "search.jsonl.zst"
+        path.write_bytes(b"\x28\xb5\x2f\xfd garbage")
+        with pytest.raises(InputError, match="zstandard"):
+            read_source(Source(str(path), path), fmt="jsonl", fields=Fields(query="query"))
+    else:
+        pytest.skip("zstandard is installed")
