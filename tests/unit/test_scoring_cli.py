@@ -17,6 +17,14 @@ from curator.scoring.runs import read_run
 BM25 = "retriever-runs/bm25.jsonl"
 
 
+@pytest.fixture
+def demo_ws(demo_ws):
+    """The demo without the runs its build step stored, so each test sees only its own."""
+    for path in demo_ws.runs_dir.glob("*.json"):
+        path.unlink()
+    return demo_ws
+
+
 def _run_lines(root: Path) -> list[dict]:
     return [json.loads(line) for line in (root / BM25).read_text().splitlines()]
 

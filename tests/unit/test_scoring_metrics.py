@@ -219,3 +219,46 @@ def test_pure_functions_on_a_worked_example() -> None:
     assert m.ndcg_at(ranks, grades, 5) == pytest.approx(0.6199062332840657)
     assert m.recall_at(ranks, m.relevant_ids(grades, 2), 2) == 0.0
     assert m.precision_at(ranks, m.relevant_ids(grades), 5) == pytest.approx(0.4)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    grades=st.dictionaries(st.sampled_from(DOCS), st.integers(0, 3), min_size=1, max_size=5),
+    ranked=st.lists(st.sampled_from(DOCS), max_size=12, unique=True),
+    ks=st.lists(st.integers(1, 10), min_size=1, max_size=3, unique=True),
+    rel_level=st.sampled_from([1, 2]),
+    require_all=st.booleans(),
+)
+def test_one_pass_metrics_equal_the_single_functions(grades, ranked, ks, rel_level, require_all) -> None:
+    ranks = m.label_ranks(ranked, grades)
+    relevant = m.relevant_ids(grades, rel_level)
+    require = sorted(grades)[:2] if require_all else None
+    together = m.metrics_at(ranks, relevant, grades, ks, require)
+    for k in ks:
+        assert together[f"success@{k}"] == m.success_at(ranks, relevant, k, require)
+        assert together[f"recall@{k}"] == pytest.approx(m.recall_at(ranks, relevant, k))
+        assert together[f"precision@{k}"] == pytest.approx(m.precision_at(ranks, relevant, k))
+        assert together[f"mrr@{k}"] == pytest.approx(m.reciprocal_rank_at(ranks, relevant, k))
+        assert together[f"ndcg@{k}"] == pytest.approx(m.ndcg_at(ranks, grades, k))
+
+
+def test_freshness_uses_the_workspace_revision_order(demo_ws) -> None:
+    """An older revision is stale; a newer one than the label is a hit (the label lags)."""
+    passage = "carriers/dhl.md#cutoff-times"
+    (current, _, _), (older, _, _), (oldest, _, _) = demo_ws.revisions_of(passage)[:3]
+
+    def case(revision: str) -> Case:
+        return Case(query_id="dhl", query="DHL cutoff", slice="freshness",
+                    relevant=[Relevant(id=passage, revision=revision)])
+
+    stale = curator.score([case(current)], {"dhl": [{"id": passage, "revision": older}]}, k=5, workspace=demo_ws, gates=[])
+    assert stale.questions["dhl"]["failure"] == "stale"
+    assert stale.questions["dhl"]["ranks"] == {passage: None}
+    newer = curator.score([case(oldest)], {"dhl": [{"id": passage, "revision": current}]}, k=5, workspace=demo_ws, gates=[])
+    assert newer.questions["dhl"]["failure"] is None
+    assert newer.questions["dhl"]["ranks"] == {passage: 1}
+    # By default the freshness revision applies to primaries without their own revision.
+    pinned = Case(query_id="dhl", query="DHL cutoff", slice="freshness", relevant=[Relevant(id=passage)],
+                  freshness={"revision": current[:7]})
+    old_hit = curator.score([pinned], {"dhl": [{"id": passage, "revision": older[:12]}]}, k=5, workspace=demo_ws, gates=[])
+    assert old_hit.questions["dhl"]["failure"] == "stale"
