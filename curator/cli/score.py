@@ -71,8 +71,13 @@ def score(ws, run: str, set_name, k, label, fmt, rel_level, negative_threshold, 
 
     gates = [parse_gate_flag(g) for g in gate_flags] if gate_flags else ([] if no_gates else None)
     if result is None:
-        result = score_run(ws, run, set_name=set_name, fmt=fmt, k=k, rel_level=rel_level,
-                           negative_threshold=negative_threshold, gates=gates, label=label, write=not no_write)
+        from contextlib import nullcontext
+
+        busy = err_console.status(f"Scoring {escape(run)}…") if err_console.is_terminal and not as_json else nullcontext()
+        with busy:
+            result = score_run(ws, run, set_name=set_name, fmt=fmt, k=k, rel_level=rel_level,
+                               negative_threshold=negative_threshold, gates=gates, label=label,
+                               write=not no_write)
     art = result.artefact
     if as_json:
         summary = {key: art[key] for key in ("metrics", "latency_ms", "gates", "passed", "missing",
@@ -214,19 +219,21 @@ def _print_compare(ws, diff: dict, limit: int) -> None:
     for warning in diff["warnings"]:
         err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     overall = diff["slices"]["overall"]["metrics"]
-    names = [n for n in overall if n.split("@")[0] in ("success", "recall", "mrr", "ndcg")][:6]
-    names += [n for n in ("negative_pass_rate",) if any(n in s["metrics"] for s in diff["slices"].values())]
-    table = Table(title=f"{Path(diff['a']).name} → {Path(diff['b']).name}")
-    table.add_column("slice")
+    ks = diff.get("k") or [5]
+    wanted = [f"success@{ks[0]}", f"recall@{ks[0]}", *[f"recall@{k}" for k in ks[1:2]], f"mrr@{ks[0]}",
+              f"ndcg@{ks[0]}", "negative_pass_rate"]
+    names = [n for n in wanted if n in overall or any(n in s["metrics"] for s in diff["slices"].values())]
+    table = Table(title=f"{Path(diff['a']).name} → {Path(diff['b']).name}", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("slice", min_width=9)
     table.add_column("n", justify="right")
     for name in names:
-        table.add_column(name, justify="right")
+        table.add_column("neg\npass" if name == "negative_pass_rate" else name.replace("@", "\n@"), justify="right")
     table.add_column("fail", justify="right")
     for slice_name, row in diff["slices"].items():
         cells = []
         for name in names:
             cell = row["metrics"].get(name)
-            cells.append("–" if cell is None else f"{cell['b']:.3f} {_delta(cell['delta'])}")
+            cells.append("–" if cell is None else f"{cell['b']:.3f}\n{_delta(cell['delta'])}")
         fails = f"{row['failures_a']}→{row['failures_b']}"
         table.add_row(slice_name, str(row["n_b"]), *cells, fails, style="bold" if slice_name == "overall" else None)
     console.print(table)

@@ -87,6 +87,7 @@ def compare(
     return {
         "a": a.get("_path"),
         "b": b.get("_path"),
+        "k": b["config"].get("k"),
         "rank_threshold": rank_threshold,
         "warnings": warnings,
         "slices": slices,
