@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     _loads = json.loads
 
 FORMATS = ("jsonl", "trec", "ranx")
+_first, _second = itemgetter(0), itemgetter(1)
 
 
 @dataclass(slots=True)
@@ -172,7 +174,7 @@ def _ranked_from_dicts(results: list[Any]) -> Ranked:
 
 def _trec_sorted(pairs: list[tuple[float, str]]) -> Ranked:
     pairs.sort(reverse=True)  # score descending, then docno descending (trec_eval)
-    return Ranked([d for _, d in pairs], [s for s, _ in pairs])
+    return Ranked(list(map(_second, pairs)), list(map(_first, pairs)))
 
 
 def _read_trec(text: str, run: RunData) -> None:
