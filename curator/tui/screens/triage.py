@@ -136,7 +136,7 @@ class TriageScreen(Screen[None]):
             return
         self.post_message(self.ItemReady(item, f"undone: {item.query_id} is back as it was"))
 
-    @work(thread=True, exclusive=True, group="preview")
+    @work(thread=True, group="preview")  # not exclusive: a late preview for another row is ignored
     def _load_preview(self, index: int, passage_id: str, revision: str | None) -> None:
         passage = self.session.ws.passage(passage_id, revision) or self.session.ws.passage(passage_id)
         if passage is None:
@@ -310,7 +310,7 @@ class TriageApp(App[None]):
     CSS_PATH = "../curator.tcss"
     TITLE = "curator triage"
     ENABLE_COMMAND_PALETTE = False
-    DEFAULT_CSS = """
+    CSS = """
     #triage-stats { height: 1; padding: 0 1; background: $panel; }
     #triage-card { height: auto; padding: 0 1; }
     #triage-facts { height: auto; max-height: 9; }
