@@ -99,6 +99,8 @@ def _print_report(ws, result, worst: int) -> None:
     from curator.scoring.gates import describe
 
     art = result.artefact
+    for problem in art["set"].get("problems", []):
+        err_console.print(f"[yellow]set:[/] {escape(problem)}", highlight=False, soft_wrap=True)
     for problem in art["run"]["problems"][:20]:
         err_console.print(f"[yellow]skipped:[/] {escape(problem)}", highlight=False, soft_wrap=True)
     if len(art["run"]["problems"]) > 20:

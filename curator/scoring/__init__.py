@@ -78,10 +78,11 @@ def _cases_from(set_or_cases: Any) -> tuple[list[Case], dict[str, Any]]:
             "path": str(set_or_cases.cases_path),
             "sha256": hashlib.sha256(data).hexdigest(),
             "rev": result.lines,
+            "problems": [str(p) for p in result.problems],  # torn or invalid lines, skipped
         }
         return list(result.cases.values()), info
     cases = [c if isinstance(c, Case) else Case.model_validate(c) for c in set_or_cases]
-    return cases, {"name": None, "path": None, "sha256": None, "rev": None}
+    return cases, {"name": None, "path": None, "sha256": None, "rev": None, "problems": []}
 
 
 def _relative(path: str | None, workspace: Any) -> str | None:

@@ -238,3 +238,14 @@ def test_compare_without_artefacts_is_a_clear_error(demo_ws, run_cli, ref: str) 
     result = run_cli(["compare", ref, "latest"], cwd=demo_ws.root)
     assert result.exit_code == 1
     assert "only 0 stored run artefacts" in result.output or "no such run artefact" in result.output
+
+
+def test_a_torn_set_line_is_reported_and_the_rest_scored(demo_ws, run_cli) -> None:
+    cases_path = demo_ws.question_set().cases_path
+    active = len(_active(demo_ws))
+    with cases_path.open("a") as fh:
+        fh.write('{"query_id": "half-writ')  # a crash mid-append leaves no newline
+    result = run_cli(["score", BM25, "--no-gates", "--no-write"], cwd=demo_ws.root)
+    assert result.exit_code == 0, result.output
+    assert "set:" in result.stderr and "cases.jsonl" in result.stderr
+    assert f"{active} cases" in result.stdout
