@@ -253,7 +253,7 @@ class Generator:
     def _load_existing(self) -> None:
         norms = sl.existing_questions(self.ws)
         self.known_norms = set(norms)
-        self.deduper.norms = list(dict.fromkeys(norms))
+        self.deduper = sl.Deduper(self.opts.thresholds.duplicate_similarity, norms)
 
     def _run_model(self) -> None:
         self._load_prompts()
@@ -579,6 +579,9 @@ class Generator:
     def _candidate(self, task: Task, template: PromptTemplate, entry: dict[str, Any],
                    rejected: Counter[str]) -> CandidateIn | None:
         question = " ".join(str(entry.get("question", "")).split())
+        if normalize_query(question) in self.known_norms:
+            self.summary.already_queued += 1  # e.g. a rerun served from the cache
+            return None
         problem = sl.general_problem(question)
         p = task.passages[0]
         provenance: dict[str, Any] = {

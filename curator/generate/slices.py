@@ -11,7 +11,7 @@ import random
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -286,28 +286,35 @@ def multi_hop_problem(used: list[str], group_ids: list[str]) -> str | None:
 _IDENTISH = re.compile(r"[\w.-]*\d[\w.-]*|\w+[_./][\w./-]+")
 
 
-@dataclass
 class Deduper:
     """Near-duplicate detection against existing candidates, cases and this run's output.
     Two questions naming different identifiers are never duplicates."""
 
-    threshold: float
-    norms: list[str] = field(default_factory=list)
+    def __init__(self, threshold: float, norms: Iterable[str] = ()):
+        self.threshold = threshold
+        self.norms: list[str] = []
+        self._processed: list[str] = []  # default_process()ed once, not on every lookup
+        for norm in dict.fromkeys(norms):
+            self._append(norm)
+
+    def _append(self, norm: str) -> None:
+        self.norms.append(norm)
+        self._processed.append(default_process(norm))
 
     def add(self, text: str) -> None:
-        self.norms.append(normalize_query(text))
+        self._append(normalize_query(text))
 
     def duplicate_of(self, text: str) -> str | None:
         norm = normalize_query(text)
         if not self.norms:
             return None
         mine_ids = set(_IDENTISH.findall(norm))
-        for match, _score, _ in process.extract(
-            norm, self.norms, scorer=fuzz.token_sort_ratio, processor=default_process,
+        for _match, _score, index in process.extract(
+            default_process(norm), self._processed, scorer=fuzz.token_sort_ratio,
             score_cutoff=self.threshold, limit=5,
         ):
-            if set(_IDENTISH.findall(match)) == mine_ids:
-                return match
+            if set(_IDENTISH.findall(self.norms[index])) == mine_ids:
+                return self.norms[index]
         return None
 
 
