@@ -487,16 +487,22 @@ def _prefix_digest(path: Path, lines: int | None = None) -> tuple[int, str]:
     hashed as its UTF-8 text plus a newline."""
     if not path.exists():
         return 0, hashlib.sha256().hexdigest()
-    with open(path, "rb") as fh:
-        raw_lines = fh.readlines() if lines is None else [line for _, line in zip(range(lines), fh, strict=False)]
-    if raw_lines and not raw_lines[-1].endswith(b"\n"):
-        raw_lines.pop()  # a torn last line is not part of any prefix
-    blob = b"".join(raw_lines)
+    data = path.read_bytes()
+    end = data.rfind(b"\n") + 1  # a torn last line is not part of any prefix
+    count = data.count(b"\n", 0, end)
+    if lines is not None and lines < count:
+        end = 0
+        for _ in range(lines):
+            end = data.index(b"\n", end) + 1
+        count = lines
+    blob = data[:end]
     try:
         blob.decode("utf-8")
     except UnicodeDecodeError:  # hash what a reader sees: invalid bytes as U+FFFD
-        blob = b"".join(line.decode("utf-8", errors="replace").encode("utf-8") for line in raw_lines)
-    return len(raw_lines), hashlib.sha256(blob).hexdigest()
+        blob = b"".join(
+            line.decode("utf-8", errors="replace").encode("utf-8") + b"\n" for line in blob.split(b"\n")[:-1]
+        )
+    return count, hashlib.sha256(blob).hexdigest()
 
 
 def _line_hash(raw: str) -> str:
