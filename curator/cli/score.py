@@ -67,9 +67,13 @@ def score(ws, run: str, set_name, k, label, fmt, rel_level, negative_threshold, 
         result = rescore(ws, rescore_ref, write=not no_write)
     else:
         result = None
+    from curator.errors import CuratorError
     from curator.scoring.gates import parse_gate_flag
 
-    gates = [parse_gate_flag(g) for g in gate_flags] if gate_flags else ([] if no_gates else None)
+    try:
+        gates = [parse_gate_flag(g) for g in gate_flags] if gate_flags else ([] if no_gates else None)
+    except CuratorError as exc:
+        raise click.BadParameter(str(exc), param_hint="--gate") from None
     if result is None:
         from contextlib import nullcontext
 

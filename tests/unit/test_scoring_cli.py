@@ -77,7 +77,7 @@ def test_gate_flags_replace_the_config_gates(demo_ws, run_cli) -> None:
     bad = run_cli(["score", BM25, "--gate", "recall@15>=0.5:nosuchslice"], cwd=demo_ws.root)
     assert bad.exit_code == 1 and "no cases" in bad.output
     typo = run_cli(["score", BM25, "--gate", "sucess@5>=0.5"], cwd=demo_ws.root)
-    assert typo.exit_code == 1 and "unknown gate metric 'sucess@5'" in typo.output
+    assert typo.exit_code == 2 and "unknown gate metric 'sucess@5'" in typo.output
 
 
 def test_latency_gate_fails_without_latency(demo_ws, run_cli, tmp_path: Path) -> None:
