@@ -153,6 +153,17 @@ def _run_name(artefact: dict[str, Any]) -> str:
     return Path(artefact["_path"]).name
 
 
+def _runs_of(ws: Any, artefact: dict[str, Any]) -> list[Decision]:
+    """Decisions on this run and, for a rescored artefact, on the run it was rescored from
+    (the same rankings), oldest first."""
+    names = [_run_name(artefact)]
+    source = (artefact.get("source_run") or {}).get("artefact")
+    if source:
+        names.append(source)
+    found = [d for name in names for d in decisions(ws, name)]
+    return sorted(found, key=lambda d: d.id)
+
+
 def _set_of(ws: Any, artefact: dict[str, Any]):
     name = artefact["set"].get("name") or ws.config.default_set
     qs = ws.question_set(name)
@@ -215,7 +226,7 @@ def failures(ws: Any, artefact: dict[str, Any]) -> list[TriageItem]:
     cases = qs.read().cases
     runs, _ = load_runs(ws.runs_dir, artefact["set"].get("name"))
     order = _slice_order(artefact)
-    latest = {d.query_id: d for d in decisions(ws, _run_name(artefact)) if d.undone_by is None}
+    latest = {d.query_id: d for d in _runs_of(ws, artefact) if d.action != "undo" and d.undone_by is None}
     items = []
     for qid, q in artefact["questions"].items():
         if not q.get("failure"):
@@ -471,7 +482,7 @@ def summary(ws: Any, artefact: dict[str, Any]) -> dict[str, Any]:
     run = _run_name(artefact)
     failing = {q: v for q, v in artefact["questions"].items() if v.get("failure")}
     latest: dict[str, Decision] = {}
-    for d in decisions(ws, run):
+    for d in _runs_of(ws, artefact):
         if d.action != "undo" and d.undone_by is None:
             latest[d.query_id] = d
     slices = sorted({v["slice"] for v in failing.values()}, key=lambda s: _slice_order(artefact).get(s, 99))

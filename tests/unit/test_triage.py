@@ -256,3 +256,17 @@ def test_decide_refuses_unknown_causes_and_retired_cases(demo_ws):
     with pytest.raises(CuratorError, match="no longer an active case"):
         session.decide(item, "ranking_tie")
     assert not decisions(demo_ws)
+
+
+def test_undone_cases_come_back_and_rescored_runs_keep_their_source_decisions(demo_ws):
+    session = TriageSession(demo_ws)
+    session.decide(item_of(session, "until-what-time-can-dhl-parcels"), "synonym_gap")
+    session.decide(item_of(session, "parser-max-retries"), "ranking_tie")
+    session.undo()
+    queue = [i.query_id for i in TriageSession(demo_ws).queue]
+    assert "parser-max-retries" in queue and "until-what-time-can-dhl-parcels" not in queue
+    rescored = rescore(demo_ws, session.artefact)
+    assert load_artefact(demo_ws)["_path"] == str(rescored.path)  # the newest now
+    data = summary(demo_ws, load_artefact(demo_ws))
+    assert data["triaged"] == 1 and data["decisions"][0]["cause"] == "synonym_gap"
+    assert "until-what-time-can-dhl-parcels" not in [i.query_id for i in TriageSession(demo_ws).queue]
