@@ -301,9 +301,11 @@ def _export_beir(
     queries, rows = [], ["query-id\tcorpus-id\tscore\n"]
     labelled: set[str] = set()
     for case in cases:
-        bad = [r.id for r in case.relevant if any(ch in r.id for ch in "\t\r\n")]
+        # BEIR reads the TSV with csv.reader: a tab, a newline or a leading quote breaks a row.
+        bad = [r.id for r in case.relevant if any(ch in r.id for ch in "\t\r\n") or r.id.startswith('"')]
         if bad:
-            result.skipped.append(f"{case.query_id}: passage id {bad[0]!r} holds a tab or newline")
+            result.skipped.append(f"{case.query_id}: passage id {bad[0]!r} holds a tab or newline, "
+                                  "or starts with a quote (BEIR's TSV cannot hold it)")
             continue
         metadata = {"slice": case.slice, "tags": case.tags, "status": case.status, "rev": case.rev}
         if not case.relevant:

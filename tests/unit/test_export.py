@@ -192,3 +192,22 @@ def _git(root: Path, *args: str) -> str:
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"}
     return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
                           text=True, env=env).stdout
+
+
+def test_beir_qrels_read_the_way_generic_data_loader_reads_them(ws, tmp_path: Path) -> None:
+    import csv
+
+    qs = ws.question_set()
+    qs.add(_case("plain", relevant=[{"id": "a b.md#x y", "role": "primary"},
+                                    {"id": "c.md#z", "role": "secondary", "grade": 3}]))
+    qs.add(_case("quoted", relevant=[{"id": '"q".md#x', "role": "primary"}]))
+    result = export(ws, None, "beir", tmp_path / "beir")
+    assert result.partial and "quoted" in result.skipped[0]
+    # BEIR's GenericDataLoader._load_qrels: csv.reader, tab, QUOTE_MINIMAL, header skipped.
+    with open(tmp_path / "beir" / "qrels" / "test.tsv", encoding="utf-8") as fh:
+        reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_MINIMAL)
+        next(reader)
+        rows = {(row[0], row[1]): int(row[2]) for row in reader}
+    assert rows == {("plain", "a b.md#x y"): 2, ("plain", "c.md#z"): 3}
+    queries, _ = read_beir(tmp_path / "beir")
+    assert set(queries) == {"plain"}
