@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from curator.errors import CuratorError
+from curator.errors import EXIT_USAGE, CuratorError
 from curator.models import Case
 from curator.questionset import paused_gc
 
@@ -34,6 +34,12 @@ NEGATIVES = "negatives.jsonl"
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2})?(\.\d+)?(Z|[+-]\d{2}:?\d{2})?$")
+
+
+class UsageError(CuratorError):
+    """A bad option value (exit code 2)."""
+
+    exit_code = EXIT_USAGE
 
 
 @dataclass
@@ -83,7 +89,7 @@ def select_cases(ws: Workspace, set_name: str | None, selection: Selection) -> t
     """The latest rev of each case (as of `selection.as_of`) that passes the filters,
     in the order the cases first appeared; and a description of the as-of point."""
     if selection.status not in STATUSES:
-        raise CuratorError(f"status {selection.status!r}: expected one of {', '.join(STATUSES)}")
+        raise UsageError(f"status {selection.status!r}: expected one of {', '.join(STATUSES)}")
     qs = ws.question_set(set_name)
     if not qs.exists():
         names = ", ".join(ws.set_names()) or "none yet"
@@ -137,7 +143,7 @@ def cases_as_of(ws: Workspace, qs: QuestionSet, ref: str | None) -> tuple[list[C
         return _parse_lines(str(qs.cases_path), picked), label
     commit = _git_commit(ws.root, ref)
     if commit is None:
-        raise CuratorError(
+        raise UsageError(
             f"--as-of {ref!r}: expected a line count, a date (YYYY-MM-DD or an ISO time), "
             f"a freeze of set {qs.name!r}, or a git commit of the workspace"
         )
@@ -225,7 +231,7 @@ def _normalise_time(ref: str) -> str:
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
-        raise CuratorError(f"--as-of {ref!r}: not a valid date or time") from None
+        raise UsageError(f"--as-of {ref!r}: not a valid date or time") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -269,9 +275,9 @@ def export(
     """Write the selected cases of a set to `out` in `fmt` (see FORMATS). `jsonl`, `ranx`
     and `ir_measures` write one file; `beir` and `trec` write a folder."""
     if fmt not in FORMATS:
-        raise CuratorError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")
+        raise UsageError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")
     if with_corpus and fmt != "beir":
-        raise CuratorError("--with-corpus only applies to --format beir")
+        raise UsageError("--with-corpus only applies to --format beir")
     cases, described = select_cases(ws, set_name, selection or Selection())
     result = ExportResult(fmt, Path(out), as_of=described)
     if fmt == "jsonl":

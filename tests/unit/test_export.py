@@ -161,6 +161,9 @@ def test_cli_usage_errors_exit_2(run_cli, ws) -> None:
     assert result.exit_code == 2 and "--slice" in result.output
     assert run_cli(["export", "--all"], cwd=ws.root).exit_code == 2
     assert run_cli(["export", "-f", "yaml", "-o", "x"], cwd=ws.root).exit_code == 2
+    result = run_cli(["export", "-f", "jsonl", "-o", "x.jsonl", "--as-of", "banana"], cwd=ws.root)
+    assert result.exit_code == 2 and "expected a line count" in result.output
+    assert run_cli(["export", "-f", "trec", "-o", "t", "--with-corpus"], cwd=ws.root).exit_code == 2
 
 
 def test_broken_line_is_named_and_nothing_is_written(ws, tmp_path: Path) -> None:
