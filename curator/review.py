@@ -184,6 +184,9 @@ class ReviewSession:
         self._shown: set[int] = set()  # candidates served this session (never re-served)
         self._cards: dict[int, Card] = {}  # prepared cards by candidate id
         self._held: set[int] = set()  # leased to this session and not decided yet
+        # Searches and passage reads for cards use a second connection, so a prefetch in
+        # flight never holds up the write of a decision (WAL: readers don't block writers).
+        self._reader: Workspace | None = None
         self._lock = threading.RLock()
         self.stats = Stats(targets={n: s.target for n, s in ws.config.slices.items()})
         self.reconciled: list[str] = []
@@ -196,6 +199,8 @@ class ReviewSession:
             with self.qs.locked():  # finishes an append a crash interrupted
                 pass
         self.reconciled = reconcile(self.ws, self.set_name, self.reviewer)
+        if self._reader is None:
+            self._reader = Workspace.open(self.ws.root)
         self._count_set()
         self.stats.remaining = self._remaining()
 
@@ -206,6 +211,9 @@ class ReviewSession:
                 self.ws.release(cid, self.reviewer)
             self._held.clear()
             self._queue.clear()
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
 
     def _count_set(self) -> None:
         per_slice = dict.fromkeys(self.slices, 0)
@@ -249,10 +257,10 @@ class ReviewSession:
                 return None
             cand = self._queue.pop(0)
             self._shown.add(cand.id)
-            card = self._cards.pop(cand.id, None) or self.prepare(cand)
-            self._refill(self.prefetch)
-            self.stats.remaining = self._remaining()
-            return card
+            self.stats.remaining = max(0, self.stats.remaining - 1)
+            card = self._cards.pop(cand.id, None)
+        # Not prefetched yet (the reviewer outran the prefetch): build it now.
+        return card or self.prepare(cand)
 
     def requeue(self, card: Card) -> None:
         """Put a card that was on screen back at the front of the queue (undo shows an
@@ -265,8 +273,11 @@ class ReviewSession:
             self._cards[card.candidate.id] = card
 
     def prefetch_cards(self) -> None:
-        """Prepare the next queued cards (suggestions, passage texts) so moving on is instant."""
+        """Lease and prepare the next cards (suggestions, passage texts) so moving on is
+        instant; also recounts the queue. Runs in the background after a card shows."""
         with self._lock:
+            self._refill(self.prefetch)
+            self.stats.remaining = self._remaining()
             upcoming = [c for c in self._queue[: self.prefetch] if c.id not in self._cards]
         for cand in upcoming:
             card = self.prepare(cand)
@@ -290,10 +301,15 @@ class ReviewSession:
             require_all=cand.require_all,
         )
 
+    @property
+    def reader(self) -> Workspace:
+        return self._reader or self.ws
+
     def candidate_rows(self, cand: Candidate) -> list[Row]:
         rows = []
         for sug in cand.suggestions:
-            passage = self.ws.passage(sug.id, sug.revision)
+            with self.reader.lock:
+                passage = self.reader.passage(sug.id, sug.revision)
             if passage is None:
                 rows.append(Row(id=sug.id, revision=sug.revision or "?", reason=sug.reason, missing=True,
                                 text="(this passage is not in the corpus)"))
@@ -302,10 +318,12 @@ class ReviewSession:
         return rows
 
     def search_rows(self, text: str, reason: str = "search") -> list[Row]:
-        hits = self.ws.search(text, limit=self.ws.config.review.suggestions)
+        with self.reader.lock:
+            hits = self.reader.search(text, limit=self.ws.config.review.suggestions)
         rows = []
         for hit in hits:
-            passage = self.ws.passage(hit.id, hit.revision)
+            with self.reader.lock:
+                passage = self.reader.passage(hit.id, hit.revision)
             row = _row(passage, reason) if passage else Row(id=hit.id, revision=hit.revision, reason=reason)
             row.snippet = hit.snippet
             rows.append(row)
@@ -426,7 +444,8 @@ class ReviewSession:
         """A card to relabel an existing case: its labelled passages, then search results."""
         rows: list[Row] = []
         for rel in case.relevant:
-            passage = self.ws.passage(rel.id, rel.revision)
+            with self.reader.lock:
+                passage = self.reader.passage(rel.id, rel.revision)
             rows.append(_row(passage, "labelled") if passage else Row(
                 id=rel.id, revision=rel.revision or "?", reason="labelled", missing=True,
                 text="(this passage is not in the corpus)"))

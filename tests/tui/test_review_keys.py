@@ -131,7 +131,8 @@ async def test_edit_explanation_and_search(rws):
         await type_text(pilot, "quarantine")
         await pilot.press("enter")
         await settle(pilot)
-        assert "your search" in str(app.screen.query_one("#passages").get_option_at_index(0).prompt)
+        first_row = str(app.screen.query_one("#passages").render()).splitlines()[0]
+        assert "runbooks/parser.md#retries" in first_row and "your search" in first_row
         await pilot.press("o", "down", "p", "k")  # parser passage secondary, E1042 primary
         await settle(pilot)
     cases, _ = set_files(rws)

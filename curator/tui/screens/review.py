@@ -16,7 +16,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import Footer, Static
 
 from curator.errors import CuratorError
 from curator.review import Card, ReviewSession
@@ -88,7 +88,8 @@ class ReviewScreen(Screen[None]):
             yield Provenance(id="provenance")
             yield LabelState(id="labels")
         with Horizontal(id="body"):
-            yield PassageList(id="passages")
+            with VerticalScroll(id="passages-box"):
+                yield PassageList(id="passages")
             with VerticalScroll(id="preview-box"):
                 yield Static(id="preview")
         yield Static(id="message")
@@ -111,6 +112,9 @@ class ReviewScreen(Screen[None]):
         if self.session.reconciled:
             note = f"recovered {len(self.session.reconciled)} keep(s) a crash had not recorded"
         self.post_message(self.CardReady(card, note))
+
+    @work(thread=True, exclusive=True, group="prefetch")
+    def _prefetch(self) -> None:
         self.session.prefetch_cards()
 
     @work(thread=True, exclusive=True, group="decide")
@@ -141,7 +145,6 @@ class ReviewScreen(Screen[None]):
             self.post_message(self.DecisionFailed(exc.message))
             return
         self.post_message(self.CardReady(nxt, note))
-        self.session.prefetch_cards()
 
     @work(thread=True, exclusive=True, group="search")
     def _search(self, card: Card, text: str) -> None:
@@ -154,23 +157,28 @@ class ReviewScreen(Screen[None]):
     def show_card(self, message: CardReady) -> None:
         self.busy = False
         self.card = message.card
+        if message.card is not None and message.card.candidate is not None:
+            # after this card is on screen: the prefetch must not compete with its frame
+            self.call_after_refresh(self._prefetch)
         self._say(message.note)
-        self._render_stats()
         if message.card is None:
+            self._render_stats()
             self.query_one(Question).update(Content("The queue is empty: nothing left to review."))
             self.query_one(Provenance).update(
                 Content("Add candidates with `curator import-logs` or `curator generate`; b opens the set.")
             )
             self.query_one(LabelState).update("")
-            self.query_one(PassageList).clear_options()
+            self.query_one(PassageList).clear_rows()
             self.query_one("#preview", Static).update("")
             return
         card = message.card
-        self.query_one(Question).show(card)
-        self.query_one(Provenance).show(card)
-        self.query_one(LabelState).show(card, self.session.slices)
-        self.query_one(PassageList).show_card(card)
-        self._preview(0)
+        with self.app.batch_update():  # one frame for the whole card
+            self._render_stats()
+            self.query_one(Question).show(card)
+            self.query_one(Provenance).show(card)
+            self.query_one(LabelState).show(card, self.session.slices)
+            self.query_one(PassageList).show_card(card)
+            self._preview(self.query_one(PassageList).highlighted)
 
     @on(DecisionFailed)
     def decision_failed(self, message: DecisionFailed) -> None:
@@ -186,9 +194,9 @@ class ReviewScreen(Screen[None]):
         self._preview(0)
         self._say(f"{message.found} passage(s) for “{message.text}” at the top")
 
-    @on(OptionList.OptionHighlighted)
-    def highlighted(self, event: OptionList.OptionHighlighted) -> None:
-        self._preview(event.option_index)
+    @on(PassageList.Highlighted)
+    def highlighted(self, event: PassageList.Highlighted) -> None:
+        self._preview(event.index)
 
     # ---- actions -----------------------------------------------------------------------
 
@@ -274,7 +282,8 @@ class ReviewScreen(Screen[None]):
             card.labels.clear()
             if card.slice is None and "negative" in self.session.slices:
                 card.slice = "negative"
-            self.query_one(PassageList).show_card(card, keep_index=True)
+            passages = self.query_one(PassageList)
+            passages.show_card(card, keep_index=True)
         self._labels()
 
     def action_toggle_require_all(self) -> None:

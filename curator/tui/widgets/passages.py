@@ -1,21 +1,31 @@
-"""The passage suggestions: an OptionList whose rows show labels, ids and snippets."""
+"""The passage suggestions: rows with label marks, ids, headings and snippets.
+
+A single Static drawn line by line (each row has a known height), not an OptionList:
+re-measuring eight wrapped options cost tens of milliseconds per card at 100k
+passages, which is most of a keypress (bench/review_latency.py).
+"""
 
 from __future__ import annotations
 
+import textwrap
+from dataclasses import dataclass
+
+from textual.binding import Binding
 from textual.content import Content
-from textual.widgets import OptionList
-from textual.widgets.option_list import Option
+from textual.message import Message
+from textual.widgets import Static
 
 from curator.review import Card, Row
 from curator.workspace import HL_END, HL_START
 
 MARK = {"primary": "[b $success]P[/]", "secondary": "[b $warning]S[/]"}
+SNIPPET_LINES = 2
 
 
 def snippet_content(snippet: str) -> Content:
     """A snippet with its matched words bold (the search's highlight marks)."""
     pieces: list[Content] = []
-    rest = snippet
+    rest = " ".join(snippet.split())
     while HL_START in rest:
         before, _, tail = rest.partition(HL_START)
         hit, _, rest = tail.partition(HL_END)
@@ -24,32 +34,129 @@ def snippet_content(snippet: str) -> Content:
     return Content("").join(pieces)
 
 
-def row_prompt(row: Row, role: str | None) -> Content:
+def _wrap(content: Content, width: int, lines: int) -> list[Content]:
+    """At most `lines` lines of `content` wrapped at word boundaries, keeping its styles."""
+    plain = content.plain
+    wrapped = textwrap.wrap(plain, width=max(10, width), break_long_words=True)[:lines]
+    out, pos = [], 0
+    for text in wrapped:
+        start = plain.find(text, pos)
+        if start < 0:
+            break
+        out.append(content[start : start + len(text)])
+        pos = start + len(text)
+    return out
+
+
+def row_lines(row: Row, role: str | None, width: int) -> list[Content]:
+    """A row as fixed-height lines: header, heading, snippet (SNIPPET_LINES)."""
     mark = MARK.get(role or "", "[dim]·[/]")
-    head = Content.from_markup(
-        f"{mark} [b]$id[/b] [dim]@$rev · $reason[/]", id=row.id, rev=row.revision[:10], reason=row.reason
-    )
-    lines = [head]
-    if row.heading:
-        lines.append(Content.from_markup("  [i]$h[/i]", h=row.heading))
+    head = Content.from_markup(f"{mark} [b]$id[/b] [dim]@$rev · $reason[/]", id=row.id,
+                               rev=row.revision[:10], reason=row.reason)
+    heading = Content.from_markup("  [i]$h[/i]", h=row.heading) if row.heading else Content("")
     if row.missing:
-        lines.append(Content.from_markup("  [$error]not in the corpus[/]"))
-    elif row.snippet:
-        lines.append(Content("  ") + snippet_content(" ".join(row.snippet.split())[:200]))
-    return Content("\n").join(lines)
+        body = [Content.from_markup("  [$error]not in the corpus[/]")]
+    else:
+        body = [Content("  ") + line for line in _wrap(snippet_content(row.snippet), width - 2, SNIPPET_LINES)]
+    body += [Content("")] * (SNIPPET_LINES - len(body))
+    return [head, heading, *body]
 
 
-class PassageList(OptionList):
+ROW_HEIGHT = 2 + SNIPPET_LINES
+
+
+class PassageList(Static, can_focus=True):
     """Suggestions for the current card; the highlighted row is the one labels apply to."""
 
+    BINDINGS = [
+        Binding("down,j", "cursor_down", "next passage", show=False, id="next-passage",
+                tooltip="Highlight the next passage"),
+        Binding("up", "cursor_up", "previous passage", show=False, id="previous-passage",
+                tooltip="Highlight the previous passage"),
+        Binding("pagedown", "page_down", show=False, id="page-passages",
+                tooltip="Scroll the passages a page down"),
+        Binding("pageup", "page_up", show=False, id="page-passages-up",
+                tooltip="Scroll the passages a page up"),
+    ]
+
+    @dataclass
+    class Highlighted(Message):
+        index: int | None
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__("", **kwargs)
+        self.card: Card | None = None
+        self.highlighted: int | None = None
+        self._lines: list[list[Content]] = []  # per row, unhighlighted
+        self._width = 0
+
     def show_card(self, card: Card, keep_index: bool = False) -> None:
+        self.card = card
         index = self.highlighted if keep_index else 0
-        self.set_options(
-            [Option(row_prompt(r, card.labels.get(r.id)), id=f"p{i}") for i, r in enumerate(card.rows)]
-        )
-        if card.rows:
-            self.highlighted = min(index or 0, len(card.rows) - 1)
+        self.highlighted = min(index or 0, len(card.rows) - 1) if card.rows else None
+        self._lines = []
+        self._draw()
+        self._scroll()  # the owner shows the preview of row `highlighted` in the same frame
+
+    def clear_rows(self) -> None:
+        self.card, self.highlighted, self._lines = None, None, []
+        self.update("")
 
     def refresh_row(self, card: Card, index: int) -> None:
-        row = card.rows[index]
-        self.replace_option_prompt_at_index(index, row_prompt(row, card.labels.get(row.id)))
+        if index < len(self._lines):
+            self._lines[index] = row_lines(card.rows[index], card.labels.get(card.rows[index].id), self._width)
+        self._draw()
+
+    def _draw(self) -> None:
+        card = self.card
+        if card is None:
+            return
+        width = max(20, (self.scrollable_content_region.width or self.app.size.width // 2) - 1)
+        if width != self._width or len(self._lines) != len(card.rows):
+            self._width = width
+            self._lines = [row_lines(r, card.labels.get(r.id), width) for r in card.rows]
+        out: list[Content] = []
+        for i, lines in enumerate(self._lines):
+            if i == self.highlighted:
+                lines = [line.pad_right(width - line.cell_length).stylize("on $boost") for line in lines]
+                lines[0] = lines[0].stylize("b")
+            out.extend(lines)
+        self.update(Content("\n").join(out))
+
+    def on_resize(self) -> None:
+        self._draw()
+
+    def _move(self, delta: int) -> None:
+        if self.card is None or not self.card.rows:
+            return
+        current = self.highlighted or 0
+        new = max(0, min(len(self.card.rows) - 1, current + delta))
+        if new != self.highlighted:
+            self.highlighted = new
+            self._draw()
+            self._scroll()
+            self.post_message(self.Highlighted(new))
+
+    def _scroll(self) -> None:
+        parent = self.parent
+        if self.highlighted is None or parent is None:
+            return
+        top = self.highlighted * ROW_HEIGHT
+        view = parent.scrollable_content_region.height
+        y = parent.scroll_y
+        if top < y:
+            parent.scroll_to(y=top, animate=False)
+        elif top + ROW_HEIGHT > y + view:
+            parent.scroll_to(y=top + ROW_HEIGHT - view, animate=False)
+
+    def action_cursor_down(self) -> None:
+        self._move(1)
+
+    def action_cursor_up(self) -> None:
+        self._move(-1)
+
+    def action_page_down(self) -> None:
+        self._move(max(1, (self.parent.scrollable_content_region.height if self.parent else 8) // ROW_HEIGHT))
+
+    def action_page_up(self) -> None:
+        self._move(-max(1, (self.parent.scrollable_content_region.height if self.parent else 8) // ROW_HEIGHT))

@@ -1,0 +1,275 @@
+"""Review app latency at 100,000 passages and 5,000 candidates, measured in a real pty.
+
+- startup: fork of `curator review` to the first bytes of the first card's question;
+- keypress -> next card: `k` written to the pty to the next card's question appearing,
+  over 200 keeps (each keep is appended and fsynced before the next card shows).
+
+Anchor, measured the same way in the same run: a trivial Textual app (one Static whose
+text a key changes), i.e. the floor any Textual app pays. Goals: startup <= 1.5 s;
+keypress p95 <= 50 ms (stretch 16 ms, one frame).
+
+Input: ../shared/corpora/prometheus-docs imported by curator, replicated with distinct
+ids (`copy-N/...`) to 100,000 passages, written as pre-chunked JSONL into bench/.data/.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import pty
+import random
+import select
+import shutil
+import signal
+import struct
+import sys
+import tempfile
+import termios
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import contextlib
+
+from bench.common import DATA, machine, median, need_shared, percentile, record, spread, today  # noqa: E402
+
+PASSAGES = 100_000
+CANDIDATES = 5_000
+KEEPS = 200
+STARTS = 5
+SIZE = (40, 120)  # rows, columns
+TEMPLATE = DATA / "review-ws"
+# Rebuilt when the schema changes (a stale template would fail its migrations).
+STAMP = f"{PASSAGES}-{CANDIDATES}-v2-" + hashlib.sha256(
+    (Path(__file__).resolve().parent.parent / "curator" / "migrations.py").read_bytes()
+).hexdigest()[:12]
+THINK = 0.4  # seconds a (fast) reviewer looks at a card before the keys
+BURST = 50  # keeps back to back, no think time: suggestions not prefetched yet
+CURATOR = str(Path(sys.executable).parent / "curator")
+
+TRIVIAL_APP = '''
+from textual.app import App
+from textual.widgets import Static
+
+class Trivial(App):
+    BINDINGS = [("k", "next", "next"), ("q", "quit", "quit")]
+    n = 0
+    def compose(self):
+        yield Static("ANCHOR-00000 question", id="q")
+    def action_next(self):
+        self.n += 1
+        self.query_one("#q", Static).update(f"ANCHOR-{self.n:05d} question")
+
+Trivial().run()
+'''
+
+
+def build_template() -> None:
+    """The workspace: replicated passages and candidates, built once into bench/.data."""
+    if (TEMPLATE / ".stamp").exists() and (TEMPLATE / ".stamp").read_text() == STAMP:
+        return
+    from curator.corpus.importer import add_paths
+    from curator.models import CandidateIn, Suggestion
+    from curator.workspace import Workspace
+
+    docs = need_shared("prometheus-docs", "docs")
+    shutil.rmtree(TEMPLATE, ignore_errors=True)
+    print("building the workspace (once): importing prometheus-docs, replicating to 100,000")
+    with tempfile.TemporaryDirectory() as tmp:
+        base_ws = Workspace.init(Path(tmp) / "base")
+        add_paths(base_ws, [docs])
+        base = [(p.id, p.title or "", p.heading, p.text) for p in base_ws.passages()]
+        base_ws.close()
+    DATA.mkdir(parents=True, exist_ok=True)
+    jsonl = DATA / "review-passages.jsonl"
+    ids: list[tuple[str, str]] = []
+    with jsonl.open("w", encoding="utf-8") as fh:
+        n = 0
+        while len(ids) < PASSAGES:
+            for pid, title, heading, text in base:
+                if len(ids) == PASSAGES:
+                    break
+                new = f"copy-{n}/{pid}"
+                fh.write(json.dumps({"id": new, "title": heading or title, "text": text,
+                                     "revision": f"r{n:04d}", "updated_at": "2026-11-01T00:00:00Z"}) + "\n")
+                ids.append((new, heading or title))
+            n += 1
+    ws = Workspace.init(TEMPLATE)
+    add_paths(ws, [jsonl])
+    rng = random.Random(42)
+    picks = rng.sample(ids, CANDIDATES)
+    ws.add_candidates(
+        CandidateIn(
+            query=f"Q{i:05d} how does {heading.split(' › ')[-1].lower()[:60] or 'prometheus'} work",
+            source_kind="log",
+            count=CANDIDATES * 2 - i,  # the queue serves them in this order
+            suggested_slice="paraphrase",
+            suggestions=[Suggestion(id=pid, reason="clicked")],
+            provenance={"count": CANDIDATES * 2 - i, "first_seen": "2026-10-01T00:00:00Z",
+                        "last_seen": "2026-11-01T00:00:00Z"},
+        )
+        for i, (pid, heading) in enumerate(picks, 1)
+    )
+    ws.close()
+    (TEMPLATE / ".stamp").write_text(STAMP)
+
+
+class Pty:
+    """A child process on a pseudo-terminal of SIZE, read until a token appears."""
+
+    def __init__(self, argv: list[str], cwd: Path):
+        env = {**os.environ, "TERM": "xterm-256color", "CURATOR_REVIEWER": "bench"}
+        for name in ("COLUMNS", "LINES", "CURATOR_WORKSPACE"):
+            env.pop(name, None)
+        self.started = time.perf_counter()
+        pid, fd = pty.fork()
+        if pid == 0:  # child
+            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", SIZE[0], SIZE[1], 0, 0))
+            os.chdir(cwd)
+            os.execve(argv[0], argv, env)
+        self.pid, self.fd = pid, fd
+        self.tail = b""
+
+    def wait_for(self, token: str, timeout: float = 30.0) -> float:
+        """perf_counter time at which `token` arrived."""
+        needle = token.encode()
+        deadline = time.perf_counter() + timeout
+        while True:
+            if needle in self.tail:
+                self.tail = self.tail[self.tail.index(needle) + len(needle):]
+                return time.perf_counter()
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                raise TimeoutError(f"{token!r} did not appear")
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if ready:
+                try:
+                    chunk = os.read(self.fd, 1 << 16)
+                except OSError:
+                    raise TimeoutError(f"process ended before {token!r}") from None
+                self.tail = (self.tail + chunk)[-(1 << 16):]
+                if needle in self.tail:
+                    found = time.perf_counter()
+                    self.tail = self.tail[self.tail.index(needle) + len(needle):]
+                    return found
+
+    def send(self, keys: str) -> float:
+        self.tail = b""
+        now = time.perf_counter()
+        os.write(self.fd, keys.encode())
+        return now
+
+    def quit(self) -> None:
+        os.write(self.fd, b"q")
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            done, _ = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                break
+            select.select([self.fd], [], [], 0.05)
+            with contextlib.suppress(OSError):
+                os.read(self.fd, 1 << 16)
+        else:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        os.close(self.fd)
+
+
+def first_question(ws_root: Path) -> str:
+    from curator.workspace import Workspace
+
+    with Workspace.open(ws_root) as ws:
+        first = ws.candidates(state="pending", limit=1)[0]
+    return first.query.split()[0]
+
+
+def startup(argv: list[str], cwd: Path, token: str) -> float:
+    proc = Pty(argv, cwd)
+    seen = proc.wait_for(token)
+    proc.quit()
+    return seen - proc.started
+
+
+def keeps(work: Path, count: int, think: float, first: int = 1) -> list[float]:
+    """Keep `count` cards: `p` (primary), then `k`; time `k` to the next card's question."""
+    proc = Pty([CURATOR, "review"], work)
+    proc.wait_for(f"Q{first:05d}")
+    times = []
+    for i in range(first, first + count):
+        time.sleep(think)
+        proc.send("p")
+        proc.wait_for("1 primary")
+        sent = proc.send("k")
+        times.append(proc.wait_for(f"Q{i + 1:05d}") - sent)
+    proc.quit()
+    return times
+
+
+def trivial_keys(app: Path, count: int, think: float) -> list[float]:
+    proc = Pty([sys.executable, str(app)], app.parent)
+    proc.wait_for("ANCHOR-00000")
+    times = []
+    for i in range(1, count + 1):
+        time.sleep(think)
+        sent = proc.send("k")
+        times.append(proc.wait_for(f"ANCHOR-{i:05d}") - sent)
+    proc.quit()
+    return times
+
+
+def main() -> None:
+    need_shared("prometheus-docs")
+    build_template()
+    trivial = DATA / "trivial_app.py"
+    trivial.write_text(TRIVIAL_APP, encoding="utf-8")
+    with tempfile.TemporaryDirectory(dir=DATA) as tmp:
+        work = Path(tmp) / "ws"
+        shutil.copytree(TEMPLATE, work)
+        token = first_question(work)
+        # startup, alternating with the anchor after one warm-up each
+        starts: dict[str, list[float]] = {"curator": [], "trivial": []}
+        startup([CURATOR, "review"], work, token)
+        startup([sys.executable, str(trivial)], trivial.parent, "ANCHOR-00000")
+        for _ in range(STARTS):
+            starts["curator"].append(startup([CURATOR, "review"], work, token))
+            starts["trivial"].append(startup([sys.executable, str(trivial)], trivial.parent, "ANCHOR-00000"))
+        anchor_keys = trivial_keys(trivial, KEEPS // 2, THINK)
+        review_keys = keeps(work, KEEPS, THINK)
+        anchor_keys += trivial_keys(trivial, KEEPS // 2, THINK)
+        burst_keys = keeps(work, BURST, 0.0, first=KEEPS + 1)
+    ratios = [c / t for c, t in zip(starts["curator"], starts["trivial"], strict=True)]
+    p50, p95 = percentile(review_keys, 50) * 1000, percentile(review_keys, 95) * 1000
+    a50, a95 = percentile(anchor_keys, 50) * 1000, percentile(anchor_keys, 95) * 1000
+    b50, b95 = percentile(burst_keys, 50) * 1000, percentile(burst_keys, 95) * 1000
+    s_med = median(starts["curator"])
+    rows = [
+        "| measure | curator review | trivial Textual app (anchor) | ratio | goal | verdict |",
+        "|---|---|---|---|---|---|",
+        f"| startup to first card, median of {STARTS} (s) | {s_med:.3f} ({spread(starts['curator'])}) | "
+        f"{median(starts['trivial']):.3f} ({spread(starts['trivial'])}) | {median(ratios):.2f}x | <= 1.5 s | "
+        f"{'pass' if s_med <= 1.5 else 'FAIL'} |",
+        f"| keypress to next card p50 over {KEEPS} keeps (ms) | {p50:.1f} | {a50:.1f} | {p50 / a50:.1f}x | – | – |",
+        f"| keypress to next card p95 (ms) | {p95:.1f} | {a95:.1f} | {p95 / a95:.1f}x | <= 50 ms (stretch 16) | "
+        f"{'pass' if p95 <= 50 else 'FAIL'}{' (stretch met)' if p95 <= 16 else ''} |",
+        f"| same, {BURST} keeps back to back, no think time: p50 / p95 (ms) | {b50:.1f} / {b95:.1f} | "
+        f"{a50:.1f} / {a95:.1f} | {b95 / a95:.1f}x (p95) | – | informational |",
+    ]
+    table = "\n".join(rows)
+    note = (
+        f"{today()} · {machine()} · {PASSAGES:,} passages (prometheus-docs replicated), "
+        f"{CANDIDATES:,} candidates · real pty {SIZE[1]}x{SIZE[0]}, TERM=xterm-256color · each keep "
+        "appends and fsyncs the case and its change-log line and records the decision before the "
+        f"next card shows · {THINK} s between a card appearing and its keys (a fast reviewer), "
+        "so the prefetch of the next cards' suggestions has run; the back-to-back row shows the "
+        "cost when it has not · anchor keys measured before and after the keeps."
+    )
+    print(table)
+    print(note)
+    record("Review app latency (bench/review_latency.py)", f"{note}\n\n{table}")
+
+
+if __name__ == "__main__":
+    main()
