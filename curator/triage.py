@@ -23,9 +23,19 @@ from typing import Any
 
 from curator.errors import CuratorError, InputError
 from curator.models import Case, utcnow
-from curator.scoring.artefact import list_artefacts, read_artefact, resolve_artefact, write_artefact
-from curator.scoring.history import load_runs
+from curator.scoring.artefact import (
+    SCHEMA,
+    list_artefacts,
+    read_artefact,
+    resolve_artefact,
+    write_artefact,
+)
 from curator.scoring.runs import Ranked, RunData, read_run
+
+try:  # orjson reads a 10,000-question artefact about 4x faster; json is the fallback
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover - depends on the environment
+    from json import loads as _loads
 
 __all__ = [
     "ACTION_OF",
@@ -112,7 +122,7 @@ class TriageItem:
     question: dict[str, Any]  # the artefact's record of the question
     case: Case | None  # the set's current rev (None: no longer in the set)
     results: list[Result]
-    earlier: list[EarlierRun]
+    earlier: list[EarlierRun] | None  # None: not loaded yet (the app loads them in a worker)
     labels: dict[str, str] = field(default_factory=dict)  # staged: passage id -> role
     decision: Decision | None = None
 
@@ -145,8 +155,20 @@ def load_artefact(ws: Any, ref: str | Path | None = None) -> dict[str, Any]:
                 f"no run artefacts in {ws.runs_dir}",
                 "Score a run first: `curator score RUN_FILE` (then `curator triage`).",
             )
-        return read_artefact(stored[-1])
-    return read_artefact(resolve_artefact(ws.runs_dir, str(ref)))
+        return _read(stored[-1])
+    return _read(resolve_artefact(ws.runs_dir, str(ref)))
+
+
+def _read(path: Path) -> dict[str, Any]:
+    """read_artefact, parsed with orjson when it is there (errors as read_artefact's)."""
+    try:
+        data = _loads(path.read_bytes())
+    except (OSError, ValueError):
+        return read_artefact(path)
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        return read_artefact(path)
+    data["_path"] = str(path)
+    return data
 
 
 def _run_name(artefact: dict[str, Any]) -> str:
@@ -204,27 +226,42 @@ def _results(question: dict[str, Any], labels: dict[str, str]) -> list[Result]:
     return out
 
 
-def _earlier(runs: list[dict[str, Any]], artefact: dict[str, Any], query_id: str) -> list[EarlierRun]:
-    out = []
+def earlier_runs(ws: Any, artefact: dict[str, Any], query_ids: Any) -> dict[str, list[EarlierRun]]:
+    """For each query id, its first relevant rank and failure in every stored run of the same
+    set created before this one, oldest first. Unreadable artefacts are left out."""
+    wanted = set(query_ids)
     this = _run_name(artefact)
-    for run in runs:
-        if Path(run["_path"]).name == this or run["created_at"] > artefact["created_at"]:
+    set_name = artefact["set"].get("name")
+    out: dict[str, list[EarlierRun]] = {q: [] for q in wanted}
+    runs = []
+    for path in list_artefacts(ws.runs_dir):
+        if path.name == this:
             continue
-        q = run["questions"].get(query_id)
-        entry = EarlierRun(Path(run["_path"]).name, run["created_at"], run.get("label"), q is not None)
-        if q is not None:
-            entry.first_relevant_rank = q.get("first_relevant_rank")
-            entry.failure = q.get("failure")
-        out.append(entry)
+        try:
+            run = _read(path)
+        except InputError:
+            continue
+        if run["set"].get("name") != set_name or run["created_at"] > artefact["created_at"]:
+            continue
+        runs.append((run["created_at"], path.name, run.get("label"), run["questions"]))
+    runs.sort(key=lambda r: r[0])
+    for created, name, label, questions in runs:
+        for qid in wanted:
+            q = questions.get(qid)
+            entry = EarlierRun(name, created, label, q is not None)
+            if q is not None:
+                entry.first_relevant_rank = q.get("first_relevant_rank")
+                entry.failure = q.get("failure")
+            out[qid].append(entry)
     return out
 
 
-def failures(ws: Any, artefact: dict[str, Any]) -> list[TriageItem]:
+def failures(ws: Any, artefact: dict[str, Any], *, earlier: bool = True) -> list[TriageItem]:
     """The run's failing cases, worst slice first, then by failure kind and query_id; each
-    with the set's current rev, its top results marked, earlier runs and the decision."""
+    with the set's current rev, its top results marked, the decision, and (with `earlier`)
+    the same question in earlier stored runs."""
     qs = _set_of(ws, artefact)
     cases = qs.read().cases
-    runs, _ = load_runs(ws.runs_dir, artefact["set"].get("name"))
     order = _slice_order(artefact)
     latest = {d.query_id: d for d in _runs_of(ws, artefact) if d.action != "undo" and d.undone_by is None}
     items = []
@@ -242,12 +279,16 @@ def failures(ws: Any, artefact: dict[str, Any]) -> list[TriageItem]:
                 question=q,
                 case=case,
                 results=_results(q, labels),
-                earlier=_earlier(runs, artefact, qid),
+                earlier=None,
                 labels=dict(labels),
                 decision=latest.get(qid),
             )
         )
     items.sort(key=lambda i: (order.get(i.slice, len(order)), SEVERITY.get(i.failure, 9), i.query_id))
+    if earlier:
+        found = earlier_runs(ws, artefact, [i.query_id for i in items])
+        for item in items:
+            item.earlier = found[item.query_id]
     return items
 
 
@@ -325,6 +366,12 @@ def _repin(ws: Any, item: TriageItem, case: Case, revision: str | None, passage:
     return updates
 
 
+class _Unchanged(Exception):
+    def __init__(self, case: Case):
+        super().__init__(case.query_id)
+        self.case = case
+
+
 class TriageSession:
     """The queue of one run's failures and the decisions taken on them, without textual."""
 
@@ -335,13 +382,14 @@ class TriageSession:
         *,
         reviewer: str | None = None,
         include_decided: bool = False,
+        earlier: bool = True,
     ):
         self.ws = ws
         self.artefact = run if isinstance(run, dict) else load_artefact(ws, run)
         self.run = _run_name(self.artefact)
         self.qs = _set_of(ws, self.artefact)
         self.reviewer = reviewer or ws.config.reviewer_name
-        self.items = failures(ws, self.artefact)
+        self.items = failures(ws, self.artefact, earlier=earlier)
         self.queue = [i for i in self.items if include_decided or i.decision is None]
         self.undo_stack: list[tuple[Decision, TriageItem]] = []
         self._lock = threading.RLock()
@@ -349,6 +397,13 @@ class TriageSession:
     @property
     def remaining(self) -> int:
         return len(self.queue)
+
+    def load_earlier(self) -> None:
+        """Fill every item's earlier runs (slow with many big stored runs: the app calls it
+        in a worker after the first card shows)."""
+        found = earlier_runs(self.ws, self.artefact, [i.query_id for i in self.items])
+        for item in self.items:
+            item.earlier = found[item.query_id]
 
     def next_item(self) -> TriageItem | None:
         return self.queue[0] if self.queue else None
@@ -386,39 +441,38 @@ class TriageSession:
         default: the corpus's current one) or tag `regression` (the others)."""
         if cause not in CAUSES:
             raise CuratorError(f"unknown cause {cause!r}; expected one of {', '.join(CAUSES)}")
-        with self._lock:
-            case = self.qs.read().cases.get(item.query_id)
-            if case is None or case.status != "active":
+        action = ACTION_OF[cause]
+        if action != "relabel" and item.edited:
+            raise CuratorError("the labels on this card were changed: save them with bad label, or clear the changes")
+        if action == "relabel" and not item.edited:
+            raise CuratorError("bad label: change the labels first (p primary, o secondary, c clear)")
+
+        def change(case: Case) -> dict[str, Any]:
+            if case.status != "active":
                 raise CuratorError(f"{item.query_id} is no longer an active case of set {self.qs.name!r}")
-            action = ACTION_OF[cause]
-            if action != "relabel" and item.edited:
-                raise CuratorError(
-                    "the labels on this card were changed: save them with bad label, or clear the changes"
-                )
-            reason = _reason(cause, note, self.run)
-            versions = self.ws.versions()
             if action == "relabel":
-                if not item.edited:
-                    raise CuratorError("bad label: change the labels first (p primary, o secondary, c clear)")
-                updates = _relabel(item, case)
-                revised = self.qs.revise(item.query_id, updates, action="relabel", reason=reason,
-                                         reviewer=self.reviewer, versions=versions)
-            elif action == "repin":
-                updates = _repin(self.ws, item, case, revision, passage)
-                revised = self.qs.revise(item.query_id, updates, action="relabel", reason=reason,
-                                         reviewer=self.reviewer, versions=versions)
-            elif REGRESSION_TAG in case.tags:
-                revised = None  # already held by the next freeze: record the cause only
-            else:
-                revised = self.qs.revise(item.query_id, {"tags": [*case.tags, REGRESSION_TAG]},
-                                         action="edit", reason=reason, reviewer=self.reviewer,
-                                         versions=versions)
+                return _relabel(item, case)
+            if action == "repin":
+                return _repin(self.ws, item, case, revision, passage)
+            if REGRESSION_TAG in case.tags:
+                raise _Unchanged(case)  # already held by the next freeze: record the cause only
+            return {"tags": [*case.tags, REGRESSION_TAG]}
+
+        with self._lock:
+            try:
+                revised = self.qs.revise(
+                    item.query_id, change, action="edit" if action == "regression" else "relabel",
+                    reason=_reason(cause, note, self.run), reviewer=self.reviewer, versions=self.ws.versions(),
+                )
+                case = revised
+            except _Unchanged as unchanged:
+                revised, case = None, unchanged.case
             decision = _record(
                 self.ws, run=self.run, set_name=self.qs.name, query_id=item.query_id, slice=item.slice,
                 failure=item.failure, cause=cause, note=note.strip(), action=action,
                 rev=revised.rev if revised else None, reviewer=self.reviewer,
             )
-            self._refresh(item, revised or case)
+            self._refresh(item, case)
             item.decision = decision
             self.undo_stack.append((decision, item))
             if item in self.queue:

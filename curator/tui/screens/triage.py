@@ -66,6 +66,9 @@ class TriageScreen(Screen[None]):
     class DecisionFailed(Message):
         message: str
 
+    class EarlierReady(Message):
+        """Every item's earlier runs are loaded."""
+
     @dataclass
     class PreviewReady(Message):
         index: int
@@ -98,6 +101,7 @@ class TriageScreen(Screen[None]):
         self.query_one(ResultList).focus()
         self.query_one(CauseKeys).show(self._cause_keys())
         self.post_message(self.ItemReady(self.session.next_item()))
+        self._load_earlier()
 
     def on_resize(self) -> None:
         self.set_class(self.size.width < 110, "-narrow")
@@ -135,6 +139,11 @@ class TriageScreen(Screen[None]):
             self.post_message(self.DecisionFailed("nothing to undo"))
             return
         self.post_message(self.ItemReady(item, f"undone: {item.query_id} is back as it was"))
+
+    @work(thread=True, exclusive=True, group="earlier")
+    def _load_earlier(self) -> None:
+        self.session.load_earlier()
+        self.post_message(self.EarlierReady())
 
     @work(thread=True, group="preview")  # not exclusive: a late preview for another row is ignored
     def _load_preview(self, index: int, passage_id: str, revision: str | None) -> None:
@@ -174,6 +183,11 @@ class TriageScreen(Screen[None]):
         self.query_one(EarlierRuns).show(item)
         self.query_one(ResultList).show_item(item)
         self._preview(0)
+
+    @on(EarlierReady)
+    def earlier_ready(self, _message: EarlierReady) -> None:
+        if self.item is not None:
+            self.query_one(EarlierRuns).show(self.item)
 
     @on(DecisionFailed)
     def decision_failed(self, message: DecisionFailed) -> None:
@@ -328,7 +342,8 @@ class TriageApp(App[None]):
                  blink: bool = True):
         super().__init__()
         self.ws = ws
-        self.session = TriageSession(ws, run, reviewer=reviewer, include_decided=include_decided)
+        # Earlier runs are loaded by the screen in a worker, after the first card shows.
+        self.session = TriageSession(ws, run, reviewer=reviewer, include_decided=include_decided, earlier=False)
         self.blink = blink
 
     def on_mount(self) -> None:

@@ -77,6 +77,9 @@ class EarlierRuns(Static):
     """First relevant rank of this question in each earlier stored run of the set."""
 
     def show(self, item: TriageItem) -> None:
+        if item.earlier is None:
+            self.update(Content.from_markup("[dim]earlier runs: loading…[/]"))
+            return
         if not item.earlier:
             self.update(Content.from_markup("[dim]earlier runs: none stored[/]"))
             return
