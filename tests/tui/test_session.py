@@ -94,3 +94,10 @@ def test_stats_and_queue(rws):
     s = session.stats
     assert (s.reviewed, s.kept, s.binned, s.queue) == (2, 1, 1, 2)
     assert s.keep_rate == 0.5 and s.per_slice["exact_identifier"] == 1
+
+
+def test_cli_review_needs_a_terminal(rws, run_cli):
+    result = run_cli(["-w", str(rws.root), "review"])
+    assert result.exit_code == 1
+    assert "needs an interactive terminal" in result.output
+    assert rws.db.execute("SELECT count(*) FROM candidates WHERE lease_owner IS NOT NULL").fetchone()[0] == 0
