@@ -638,7 +638,7 @@ def rescore(ws: Any, artefact: dict[str, Any] | str | Path | None = None, *, wri
         run, mode = _run_from_artefact(source), "artefact"
     config = source["config"]
     qs = _set_of(ws, source)
-    label = "rescore" + (f"-{source['label']}" if source.get("label") else "")
+    label = "rescore"  # not the source's label: `curator triage LABEL` must stay unambiguous
     result = score(qs, run, k=config["k"], rel_level=config["rel_level"],
                    negative_threshold=config.get("negative_threshold"), gates=config.get("gates") or [],
                    workspace=ws, label=label, write=False)

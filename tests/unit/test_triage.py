@@ -209,7 +209,7 @@ def test_rescore_without_changes_reproduces_the_run(demo_ws, source):
     assert result.artefact["source_run"]["artefact"] == Path(art["_path"]).name
     assert result.artefact["source_run"]["rankings_from"] == source
     assert _metrics(result.artefact) == _metrics(art)
-    assert result.path is not None and result.path.name.endswith("-rescore-dense-v2.json")
+    assert result.path is not None and result.path.name.endswith("-rescore.json")
     assert read_artefact(result.path)["source_run"]["label"] == "dense-v2"
 
 

@@ -332,7 +332,7 @@ class TriageApp(App[None]):
     #results { width: 3fr; height: 1fr; border: round $primary 50%; }
     TriageScreen #preview-box { width: 2fr; }
     #results:focus { border: round $primary; }
-    #triage-causes { height: 1; padding: 0 1; }
+    #triage-causes { height: auto; max-height: 2; padding: 0 1; }
     TriageScreen.-narrow #body { layout: vertical; }
     TriageScreen.-narrow #results { height: 1fr; width: 100%; }
     TriageScreen.-narrow #preview-box { height: 1fr; width: 100%; min-height: 4; }
