@@ -28,6 +28,7 @@ LINES = int(os.environ.get("BENCH_LOG_LINES", 5_000_000))
 DISTINCT = 200_000
 SEED = 20261130
 BIN = Path(sys.executable).parent
+JQ = "jq -r .query, LC_ALL=C sort, uniq -c"
 
 _VOCABULARY = (
     "dhl ups fedex postnl royal mail dpd gls hermes cutoff time pickup window label backlog manifest "
@@ -110,25 +111,34 @@ def main() -> int:
     print(f"{log.name}: {size_mb:,.0f} MB")
 
     work = Path(tempfile.mkdtemp(prefix="bench-logs-"))
-    rss: dict[str, list[int]] = {"curator": [], "duckdb": [], "jq": []}
+    rss: dict[str, list[int]] = {"curator": [], "curator-q": [], "duckdb": [], "jq": []}
     runs = itertools.count()
     last_json: dict = {}
 
-    def curator() -> float:
+    def run_curator(extra: list[str], key: str) -> float:
         ws = work / f"ws{next(runs)}"
         subprocess.run([str(BIN / "curator"), "init", str(ws)], check=True, capture_output=True)
         out = ws / "summary.json"
         with out.open("w") as fh:
             seconds, peak = time_process(
-                [str(BIN / "curator"), "-w", str(ws), "import-logs", str(log), "--json"], stdout=fh
+                [str(BIN / "curator"), "-w", str(ws), "import-logs", str(log), "--json", *extra], stdout=fh
             )
-        rss["curator"].append(peak)
-        last_json.update(json.loads(out.read_text()))
+        rss[key].append(peak)
+        if not extra:
+            last_json.update(json.loads(out.read_text()))
         shutil.rmtree(ws)
         return seconds
 
+    def curator() -> float:
+        return run_curator([], "curator")
+
+    def curator_queries_only() -> float:
+        # the same import without first/last seen and distinct users
+        return run_curator(["--time-field", "", "--user-field", ""], "curator-q")
+
     duck_sql = (
-        "import duckdb; duckdb.sql(\"SELECT lower(trim(query)), count(*) FROM read_json("
+        "import duckdb; con = duckdb.connect(); con.execute('PRAGMA disable_progress_bar'); "
+        "con.sql(\"SELECT lower(trim(query)), count(*) FROM read_json("
         f"'{log}', format='newline_delimited', columns={{'query': 'VARCHAR'}}) GROUP BY 1\").fetchall()"
     )
 
@@ -144,30 +154,40 @@ def main() -> int:
         rss["jq"].append(peak)
         return seconds
 
-    sides = {"curator import-logs": curator, "duckdb group-by": duck}
+    sides = {
+        "curator import-logs": curator,
+        "curator import-logs, query only": curator_queries_only,
+        "duckdb group-by": duck,
+    }
     if jq:
-        sides["jq | sort | uniq -c"] = jq_pipeline
+        sides[JQ] = jq_pipeline
     repeat = int(os.environ.get("BENCH_REPEAT", 3))
     times = alternate(sides, repeat=repeat, warmup=1)
     shutil.rmtree(work, ignore_errors=True)
 
     cur = times["curator import-logs"]
     duck_ratio = median([c / d for c, d in zip(cur, times["duckdb group-by"], strict=True)])
-    jq_ratio = median([j / c for c, j in zip(cur, times["jq | sort | uniq -c"], strict=True)]) if jq else None
+    jq_ratio = median([j / c for c, j in zip(cur, times[JQ], strict=True)]) if jq else None
+    cur_q = times["curator import-logs, query only"]
+    duck_ratio_q = median([c / d for c, d in zip(cur_q, times["duckdb group-by"], strict=True)])
+    jq_ratio_q = median([j / c for c, j in zip(cur_q, times[JQ], strict=True)]) if jq else None
     peak_mb = max(rss["curator"]) / 1024
     goal_duck, goal_jq, goal_mb = duck_ratio <= 1.5, (jq_ratio or 0) >= 3, peak_mb < 500
     rows = [
         "| side | median s | spread s | peak RSS MB |",
         "|---|---|---|---|",
     ]
+    keys = dict(zip(sides, ["curator", "curator-q", "duckdb", "jq"], strict=False))
     for name, values in times.items():
-        key = "curator" if name.startswith("curator") else "duckdb" if name.startswith("duckdb") else "jq"
+        key = keys[name]
         rows.append(f"| {name} | {median(values):.2f} | {spread(values)} | {max(rss[key]) / 1024:.0f} |")
     verdict = [
         f"- curator / DuckDB group-by: **{duck_ratio:.2f}x** (goal <= 1.5x: {'met' if goal_duck else 'NOT met'})",
         f"- jq pipeline / curator: **{jq_ratio:.2f}x** faster (goal >= 3x: {'met' if goal_jq else 'NOT met'})"
         if jq_ratio
         else "- jq not installed: no jq ratio",
+        f"- without first/last seen and users (`--time-field '' --user-field ''`): "
+        f"{duck_ratio_q:.2f}x DuckDB, jq / curator {jq_ratio_q or 0:.2f}x",
         f"- curator peak RSS (largest process): **{peak_mb:.0f} MB** (goal < 500 MB: {'met' if goal_mb else 'NOT met'})",
         f"- what the import did: {last_json.get('lines', 0):,} lines, "
         f"{last_json.get('distinct_queries', 0):,} distinct queries, "

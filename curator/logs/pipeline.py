@@ -211,6 +211,7 @@ def import_logs(
     clusters = cluster(norms, counts, similarity)
     summary.clusters = len(clusters)
     items = [_ClusterItem([groups[norms[i]] for i in c.members], [norms[i] for i in c.members]) for c in clusters]
+    del groups
     kept = []
     for item in items:
         if item.count < min_count:
@@ -350,57 +351,73 @@ def _record_imports(ws, reads: list[FileRead], queued: int) -> None:
 # ---- grouping, filtering ---------------------------------------------------------------
 
 
-@dataclass
 class _Group:
-    """One normalised (and redacted) query with everything its exact forms carried."""
+    """One normalised (and redacted) query with everything its exact forms carried.
+    A plain slotted class: there is one per distinct query, so it must be cheap."""
 
-    surfaces: Counter[str] = field(default_factory=Counter)
-    count: int = 0
-    first: str | None = None
-    last: str | None = None
-    users: set[str] = field(default_factory=set)
-    hits: Counter[str] = field(default_factory=Counter)
-    clicks: Counter[str] = field(default_factory=Counter)
-    zero_results: int = 0
-    latency: list[float] = field(default_factory=lambda: [0.0, 0])
+    __slots__ = ("surfaces", "count", "first", "last", "users", "hits", "clicks", "zero_results", "latency", "top")
+
+    def __init__(self) -> None:
+        self.surfaces: dict[str, int] = {}
+        self.count = 0
+        self.first: str | None = None
+        self.last: str | None = None
+        self.users: set[str] | None = None
+        self.hits: Counter[str] | None = None
+        self.clicks: Counter[str] | None = None
+        self.zero_results = 0
+        self.latency: list[float] | None = None
+        self.top = ""  # most frequent surface form
+
+    def surface(self) -> str:
+        if not self.top:
+            self.top = max(self.surfaces.items(), key=lambda kv: (kv[1], kv[0]))[0]
+        return self.top
 
 
 def _group(agg: Aggregate, redactor: Redactor, summary: ImportSummary) -> dict[str, _Group]:
     groups: dict[str, _Group] = {}
     summary.distinct_queries = len(agg.counts)
     custom = bool(redactor.extra)  # user patterns cannot be pre-screened
+    maybe_personal = _MAYBE_PERSONAL.search
+    first, last, all_users = agg.first, agg.last, agg.users
+    hits, clicks, zero, latency = agg.hits, agg.clicks, agg.zero_results, agg.latency
     for raw, n in agg.counts.items():
         text = " ".join(raw.split())
         if not text:
             _bump(summary.filtered, "empty query", n)
             continue
-        if custom or _MAYBE_PERSONAL.search(text):
+        if custom or maybe_personal(text):
             text = redactor.redact(text, n)
         norm = normalize_query(text)
         g = groups.get(norm)
         if g is None:
             g = groups[norm] = _Group()
-        g.surfaces[text] += n
+        g.surfaces[text] = g.surfaces.get(text, 0) + n
         g.count += n
-        ts = agg.first.get(raw)
+        ts = first.get(raw)
         if ts and (g.first is None or ts < g.first):
             g.first = ts
-        ts = agg.last.get(raw)
+        ts = last.get(raw)
         if ts and (g.last is None or ts > g.last):
             g.last = ts
-        users = agg.users.get(raw)
+        users = all_users.get(raw)
         if users:
             if not g.users:
                 g.users = users  # shared, not copied: most groups have one form
             elif len(g.users) < USERS_CAP:
                 g.users = g.users | set(list(users)[: USERS_CAP - len(g.users)])
-        if raw in agg.hits:
-            g.hits.update(agg.hits[raw])
-        if raw in agg.clicks:
-            g.clicks.update(agg.clicks[raw])
-        g.zero_results += agg.zero_results.get(raw, 0)
-        lat = agg.latency.get(raw)
+        if hits and raw in hits:
+            g.hits = g.hits or Counter()
+            g.hits.update(hits[raw])
+        if clicks and raw in clicks:
+            g.clicks = g.clicks or Counter()
+            g.clicks.update(clicks[raw])
+        if zero:
+            g.zero_results += zero.get(raw, 0)
+        lat = latency.get(raw) if latency else None
         if lat:
+            g.latency = g.latency or [0.0, 0]
             g.latency[0] += lat[0]
             g.latency[1] += lat[1]
     summary.distinct_normalised = len(groups)
@@ -414,13 +431,15 @@ def _keep(norm: str, g: _Group, min_length: int, max_length: int, noise, summary
     elif len(norm) > max_length:
         reason = f"longer than {max_length} characters"
     elif not any(ch.isalnum() for ch in norm.replace("<", " ").replace(">", " ")) or _ONLY_PLACEHOLDERS.match(
-        g.surfaces.most_common(1)[0][0]
+        g.surface()
     ):
         reason = "noise (no words left)"
     else:
-        surface = g.surfaces.most_common(1)[0][0]
-        if any(p.search(surface) or p.search(norm) for p in noise):
-            reason = "noise pattern"
+        surface = g.surface()
+        for p in noise:
+            if p.search(surface) or p.search(norm):
+                reason = "noise pattern"
+                break
     if reason:
         _bump(summary.filtered, reason)
         return False
@@ -432,9 +451,11 @@ def _bump(table: dict[str, int], key: str, n: int = 1) -> None:
 
 
 class _ClusterItem:
+    __slots__ = ("groups", "norms", "count")
+
     def __init__(self, groups: list[_Group], norms: list[str]):
         self.groups, self.norms = groups, norms
-        self.count = sum(g.count for g in groups)
+        self.count = groups[0].count if len(groups) == 1 else sum(g.count for g in groups)
 
 
 class _Existing:
@@ -480,8 +501,8 @@ def _candidates(ws, chosen: list[_ClusterItem], files: list[str], import_id: str
     wanted: set[str] = set()
     for item in chosen:
         for g in item.groups:
-            wanted.update(g.hits)
-            wanted.update(g.clicks)
+            wanted.update(g.hits or ())
+            wanted.update(g.clicks or ())
     exists = ws.existing_passage_ids(wanted) if wanted else set()
     budget = ws.config.review.suggestions
     identifier_slice = "exact_identifier" in ws.config.slices
@@ -496,15 +517,19 @@ def _candidates(ws, chosen: list[_ClusterItem], files: list[str], import_id: str
         lat = [0.0, 0]
         for g in item.groups:
             surfaces.update(g.surfaces)
-            hits.update(g.hits)
-            clicks.update(g.clicks)
-            users |= g.users
+            if g.hits:
+                hits.update(g.hits)
+            if g.clicks:
+                clicks.update(g.clicks)
+            if g.users:
+                users |= g.users
             firsts += [g.first] if g.first else []
             lasts += [g.last] if g.last else []
             zero += g.zero_results
-            lat[0] += g.latency[0]
-            lat[1] += int(g.latency[1])
-        display = item.groups[0].surfaces.most_common(1)[0][0]
+            if g.latency:
+                lat[0] += g.latency[0]
+                lat[1] += int(g.latency[1])
+        display = item.groups[0].surface()
         suggestions = [
             Suggestion(id=pid, role="primary", reason="clicked")
             for pid, _n in clicks.most_common()
