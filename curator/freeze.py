@@ -157,6 +157,13 @@ def freeze(
                 "Run `curator verify`; cases.jsonl is append-only.",
             )
 
+        if not chosen:
+            raise CuratorError(
+                f"nothing to freeze: no active case of set {qs.name!r}"
+                + ("" if all_active else f" is tagged {tag!r}")
+                + (f" and there is no earlier freeze called {name!r}" if not earlier else ""),
+                f"Tag the cases that must never regress with {tag!r}, or freeze every active case with --all.",
+            )
         when = now or datetime.now(UTC)
         stem = _free_stem(folder, name, when)
         slices = Counter(Case.model_validate_json(raw).slice for raw in chosen)

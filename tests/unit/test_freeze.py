@@ -74,6 +74,13 @@ def test_later_freeze_never_drops_a_case(frozen_ws) -> None:
     assert everything.manifest["query_ids"] == ["beta", "gamma", "delta", "epsilon"]
 
 
+def test_nothing_to_freeze_is_an_error_not_an_empty_file(ws) -> None:
+    ws.question_set().add(_case("untagged"))
+    with pytest.raises(CuratorError, match="no active case of set 'main' is tagged 'regression'"):
+        freeze(ws, now=DAY)
+    assert not (ws.question_set().root / "frozen").exists()
+
+
 def test_frozen_files_are_never_overwritten(tmp_path: Path) -> None:
     target = tmp_path / "f.jsonl"
     create_once(target, "first\n")
