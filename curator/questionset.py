@@ -285,6 +285,62 @@ class QuestionSet:
         _write_durably(path, json.dumps(record))
         return record
 
+    def latest_rev(self, query_id: str) -> Case | None:
+        """`read().cases.get(query_id)`, parsing only the lines that mention the id: a set of
+        many thousand cases answers in a few milliseconds instead of a full read."""
+        needle = json.dumps(query_id).encode()
+        latest = None
+        if not self.cases_path.exists():
+            return None
+        with open(self.cases_path, "rb") as fh:
+            for raw in fh:
+                if needle not in raw or not raw.endswith(b"\n"):  # a torn last line is no data
+                    continue
+                try:
+                    case = Case.model_validate_json(raw)
+                except ValidationError:
+                    continue
+                if case.query_id == query_id:
+                    latest = case
+        return latest
+
+    def revise_one(
+        self,
+        query_id: str,
+        change: Callable[[Case], dict[str, Any]] | dict[str, Any],
+        *,
+        action: ChangeAction,
+        reason: str,
+        reviewer: str = "",
+        versions: dict[str, str] | None = None,
+    ) -> Case:
+        """`revise()` that reads only this case's lines under the lock (`latest_rev`), for
+        keyboard-speed edits of big sets (curator triage). Same files, same checks."""
+        with self.locked():
+            latest = self.latest_rev(query_id)
+            if latest is None:
+                raise CuratorError(f"{self.cases_path}: no case with query_id {query_id!r}")
+            updates = change(latest) if callable(change) else dict(change)
+            data = latest.model_dump()
+            data.update(updates)
+            data.update(rev=latest.rev + 1, at=utcnow(), reviewer=reviewer or latest.reviewer)
+            if action == "retire":
+                data["status"] = "retired"
+            try:
+                revised = Case.model_validate(data)
+            except ValidationError as exc:
+                raise CuratorError(f"{query_id}: the change would make an invalid case: {_errors(exc)}") from None
+            entry = ChangeEntry(
+                query_id=query_id,
+                rev=revised.rev,
+                action=action,
+                reason=reason,
+                reviewer=revised.reviewer,
+                versions=versions or {},
+            )
+            self._append_unit(revised, entry)
+            return revised
+
 
 # ---- verification -------------------------------------------------------------------------
 

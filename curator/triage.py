@@ -460,7 +460,7 @@ class TriageSession:
 
         with self._lock:
             try:
-                revised = self.qs.revise(
+                revised = self.qs.revise_one(
                     item.query_id, change, action="edit" if action == "regression" else "relabel",
                     reason=_reason(cause, note, self.run), reviewer=self.reviewer, versions=self.ws.versions(),
                 )
@@ -499,7 +499,7 @@ class TriageSession:
                            "expect_empty": before.expect_empty}
                 if decision.action == "regression":
                     restore = {"tags": [t for t in latest.tags if t != REGRESSION_TAG or t in before.tags]}
-                revised = self.qs.revise(
+                revised = self.qs.revise_one(
                     decision.query_id, restore, action="relabel" if decision.action != "regression" else "edit",
                     reason=f"undo triage {decision.cause} ({self.run})", reviewer=self.reviewer,
                     versions=self.ws.versions(),
