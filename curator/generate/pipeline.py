@@ -290,17 +290,18 @@ class Generator:
 
     async def _send(self, todo: list[Task], done: int, total: int) -> None:
         budget = Budget(max_calls=self.opts.max_calls, max_cost=self.opts.max_cost)
+        # One worker thread owns the database while requests are in flight: call-log
+        # rows, cache writes, checks and queueing all run there, in order, so the event
+        # loop never waits on SQLite or rapidfuzz.
+        ingester = ThreadPoolExecutor(max_workers=1, thread_name_prefix="curator-ingest")
         client = ModelClient(
             self._client_options(),
-            log=CallLog(self.ws, self.run_id, self.redact),
+            log=CallLog(self.ws, self.run_id, self.redact, executor=ingester),
             budget=budget,
             prices=self.prices,
             concurrency=self.opts.concurrency or self.ws.config.model.concurrency,
         )
         counter = [done]
-        # Checks and queueing run in one worker thread, in order, so the event loop keeps
-        # requests flowing while SQLite and rapidfuzz work.
-        ingester = ThreadPoolExecutor(max_workers=1, thread_name_prefix="curator-ingest")
         loop = asyncio.get_running_loop()
 
         def finish(task: Task, result: CallResult) -> None:
