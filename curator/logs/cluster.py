@@ -3,7 +3,7 @@
 Queries are visited most frequent first. Each either joins an existing cluster leader
 or becomes a leader itself. A query is only compared with leaders that share a block:
 the same digits (so `E1042` never joins `E1043`) and either the same first or the same
-last four characters of the word-sorted comparison form (a typo rarely hits both ends).
+last five characters of the word-sorted comparison form (a typo rarely hits both ends).
 Each block keeps at most `BLOCK_LEADERS` leaders, the most frequent, so the cost is
 bounded by `queries x 2 x BLOCK_LEADERS` comparisons however skewed the log is.
 """
@@ -16,7 +16,7 @@ from rapidfuzz import fuzz, process
 
 from curator.logs.normalise import compare_key, digit_signature
 
-BLOCK_LEADERS = 64
+BLOCK_LEADERS = 32
 
 
 @dataclass
@@ -36,10 +36,10 @@ def cluster(norms: list[str], counts: list[int], similarity: float) -> list[Clus
     for i in order:
         key = compare_key(norms[i])
         found = exact.get(key)
+        digits = digit_signature(norms[i]) if key else ""
         if found is None and similarity < 100 and key:
-            digits = digit_signature(norms[i])
             best: tuple[float, int] | None = None
-            for block_key in ((digits, "^" + key[:4]), (digits, "$" + key[-4:])):
+            for block_key in ((digits, "^" + key[:5]), (digits, "$" + key[-5:])):
                 block = blocks.get(block_key)
                 if not block:
                     continue
@@ -52,8 +52,7 @@ def cluster(norms: list[str], counts: list[int], similarity: float) -> list[Clus
             found = len(clusters)
             clusters.append(Cluster(i))
             if key:
-                digits = digit_signature(norms[i])
-                for block_key in ((digits, "^" + key[:4]), (digits, "$" + key[-4:])):
+                for block_key in ((digits, "^" + key[:5]), (digits, "$" + key[-5:])):
                     keys, ids = blocks.setdefault(block_key, ([], []))
                     if len(keys) < BLOCK_LEADERS:
                         keys.append(key)

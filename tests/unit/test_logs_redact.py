@@ -103,3 +103,20 @@ def test_redaction_leaves_nothing_the_detector_finds(parts: list[str]) -> None:
 @given(st.text(max_size=60))
 def test_redaction_of_any_text_leaves_nothing_detectable(text: str) -> None:
     assert detect(redact(text)) == []
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(_word, _pii), min_size=1, max_size=6))
+def test_the_pipeline_prefilter_never_skips_a_query_redaction_would_change(parts: list[str]) -> None:
+    from curator.logs.pipeline import _MAYBE_PERSONAL
+
+    text = " ".join(parts)
+    if redact(text) != text:
+        assert _MAYBE_PERSONAL.search(text), text
+
+
+@pytest.mark.parametrize("text", ["CARRIER-E1042 packstation", "dhl cutoff time", "ManifestQueueStuck"])
+def test_the_prefilter_lets_ordinary_queries_skip_redaction(text: str) -> None:
+    from curator.logs.pipeline import _MAYBE_PERSONAL
+
+    assert not _MAYBE_PERSONAL.search(text)
