@@ -15,6 +15,8 @@ changed, so the set's files stay append-only. Choices: docs/triage.md.
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -226,6 +228,38 @@ def _results(question: dict[str, Any], labels: dict[str, str]) -> list[Result]:
     return out
 
 
+def _run_index(ws: Any, path: Path) -> dict[str, Any]:
+    """What earlier-run lookups need from an artefact: set, time, label and each question's
+    (first relevant rank, failure). Artefacts are never rewritten, so this is cached in
+    .curator/triage-index/ keyed by the file's size and mtime (a big artefact parses in
+    a few hundred ms; its index in a few)."""
+    stat = path.stat()
+    key = [stat.st_size, stat.st_mtime_ns]
+    cache = ws.state_dir / "triage-index" / f"{path.name}.idx.json"
+    try:
+        index = _loads(cache.read_bytes())
+        if index.get("key") == key:
+            return index
+    except (OSError, ValueError, AttributeError):
+        pass
+    run = _read(path)
+    index = {
+        "key": key,
+        "set": run["set"].get("name"),
+        "created_at": run["created_at"],
+        "label": run.get("label"),
+        "questions": {q: [v.get("first_relevant_rank"), v.get("failure")] for q, v in run["questions"].items()},
+    }
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(index, separators=(",", ":")), encoding="utf-8")
+        os.replace(tmp, cache)
+    except OSError:
+        pass  # a read-only workspace still works, just slower
+    return index
+
+
 def earlier_runs(ws: Any, artefact: dict[str, Any], query_ids: Any) -> dict[str, list[EarlierRun]]:
     """For each query id, its first relevant rank and failure in every stored run of the same
     set created before this one, oldest first. Unreadable artefacts are left out."""
@@ -238,20 +272,19 @@ def earlier_runs(ws: Any, artefact: dict[str, Any], query_ids: Any) -> dict[str,
         if path.name == this:
             continue
         try:
-            run = _read(path)
-        except InputError:
+            index = _run_index(ws, path)
+        except (InputError, OSError, KeyError, TypeError):
             continue
-        if run["set"].get("name") != set_name or run["created_at"] > artefact["created_at"]:
+        if index["set"] != set_name or index["created_at"] > artefact["created_at"]:
             continue
-        runs.append((run["created_at"], path.name, run.get("label"), run["questions"]))
+        runs.append((index["created_at"], path.name, index["label"], index["questions"]))
     runs.sort(key=lambda r: r[0])
     for created, name, label, questions in runs:
         for qid in wanted:
             q = questions.get(qid)
             entry = EarlierRun(name, created, label, q is not None)
             if q is not None:
-                entry.first_relevant_rank = q.get("first_relevant_rank")
-                entry.failure = q.get("failure")
+                entry.first_relevant_rank, entry.failure = q
             out[qid].append(entry)
     return out
 

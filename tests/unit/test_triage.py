@@ -288,3 +288,13 @@ def test_latest_rev_and_revise_one_agree_with_the_full_read(demo_ws):
         "versions": {}}
     with pytest.raises(CuratorError, match="no case with query_id"):
         qs.revise_one("no-such-case", {}, action="edit", reason="x")
+
+
+def test_earlier_runs_are_indexed_once_and_a_bad_index_is_rebuilt(demo_ws):
+    first = [(e.label, e.first_relevant_rank) for e in item_of(TriageSession(demo_ws), E1042).earlier]
+    assert first == [("bm25", 5)]
+    index_dir = demo_ws.state_dir / "triage-index"
+    (cached,) = index_dir.glob("*bm25.json.idx.json")
+    cached.write_text("{not json")
+    again = [(e.label, e.first_relevant_rank) for e in item_of(TriageSession(demo_ws), E1042).earlier]
+    assert again == first and json.loads(cached.read_text())["questions"][E1042] == [5, None]

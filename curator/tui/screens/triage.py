@@ -101,7 +101,8 @@ class TriageScreen(Screen[None]):
         self.query_one(ResultList).focus()
         self.query_one(CauseKeys).show(self._cause_keys())
         self.post_message(self.ItemReady(self.session.next_item()))
-        self._load_earlier()
+        # After the first card is drawn: parsing earlier runs holds the GIL for a while.
+        self.set_timer(0.3, self._load_earlier)
 
     def on_resize(self) -> None:
         self.set_class(self.size.width < 110, "-narrow")
