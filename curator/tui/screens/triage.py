@@ -82,6 +82,7 @@ class TriageScreen(Screen[None]):
         self.note = ""
         self.busy = True
         self.blink = blink
+        self.earlier_started = False
 
     def compose(self) -> ComposeResult:
         yield Static(id="triage-stats")
@@ -101,8 +102,6 @@ class TriageScreen(Screen[None]):
         self.query_one(ResultList).focus()
         self.query_one(CauseKeys).show(self._cause_keys())
         self.post_message(self.ItemReady(self.session.next_item()))
-        # After the first card is drawn: parsing earlier runs holds the GIL for a while.
-        self.set_timer(0.3, self._load_earlier)
 
     def on_resize(self) -> None:
         self.set_class(self.size.width < 110, "-narrow")
@@ -164,6 +163,10 @@ class TriageScreen(Screen[None]):
 
     @on(ItemReady)
     def show_item(self, message: ItemReady) -> None:
+        if not self.earlier_started:
+            # After the first card is drawn: reading earlier runs holds the GIL for a while.
+            self.earlier_started = True
+            self.call_after_refresh(self._load_earlier)
         self.busy = False
         self.item = message.item
         self.note = ""
