@@ -91,6 +91,8 @@ class FakeOpenAI:
             return f"{prefix}-{self._ids}"
 
     def take_fault(self, text: str) -> Fault | None:
+        if not self.faults:
+            return None
         with self._lock:
             for fault in self.faults:
                 if fault.match is not None and fault.match not in text:
@@ -108,7 +110,8 @@ class FakeOpenAI:
         """(status, JSON body, extra headers) for one chat completion request."""
         if self.latency:
             time.sleep(self.latency)
-        text = json.dumps(body.get("messages", []))
+        messages = body.get("messages", [])
+        text = "\n".join(str(m.get("content") or "") for m in messages)
         fmt = (body.get("response_format") or {}).get("type")
         if fmt == "json_schema" and not self.json_schema:
             return 400, _error("response_format of type json_schema is not supported by this model"), {}
