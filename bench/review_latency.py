@@ -258,8 +258,9 @@ def main() -> None:
         f"{a50:.1f} / {a95:.1f} | {b95 / a95:.1f}x (p95) | – | informational |",
     ]
     table = "\n".join(rows)
+    load = os.getloadavg()[0]
     note = (
-        f"{today()} · {machine()} · {PASSAGES:,} passages (prometheus-docs replicated), "
+        f"{today()} · {machine()} · load average {load:.1f} at the end · {PASSAGES:,} passages (prometheus-docs replicated), "
         f"{CANDIDATES:,} candidates · real pty {SIZE[1]}x{SIZE[0]}, TERM=xterm-256color · each keep "
         "appends and fsyncs the case and its change-log line and records the decision before the "
         f"next card shows · {THINK} s between a card appearing and its keys (a fast reviewer), "

@@ -31,14 +31,20 @@ class ReviewApp(App[None]):
 
     def help_sections(self) -> list[tuple[str, list[Binding]]]:
         from curator.tui.screens.browser import BrowserScreen
+        from curator.tui.screens.help import HelpScreen
+        from curator.tui.screens.modals import TextModal
         from curator.tui.screens.review import ReviewScreen, ReviseScreen
+        from curator.tui.widgets.passages import PassageList
 
         def own(cls) -> list[Binding]:
             return [b for b in cls.BINDINGS if isinstance(b, Binding)]
 
         return [
             ("card", own(ReviewScreen)),
-            ("relabel", own(ReviseScreen)),
+            ("passages (card)", own(PassageList)),
+            ("relabel (from the browser)", own(ReviseScreen)),
             ("browser", own(BrowserScreen)),
+            ("text boxes", own(TextModal)),
+            ("this help", own(HelpScreen)),
             ("app", [Binding("ctrl+q", "quit", "quit", id="app-quit", tooltip="Quit from any screen")]),
         ]

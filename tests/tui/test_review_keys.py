@@ -189,7 +189,8 @@ async def test_keymap_remaps_keep(rws):
 
 async def test_help_lists_every_binding(rws):
     from curator.tui.screens.browser import BrowserScreen
-    from curator.tui.screens.review import ReviewScreen
+    from curator.tui.screens.review import ReviewScreen, ReviseScreen
+    from curator.tui.widgets.passages import PassageList
 
     app = ReviewApp(rws, blink=False)
     async with app.run_test(size=SIZE) as pilot:
@@ -197,7 +198,8 @@ async def test_help_lists_every_binding(rws):
         await pilot.press("question_mark")
         await pilot.pause()
         text = "\n".join(str(s.render()) for s in app.screen.query(".help-section"))
-        for binding in [*ReviewScreen.BINDINGS, *BrowserScreen.BINDINGS]:
+        for binding in [*ReviewScreen.BINDINGS, *BrowserScreen.BINDINGS, *ReviseScreen.BINDINGS,
+                        *PassageList.BINDINGS]:
             assert binding.id in text and binding.tooltip
         await pilot.press("escape")
         await pilot.pause()
