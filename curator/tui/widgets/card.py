@@ -36,7 +36,9 @@ class Provenance(Static):
             )
         elif cand.source_kind == "generated":
             p = cand.provenance
-            sources = ", ".join(str(s) for s in (p.get("passages") or [])[:3])
+            sources = ", ".join(
+                str(s.get("id", s)) if isinstance(s, dict) else str(s) for s in (p.get("passages") or [])[:3]
+            )
             text = Content.from_markup(
                 "[b]generated[/b] $model · prompt $prompt v$version · from $src",
                 model=str(p.get("model", "?")), prompt=str(p.get("prompt", "?")),
