@@ -384,7 +384,10 @@ class Generator:
             counts: Counter[str] = Counter()
             for row in self.ws.db.execute("SELECT coalesce(title, id) FROM documents"):
                 counts.update(set(sl.content_words(row[0] or "")))
-            self._topics = ", ".join(w for w, _ in counts.most_common(10)) or "this corpus"
+            # ties broken by the word, never by set order (which varies per process and
+            # would change the prompt, and so the cache key, on every run)
+            top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
+            self._topics = ", ".join(w for w, _ in top) or "this corpus"
         return self._topics
 
     def _plan(self) -> list[Task]:

@@ -93,6 +93,25 @@ def test_rerun_is_free_when_groups_cover_unselected_passages(ws, fake_openai):
     assert again.calls == 0 and again.tasks_cached == first.tasks
 
 
+def test_cache_keys_do_not_depend_on_the_process(gws):
+    import subprocess
+    import sys
+
+    code = (
+        "from curator.workspace import Workspace\n"
+        "from curator.generate.pipeline import Generator, GenerateOptions\n"
+        f"g = Generator(Workspace.open({str(gws.root)!r}), GenerateOptions())\n"
+        "g._load_prompts()\n"
+        "print(sorted(t.key for t in g._plan()))\n"
+    )
+    keys = {
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                       env={**__import__("os").environ, "PYTHONHASHSEED": seed}).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(keys) == 1 and "[]" not in keys
+
+
 def test_interrupted_run_resumes_where_it_stopped(gws, fake_openai):
     stopped = run(gws, fake_openai, max_calls=2, concurrency=1)
     assert stopped.stopped and "--max-calls 2" in stopped.stopped
