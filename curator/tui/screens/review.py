@@ -23,6 +23,7 @@ from curator.review import Card, ReviewSession
 from curator.tui.screens.modals import TextModal, max_age_check, reason_modal
 from curator.tui.widgets.card import LabelState, Provenance, Question
 from curator.tui.widgets.passages import PassageList
+from curator.tui.widgets.preview import Preview
 from curator.tui.widgets.stats import StatsBar
 
 
@@ -90,8 +91,7 @@ class ReviewScreen(Screen[None]):
         with Horizontal(id="body"):
             with VerticalScroll(id="passages-box"):
                 yield PassageList(id="passages")
-            with VerticalScroll(id="preview-box"):
-                yield Static(id="preview")
+            yield Preview(id="preview-box")
         yield Static(id="message")
         yield Footer()
 
@@ -169,7 +169,7 @@ class ReviewScreen(Screen[None]):
             )
             self.query_one(LabelState).update("")
             self.query_one(PassageList).clear_rows()
-            self.query_one("#preview", Static).update("")
+            self.query_one(Preview).show(None)
             return
         card = message.card
         with self.app.batch_update():  # one frame for the whole card
@@ -381,18 +381,11 @@ class ReviewScreen(Screen[None]):
         self.query_one(StatsBar).show(self.session.stats, self.session.set_name, self.session.reviewer)
 
     def _preview(self, index: int | None) -> None:
-        preview = self.query_one("#preview", Static)
         card = self.card
         if card is None or index is None or not (0 <= index < len(card.rows)):
-            preview.update("")
+            self.query_one(Preview).show(None)
             return
-        row = card.rows[index]
-        header = Content.from_markup(
-            "[b]$id[/b]\n[dim]revision $rev$when[/]\n$heading\n\n", id=row.id, rev=row.revision,
-            when=f" · {row.committed_at[:10]}" if row.committed_at else "", heading=row.heading,
-        )
-        preview.update(header + Content(row.text))
-        self.query_one("#preview-box", VerticalScroll).scroll_home(animate=False)
+        self.query_one(Preview).show(card.rows[index])
 
     def _say(self, text: str, error: bool = False) -> None:
         box = self.query_one("#message", Static)
