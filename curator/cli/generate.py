@@ -117,6 +117,13 @@ def _print(s) -> None:
         )
         console.print(f"[dim]{e['note']}[/]")
         return
+    if not s.tasks and s.passages_skipped_covered and not s.batch_id:
+        console.print(
+            f"Nothing to generate: all {s.passages_skipped_covered} eligible passages are already "
+            "covered by cases or generated candidates. Import more of the corpus, or use "
+            "--passage ID to ask about a covered passage again."
+        )
+        return
     if s.batch_id:
         console.print(f"Batch {escape(s.batch_id)}: {escape(s.batch_status or '')}")
     console.print(

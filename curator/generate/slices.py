@@ -51,10 +51,15 @@ def content_words(text: str) -> list[str]:
 
 
 def covered_passage_ids(ws: Any) -> set[str]:
-    """Passages already labelled by a case, or suggested for a queued candidate."""
+    """Passages labelled by a case (any set), or already used by a generated candidate
+    (whatever its state: binned ones were tried). Passages that log-mined candidates
+    merely suggest from search hits do not count: those are guesses, not coverage."""
     covered: set[str] = set()
-    for candidate in ws.candidates():
+    for candidate in ws.candidates(source_kind="generated"):
         covered.update(s.id for s in candidate.suggestions)
+        covered.update(
+            p["id"] for p in candidate.provenance.get("passages", []) if isinstance(p, dict) and "id" in p
+        )
     for name in ws.set_names():
         for case in ws.question_set(name).read().cases.values():
             covered.update(r.id for r in case.relevant)
@@ -101,13 +106,14 @@ def select_passages(
 ) -> tuple[list[Passage], int]:
     """Up to `n` current passages, stratified across documents, skipping those already
     covered by candidates or cases unless `reusable` (their work is cached, so including
-    them keeps a rerun identical and free). Returns (passages, how many were skipped)."""
-    covered = covered_passage_ids(ws)
+    them keeps a rerun identical and free). Passages named in `only` are taken even when
+    covered: asking again is what the user wants. Returns (passages, how many skipped)."""
+    covered = covered_passage_ids(ws) if only is None else set()
     skipped = 0
 
     def keep(p: Passage) -> bool:
         nonlocal skipped
-        if len(p.text.split()) < thresholds.min_words:
+        if len(p.text.split()) < thresholds.min_words and only is None:
             return False
         if p.id in covered and not reusable(p):
             skipped += 1

@@ -299,13 +299,20 @@ def test_selection_is_stratified_seeded_and_skips_covered(ws):
     assert [p.id for p in a] == [p.id for p in b]
     assert len({p.doc_id for p in a}) == 10  # one per document first
     assert [p.id for p in select_passages(ws, 10, 6, thresholds=Thresholds())[0]] != [p.id for p in a]
-    # a passage a candidate already covers is skipped; the others keep their places
-    ws.add_candidates([CandidateIn(query="q", source_kind="log",
+    # a log query's search-hit suggestion is a guess, not coverage
+    ws.add_candidates([CandidateIn(query="q1", source_kind="log",
+                                   suggestions=[Suggestion(id=a[2].id, reason="hit")])])
+    assert [p.id for p in select_passages(ws, 10, 5, thresholds=Thresholds())[0]] == [p.id for p in a]
+    # a passage a generated candidate used is skipped; the others keep their places
+    ws.add_candidates([CandidateIn(query="q2", source_kind="generated",
                                    suggestions=[Suggestion(id=a[3].id)])])
     c, skipped = select_passages(ws, 10, 5, thresholds=Thresholds())
     assert skipped == 1 and a[3].id not in {p.id for p in c}
     assert [p.id for p in c][:3] == [p.id for p in a][:3]
     assert {p.id for p in a} - {a[3].id} <= {p.id for p in c}
+    # naming a covered passage asks about it again
+    again, _ = select_passages(ws, 10, 5, thresholds=Thresholds(), only={a[3].id})
+    assert [p.id for p in again] == [a[3].id]
 
 
 def test_the_api_key_never_reaches_db_logs_errors_or_output(gws, fake_openai, run_cli):
