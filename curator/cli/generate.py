@@ -139,13 +139,15 @@ def _print(s) -> None:
         console.print(f"[dim]{s.passages_skipped_covered} passages skipped: already covered by "
                       "candidates or cases.[/]")
     if s.already_queued:
-        console.print(f"[dim]{s.already_queued} questions were already queued.[/]")
+        console.print(f"[dim]{s.already_queued} question(s) were already queued.[/]")
     for reason, n in sorted(s.rejected.items(), key=lambda kv: -kv[1]):
         console.print(f"[dim]rejected {n}: {escape(reason)}[/]")
     for f in s.failures:
         err_console.print(f"[yellow]failed[/] {escape(f.task)} {escape(', '.join(f.passages))}: "
                           f"{escape(f.error)}", highlight=False)
-    if s.stopped:
+    if s.stopped and s.batch_id:
+        err_console.print(f"[yellow]waiting:[/] {escape(s.stopped)}.", highlight=False)
+    elif s.stopped:
         err_console.print(f"[yellow]stopped:[/] {escape(s.stopped)}. Run the same command again "
                           "to continue (finished work is cached).", highlight=False)
     if s.candidates_added:

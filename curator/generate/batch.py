@@ -63,7 +63,11 @@ def submit(gen: Generator, tasks: list[Task]) -> None:
             )
             return batch.id, upload.id
         except openai.APIError as exc:
-            raise CuratorError(f"could not submit the batch: {gen.redact(str(exc))}") from None
+            where = options.base_url or "the default OpenAI endpoint"
+            raise CuratorError(
+                f"could not submit the batch to {where}: {gen.redact(str(exc))}",
+                "Set the endpoint with --base-url, [model] base_url or OPENAI_BASE_URL.",
+            ) from None
         finally:
             await client.close()
 
@@ -128,7 +132,10 @@ def resume(gen: Generator, batch_id: str) -> None:
                 err = (await client.files.content(batch.error_file_id)).text
             return batch, out, err
         except openai.APIError as exc:
-            raise CuratorError(f"could not read batch {batch_id}: {gen.redact(str(exc))}") from None
+            where = options.base_url or "the default OpenAI endpoint"
+            raise CuratorError(
+                f"could not read batch {batch_id} from {where}: {gen.redact(str(exc))}"
+            ) from None
         finally:
             await client.close()
 
