@@ -193,9 +193,13 @@ def startup(argv: list[str], cwd: Path, token: str) -> float:
     return seen - proc.started
 
 
-def keeps(work: Path, count: int, think: float, first: int = 1) -> list[float]:
-    """Keep `count` cards: `p` (primary), then `k`; time `k` to the next card's question."""
+def keeps(work: Path, count: int, think: float, first: int = 1) -> tuple[list[float], list[float]]:
+    """Keep `count` cards: `p` (primary), then `k`; time `k` to the next card's question.
+    Also returns how long each keep's durable write took inside the app (ms)."""
+    trace = work.parent / f"trace-{first}.json"
+    os.environ["CURATOR_REVIEW_TRACE"] = str(trace)
     proc = Pty([CURATOR, "review"], work)
+    del os.environ["CURATOR_REVIEW_TRACE"]
     proc.wait_for(f"Q{first:05d}")
     times = []
     for i in range(first, first + count):
@@ -205,7 +209,8 @@ def keeps(work: Path, count: int, think: float, first: int = 1) -> list[float]:
         sent = proc.send("k")
         times.append(proc.wait_for(f"Q{i + 1:05d}") - sent)
     proc.quit()
-    return times
+    writes = json.loads(trace.read_text(encoding="utf-8"))["write_ms"] if trace.exists() else []
+    return times, writes
 
 
 def trivial_keys(app: Path, count: int, think: float) -> list[float]:
@@ -237,13 +242,14 @@ def main() -> None:
             starts["curator"].append(startup([CURATOR, "review"], work, token))
             starts["trivial"].append(startup([sys.executable, str(trivial)], trivial.parent, "ANCHOR-00000"))
         anchor_keys = trivial_keys(trivial, KEEPS // 2, THINK)
-        review_keys = keeps(work, KEEPS, THINK)
+        review_keys, writes = keeps(work, KEEPS, THINK)
         anchor_keys += trivial_keys(trivial, KEEPS // 2, THINK)
-        burst_keys = keeps(work, BURST, 0.0, first=KEEPS + 1)
+        burst_keys, _ = keeps(work, BURST, 0.0, first=KEEPS + 1)
     ratios = [c / t for c, t in zip(starts["curator"], starts["trivial"], strict=True)]
     p50, p95 = percentile(review_keys, 50) * 1000, percentile(review_keys, 95) * 1000
     a50, a95 = percentile(anchor_keys, 50) * 1000, percentile(anchor_keys, 95) * 1000
     b50, b95 = percentile(burst_keys, 50) * 1000, percentile(burst_keys, 95) * 1000
+    w50, w95 = (percentile(writes, 50), percentile(writes, 95)) if writes else (float("nan"),) * 2
     s_med = median(starts["curator"])
     rows = [
         "| measure | curator review | trivial Textual app (anchor) | ratio | goal | verdict |",
@@ -254,6 +260,8 @@ def main() -> None:
         f"| keypress to next card p50 over {KEEPS} keeps (ms) | {p50:.1f} | {a50:.1f} | {p50 / a50:.1f}x | – | – |",
         f"| keypress to next card p95 (ms) | {p95:.1f} | {a95:.1f} | {p95 / a95:.1f}x | <= 50 ms (stretch 16) | "
         f"{'pass' if p95 <= 50 else 'FAIL'}{' (stretch met)' if p95 <= 16 else ''} |",
+        f"| of which the keep's durable write (journal, appends, fsyncs, decision): p50 / p95 (ms) | "
+        f"{w50:.1f} / {w95:.1f} | – | – | – | informational |",
         f"| same, {BURST} keeps back to back, no think time: p50 / p95 (ms) | {b50:.1f} / {b95:.1f} | "
         f"{a50:.1f} / {a95:.1f} | {b95 / a95:.1f}x (p95) | – | informational |",
     ]

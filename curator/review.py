@@ -134,6 +134,7 @@ class Stats:
     skipped: int = 0
     remaining: int = 0
     started: float = field(default_factory=time.monotonic)
+    write_ms: list[float] = field(default_factory=list)  # each keep's durable write
     per_slice: dict[str, int] = field(default_factory=dict)  # active cases in the set
     targets: dict[str, int] = field(default_factory=dict)
 
@@ -364,11 +365,13 @@ class ReviewSession:
             "tags": list(card.tags),
         }
         with self._lock:
+            started = time.perf_counter()
             case = self.qs.add(data, reviewer=self.reviewer, versions=self.ws.versions())
             self.ws.decide(
                 cand.id, "keep", self.reviewer, state="kept", set_name=self.set_name,
                 query_id=case.query_id, detail={"rev": case.rev},
             )
+            self.stats.write_ms.append((time.perf_counter() - started) * 1000)
             self.undo_stack.append(Step("keep", card, case.query_id))
             self._held.discard(cand.id)
             self.stats.reviewed += 1

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
+
 from textual.app import App
 from textual.binding import Binding
 
@@ -28,6 +32,9 @@ class ReviewApp(App[None]):
 
     def on_unmount(self) -> None:
         self.session.close()
+        trace = os.environ.get("CURATOR_REVIEW_TRACE")
+        if trace:  # for bench/review_latency.py: how long each keep's durable write took
+            Path(trace).write_text(json.dumps({"write_ms": self.session.stats.write_ms}), encoding="utf-8")
 
     def help_sections(self) -> list[tuple[str, list[Binding]]]:
         from curator.tui.screens.browser import BrowserScreen
