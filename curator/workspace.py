@@ -56,6 +56,7 @@ datasets/*/cases.jsonl merge=union
 datasets/*/changelog.jsonl merge=union
 """
 
+_ATX_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
 _FTS_WORD = re.compile(r"\w+", re.UNICODE)
 _FTS_COMPOUND = re.compile(r"\w+(?:[-_./:]\w+)+", re.UNICODE)
 SEARCH_POSTINGS = 1_000  # see Workspace.search
@@ -419,6 +420,32 @@ class Workspace:
                 r[0] for r in self.db.execute(f"SELECT DISTINCT id FROM passages WHERE id IN ({marks})", chunk)
             )
         return found
+
+    def resolve_passage_ids(self, ids: Iterable[str]) -> dict[str, str]:
+        """Map ids to passages that exist. An id that exists maps to itself; a
+        `doc#anchor` whose section was merged into a bigger passage (search logs and links
+        point at headings, not chunks) maps to the current passage of `doc` holding that
+        heading. Ids that match nothing are left out."""
+        from curator.corpus.chunker import slugify
+
+        wanted = set(ids)
+        resolved = {pid: pid for pid in self.existing_passage_ids(wanted)}
+        by_doc: dict[str, set[str]] = {}
+        for pid in wanted - set(resolved):
+            doc, sep, anchor = pid.partition("#")
+            if sep and anchor:
+                by_doc.setdefault(doc, set()).add(anchor)
+        for doc, anchors in by_doc.items():
+            headings: dict[str, str] = {}
+            for row in self.db.execute(
+                "SELECT id, text FROM passages WHERE doc_id = ? AND is_current = 1 ORDER BY ordinal", [doc]
+            ):
+                for match in _ATX_HEADING.finditer(row[1]):
+                    headings.setdefault(slugify(match.group(1)), row[0])
+            for anchor in anchors:
+                if anchor in headings:
+                    resolved[f"{doc}#{anchor}"] = headings[anchor]
+        return resolved
 
     def revisions_of(self, passage_id: str) -> list[tuple[str, str | None, bool]]:
         """(revision, committed_at, is_current) of a passage, newest first."""

@@ -511,7 +511,8 @@ def _candidates(ws, chosen: list[_ClusterItem], files: list[str], import_id: str
         for g in item.groups:
             wanted.update(g.hits or ())
             wanted.update(g.clicks or ())
-    exists = ws.existing_passage_ids(wanted) if wanted else set()
+    # Logs point at headings; a heading's section may live inside a bigger passage.
+    resolved = ws.resolve_passage_ids(wanted) if wanted else {}
     budget = ws.config.review.suggestions
     identifier_slice = "exact_identifier" in ws.config.slices
     out = []
@@ -538,17 +539,14 @@ def _candidates(ws, chosen: list[_ClusterItem], files: list[str], import_id: str
                 lat[0] += g.latency[0]
                 lat[1] += int(g.latency[1])
         display = item.groups[0].surface()
-        suggestions = [
-            Suggestion(id=pid, role="primary", reason="clicked")
-            for pid, _n in clicks.most_common()
-            if pid in exists
-        ][:budget]
-        taken = {s.id for s in suggestions}
-        suggestions += [
-            Suggestion(id=pid, role="secondary", reason="hit")
-            for pid, _n in hits.most_common()
-            if pid in exists and pid not in taken
-        ][: max(0, budget - len(suggestions))]
+        suggestions: list[Suggestion] = []
+        taken: set[str] = set()
+        for counter, role, reason in ((clicks, "primary", "clicked"), (hits, "secondary", "hit")):
+            for pid, _n in counter.most_common():
+                target = resolved.get(pid)
+                if target and target not in taken and len(suggestions) < budget:
+                    taken.add(target)
+                    suggestions.append(Suggestion(id=target, role=role, reason=reason))
         provenance: dict[str, Any] = {
             "source": "log",
             "files": files,

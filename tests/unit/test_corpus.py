@@ -203,3 +203,14 @@ def test_search_ranks_verbatim_identifier_first_and_highlights(ws, tmp_path: Pat
     assert "\x02" in hits[0].snippet  # highlight marks
     assert ws.search("") == [] and ws.search("!!!") == []
     assert ws.search('quote " and (parens) AND NOT') is not None  # no FTS syntax errors
+
+
+def test_resolve_passage_ids_maps_heading_anchors_to_their_passage(ws, tmp_path: Path) -> None:
+    docs = write(
+        tmp_path / "docs",
+        {"errors.md": "# Errors\n\n## CARRIER-E1042\n\nAddress rejected.\n\n## CARRIER-E2001\n\nTimeout.\n"},
+    )
+    add_paths(ws, [docs])
+    (only,) = [p.id for p in ws.passages()]  # small sections merge into one passage
+    resolved = ws.resolve_passage_ids([only, "errors.md#carrier-e1042", "errors.md#nope", "other.md#x"])
+    assert resolved == {only: only, "errors.md#carrier-e1042": only}

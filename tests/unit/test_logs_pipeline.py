@@ -203,3 +203,20 @@ def test_console_script_in_a_terminal_shows_the_summary(cws) -> None:
     child.close()
     assert child.exitstatus == EXIT_PARTIAL
     assert len(cws.candidates()) > 5
+
+
+def test_clicked_heading_anchor_suggests_the_passage_that_holds_it(ws, tmp_path) -> None:
+    from curator.corpus import add_paths
+    from curator.logs import import_logs
+    from tests.conftest import write
+
+    docs = write(tmp_path / "docs", {"errors.md": "# Errors\n\n## CARRIER-E1042\n\nAddress rejected.\n\n## CARRIER-E2001\n\nTimeout.\n"})
+    add_paths(ws, [docs])
+    (passage,) = [p.id for p in ws.passages()]
+    log = tmp_path / "log.jsonl"
+    log.write_text(
+        '{"query": "what is CARRIER-E1042", "clicked": ["errors.md#carrier-e1042"], "hits": ["errors.md#carrier-e2001"]}\n'
+    )
+    import_logs(ws, [log])
+    (candidate,) = ws.candidates()
+    assert [(s.id, s.role, s.reason) for s in candidate.suggestions] == [(passage, "primary", "clicked")]
