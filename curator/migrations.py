@@ -6,6 +6,9 @@ Append-only: a released migration is never edited; change the schema by adding
 
 from __future__ import annotations
 
+import curator._sqlite  # noqa: F401, I001  (first: sqlite_utils without pandas)
+
+# isort: split
 from sqlite_utils import Database
 from sqlite_utils.migrations import Migrations
 

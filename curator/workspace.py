@@ -18,6 +18,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import curator._sqlite  # noqa: F401, I001  (first: sqlite_utils without pandas)
+
+# isort: split
 import sqlite_utils
 
 from curator import __version__

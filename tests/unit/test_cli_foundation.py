@@ -113,3 +113,17 @@ def test_python_dash_m_and_console_script(tmp_path: Path) -> None:
     script = Path(sys.executable).with_name("curator")
     out = subprocess.run([str(script), "--version"], capture_output=True, text=True, check=True)
     assert "curator" in out.stdout
+
+
+def test_sqlite_utils_is_imported_without_pandas_which_still_imports_later() -> None:
+    code = (
+        "import sys, importlib.util\n"
+        "import curator.workspace\n"
+        "assert 'pandas' not in sys.modules and 'numpy' not in sys.modules\n"
+        "import sqlite_utils.db as d\n"
+        "assert d.pd is None\n"
+        "if importlib.util.find_spec('pandas'):\n"
+        "    import pandas\n"
+        "    assert pandas.DataFrame\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
