@@ -10,7 +10,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def main() -> int:
-    scripts = sorted(p for p in HERE.glob("*.py") if p.name not in {"run_all.py", "common.py"})
+    scripts = sorted(p for p in HERE.glob("*.py") if p.name not in {"run_all.py", "common.py"} and not p.name.startswith("_"))
     failed = []
     for script in scripts:
         print(f"\n=== {script.name} ===", flush=True)

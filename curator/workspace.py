@@ -11,6 +11,7 @@ import os
 import re
 import sqlite3
 import threading
+import unicodedata
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -338,13 +339,16 @@ class Workspace:
         flush()
         if report.revisions_added:
             self._update_corpus_version()
-            self._refresh_term_stats()
+            # Word frequencies are rebuilt by the next search, not here: a corpus is
+            # often imported in several steps, and each rebuild scans the whole index.
+            self.set_meta("term_stats", "stale")
         return report
 
     def _refresh_term_stats(self) -> None:
         with self.transaction():
             self.db.execute("DELETE FROM term_stats")
             self.db.execute("INSERT INTO term_stats SELECT term, doc FROM passages_fts_vocab")
+            self.db.execute("DELETE FROM meta WHERE key = 'term_stats'")
 
     def _demote(self, doc_id: str, rows: list[dict[str, Any]], pending: dict[str, list[int]]) -> None:
         """A newer revision of `doc_id` arrived: its current passages become history."""
@@ -474,6 +478,8 @@ class Workspace:
         if not words and not phrases:
             return []
         with self.lock:
+            if self.meta("term_stats") == "stale":
+                self._refresh_term_stats()
             frequency = self._term_frequencies(words)
             kept: list[str] = []
             total = 0
@@ -494,40 +500,40 @@ class Workspace:
                 # Even the rarest word is common: passages holding the two rarest words
                 # together are fewer and better; fall back to either if none has both.
                 matches.insert(0, f'"{present[0]}" AND "{present[1]}"' + "".join(f' OR "{p}"' for p in phrases))
-            top: list[tuple[int]] = []
+            top: list[tuple[int, float]] = []
             for match in matches:
                 top = self.db.execute(
-                    "SELECT rowid FROM passages_fts WHERE passages_fts MATCH ? "
-                    "ORDER BY bm25(passages_fts, 2.0, 1.0) LIMIT ?",
+                    "SELECT rowid, bm25(passages_fts, 2.0, 1.0) FROM passages_fts "
+                    "WHERE passages_fts MATCH ? ORDER BY 2 LIMIT ?",
                     [match, limit],
                 ).fetchall()
                 if top:
                     break
             if not top:
                 return []
-            rowids = [r[0] for r in top]
-            # Snippets only for the rows shown: computing them inside the ranking query
-            # would build one for every matching passage.
-            rows = self.db.execute(
-                "SELECT p.rowid, p.id, p.revision, p.heading_path, p.title, "
-                f"snippet(passages_fts, 1, '{HL_START}', '{HL_END}', '…', 24), "
-                "bm25(passages_fts, 2.0, 1.0) "
-                "FROM passages_fts JOIN passages p ON p.rowid = passages_fts.rowid "
-                f"WHERE passages_fts MATCH ? AND passages_fts.rowid IN ({','.join('?' * len(rowids))})",
-                [match, *rowids],
-            ).fetchall()
-        order = {rowid: i for i, rowid in enumerate(rowids)}
-        rows.sort(key=lambda r: order[r[0]])
+            marks = ",".join("?" * len(top))
+            rows = {
+                r[0]: r
+                for r in self.db.execute(
+                    "SELECT rowid, id, revision, heading_path, title, text FROM passages "
+                    f"WHERE rowid IN ({marks})",
+                    [rowid for rowid, _ in top],
+                )
+            }
+        # Snippets are cut here, for the shown rows only: FTS5's snippet() needs a second
+        # MATCH over every matching passage.
+        highlight = set(kept) | {w for p in phrases for w in p.split()}
         return [
             SearchHit(
                 id=r[1],
                 revision=r[2],
                 heading_path=json.loads(r[3] or "[]"),
                 title=r[4],
-                snippet=r[5],
-                score=-r[6],
+                snippet=snippet(r[5], highlight),
+                score=-score,
             )
-            for r in rows
+            for rowid, score in top
+            if (r := rows.get(rowid))
         ]
 
     def _term_frequencies(self, words: list[str]) -> dict[str, int]:
@@ -755,6 +761,31 @@ class Workspace:
 # ---- helpers ---------------------------------------------------------------------------
 
 
+def snippet(text: str, words: set[str], size: int = 24) -> str:
+    """About `size` words of `text` around the first of `words` (folded as FTS5 folds
+    them), each match wrapped in HL_START/HL_END, with `…` where text was cut."""
+    spans = [m for m in _FTS_WORD.finditer(text)]
+    if not spans:
+        return text[:200]
+    hits = [i for i, m in enumerate(spans) if _fold(m.group()) in words]
+    first = hits[0] if hits else 0
+    start = max(0, first - size // 3)
+    end = min(len(spans), start + size)
+    start = max(0, end - size)
+    begin, finish = spans[start].start(), spans[end - 1].end()
+    out = ["…" if start > 0 else ""]
+    cursor = begin
+    for i in hits:
+        if start <= i < end:
+            m = spans[i]
+            out.append(text[cursor : m.start()])
+            out.append(f"{HL_START}{m.group()}{HL_END}")
+            cursor = m.end()
+    out.append(text[cursor:finish])
+    out.append("…" if end < len(spans) else "")
+    return "".join(out)
+
+
 def _fts_terms(text: str) -> tuple[list[str], list[str]]:
     """(words, phrases) of free text as FTS5 sees them: words lower-cased like the
     unicode61 tokenizer, compound identifiers as space-joined phrases."""
@@ -767,8 +798,6 @@ def _fts_terms(text: str) -> tuple[list[str], list[str]]:
 
 def _fold(word: str) -> str:
     """Lower-case and strip diacritics, as `unicode61 remove_diacritics 2` indexes words."""
-    import unicodedata
-
     decomposed = unicodedata.normalize("NFKD", word.lower())
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).replace('"', "")
 

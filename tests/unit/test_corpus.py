@@ -214,3 +214,22 @@ def test_resolve_passage_ids_maps_heading_anchors_to_their_passage(ws, tmp_path:
     (only,) = [p.id for p in ws.passages()]  # small sections merge into one passage
     resolved = ws.resolve_passage_ids([only, "errors.md#carrier-e1042", "errors.md#nope", "other.md#x"])
     assert resolved == {only: only, "errors.md#carrier-e1042": only}
+
+
+def test_search_skips_words_too_common_to_rank_and_refreshes_stats_lazily(ws, tmp_path: Path) -> None:
+    from curator.workspace import SEARCH_POSTINGS, snippet
+
+    n = SEARCH_POSTINGS + 200
+    lines = [json.dumps({"id": f"p{i}", "text": f"prometheus metric number {i} gauge"}) for i in range(n)]
+    lines.append(json.dumps({"id": "rare", "text": "prometheus remote write zstandard compression"}))
+    path = write(tmp_path, {"big.jsonl": "\n".join(lines) + "\n"}) / "big.jsonl"
+    add_paths(ws, [path])
+    assert ws.meta("term_stats") == "stale"
+    hits = ws.search("prometheus zstandard")
+    assert ws.meta("term_stats") is None
+    assert hits[0].id == "rare" and len(hits) == 1  # 'prometheus' (in every passage) was not scored
+    assert "\x02zstandard\x03" in hits[0].snippet and "\x02prometheus\x03" not in hits[0].snippet
+    # only common words: the two rarest together still find passages
+    assert len(ws.search("prometheus gauge", limit=5)) == 5
+    text = "one two three four five six seven eight nine ten"
+    assert snippet(text, {"nine"}, size=4) == "…seven eight \x02nine\x03 ten"
