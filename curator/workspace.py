@@ -772,7 +772,10 @@ def snippet(text: str, words: set[str], size: int = 24) -> str:
     start = max(0, first - size // 3)
     end = min(len(spans), start + size)
     start = max(0, end - size)
-    begin, finish = spans[start].start(), spans[end - 1].end()
+    begin = spans[start].start()
+    # to the end of the text when the last word is in the window, so closing
+    # punctuation stays; otherwise to the end of the window's last word
+    finish = len(text.rstrip()) if end == len(spans) else spans[end - 1].end()
     out = ["…" if start > 0 else ""]
     cursor = begin
     for i in hits:
