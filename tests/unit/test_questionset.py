@@ -261,3 +261,17 @@ def test_sigkill_mid_append_loses_nothing_written(tmp_path: Path, delay: float) 
     assert report.ok, report.problems
     final = qs.read().cases
     assert "written-after-the-crash" in final and set(after.cases) <= set(final)
+
+
+def test_ids_from_other_writers_and_replaced_files_are_never_reused(tmp_path: Path) -> None:
+    mine, theirs = QuestionSet(tmp_path / "main"), QuestionSet(tmp_path / "main")
+    assert mine.add(_case("dhl cutoff")).query_id == "dhl-cutoff"
+    assert theirs.add(_case("dhl cutoff")).query_id == "dhl-cutoff-2"  # appended by another writer
+    assert mine.add(_case("dhl cutoff")).query_id == "dhl-cutoff-3"
+    # the file replaced by a new one (a git merge writes a new inode) with more ids
+    other = QuestionSet(tmp_path / "other")
+    for _ in range(5):
+        other.add(_case("dhl cutoff"))
+    os.replace(other.cases_path, mine.cases_path)
+    os.replace(other.changelog_path, mine.changelog_path)
+    assert mine.add(_case("dhl cutoff")).query_id == "dhl-cutoff-6"
