@@ -801,7 +801,10 @@ def _fts_terms(text: str) -> tuple[list[str], list[str]]:
 
 def _fold(word: str) -> str:
     """Lower-case and strip diacritics, as `unicode61 remove_diacritics 2` indexes words."""
-    decomposed = unicodedata.normalize("NFKD", word.lower())
+    lower = word.lower()
+    if lower.isascii():  # nearly every word: nothing to strip
+        return lower.replace('"', "")
+    decomposed = unicodedata.normalize("NFKD", lower)
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).replace('"', "")
 
 
