@@ -4,6 +4,7 @@ from curator.cli import corpus as _corpus  # noqa: E402,F401
 from curator.cli import export as _export  # noqa: E402,F401
 from curator.cli import generate as _generate  # noqa: E402,F401
 from curator.cli import logs as _logs  # noqa: E402,F401
+from curator.cli import queue as _queue  # noqa: E402,F401
 from curator.cli import review as _review  # noqa: E402,F401
 from curator.cli import score as _score  # noqa: E402,F401
 from curator.cli import sets as _sets  # noqa: E402,F401

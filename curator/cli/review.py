@@ -12,7 +12,7 @@ from curator.errors import CuratorError
 
 @cli.command()
 @click.option("--set", "set_name", help="Question set to keep cases in (default: default_set).")
-@click.option("--source", type=click.Choice(["logs", "generated", "all"]), default="all", show_default=True,
+@click.option("--source", type=click.Choice(["logs", "generated", "manual", "all"]), default="all", show_default=True,
               help="Which candidates to review.")
 @click.option("--slice", "slice_name", help="Only candidates suggested for this slice.")
 @click.option("--reviewer", help="Your name in the files (default: [reviewer] or $USER).")
