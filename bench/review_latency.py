@@ -186,9 +186,9 @@ def first_question(ws_root: Path) -> str:
     return first.query.split()[0]
 
 
-def startup(argv: list[str], cwd: Path, token: str) -> float:
+def startup(argv: list[str], cwd: Path, token: str, timeout: float = 30.0) -> float:
     proc = Pty(argv, cwd)
-    seen = proc.wait_for(token)
+    seen = proc.wait_for(token, timeout=timeout)
     proc.quit()
     return seen - proc.started
 

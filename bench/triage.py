@@ -38,7 +38,7 @@ from bench.common import (  # noqa: E402
     time_process,
     today,
 )
-from bench.review_latency import TRIVIAL_APP, Pty  # noqa: E402
+from bench.review_latency import TRIVIAL_APP, Pty, startup, trivial_keys  # noqa: E402
 
 CASES = 10_000
 RUNS = 6
@@ -172,13 +172,6 @@ def rescore_figures() -> tuple[dict[str, list[float]], list[int]]:
     }, repeat=3), rss
 
 
-def startup(argv: list[str], cwd: Path, token: str) -> float:
-    proc = Pty(argv, cwd)
-    seen = proc.wait_for(token, timeout=60)
-    proc.quit()
-    return seen - proc.started
-
-
 def decisions(tokens: list[str]) -> list[float]:
     proc = Pty([CURATOR, "triage"], WS)
     proc.wait_for(tokens[0], timeout=60)
@@ -187,18 +180,6 @@ def decisions(tokens: list[str]) -> list[float]:
         time.sleep(THINK)
         sent = proc.send("3")
         times.append(proc.wait_for(nxt) - sent)
-    proc.quit()
-    return times
-
-
-def trivial_keys(app: Path, count: int) -> list[float]:
-    proc = Pty([sys.executable, str(app)], app.parent)
-    proc.wait_for("ANCHOR-00000")
-    times = []
-    for i in range(1, count + 1):
-        time.sleep(THINK)
-        sent = proc.send("k")
-        times.append(proc.wait_for(f"ANCHOR-{i:05d}") - sent)
     proc.quit()
     return times
 
@@ -215,14 +196,14 @@ def main() -> None:
     trivial = DATA / "trivial_app.py"
     trivial.write_text(TRIVIAL_APP, encoding="utf-8")
     starts: dict[str, list[float]] = {"triage": [], "trivial": []}
-    startup([CURATOR, "triage"], WS, tokens[0])
+    startup([CURATOR, "triage"], WS, tokens[0], timeout=60)
     startup([sys.executable, str(trivial)], trivial.parent, "ANCHOR-00000")
     for _ in range(STARTS):
-        starts["triage"].append(startup([CURATOR, "triage"], WS, tokens[0]))
+        starts["triage"].append(startup([CURATOR, "triage"], WS, tokens[0], timeout=60))
         starts["trivial"].append(startup([sys.executable, str(trivial)], trivial.parent, "ANCHOR-00000"))
-    anchor_keys = trivial_keys(trivial, DECISIONS // 2)
+    anchor_keys = trivial_keys(trivial, DECISIONS // 2, THINK)
     keys = decisions(tokens)
-    anchor_keys += trivial_keys(trivial, DECISIONS // 2)
+    anchor_keys += trivial_keys(trivial, DECISIONS // 2, THINK)
     reset()
 
     if not timings:

@@ -166,9 +166,11 @@ class QuestionSet:
         versions: dict[str, str] | None = None,
     ) -> Case:
         """Append rev+1 of a case with `change` applied (a dict of fields, or a function of
-        the latest rev returning one). The latest rev is read under the lock."""
+        the latest rev returning one). The latest rev is read under the lock, parsing only
+        the lines that mention this case (`latest_rev`), so an edit costs the same in a set
+        of 10 cases or 10,000."""
         with self.locked():
-            latest = self.read().cases.get(query_id)
+            latest = self.latest_rev(query_id)
             if latest is None:
                 raise CuratorError(f"{self.cases_path}: no case with query_id {query_id!r}")
             updates = change(latest) if callable(change) else dict(change)
@@ -324,43 +326,6 @@ class QuestionSet:
                 if case.query_id == query_id:
                     latest = case
         return latest
-
-    def revise_one(
-        self,
-        query_id: str,
-        change: Callable[[Case], dict[str, Any]] | dict[str, Any],
-        *,
-        action: ChangeAction,
-        reason: str,
-        reviewer: str = "",
-        versions: dict[str, str] | None = None,
-    ) -> Case:
-        """`revise()` that reads only this case's lines under the lock (`latest_rev`), for
-        keyboard-speed edits of big sets (curator triage). Same files, same checks."""
-        with self.locked():
-            latest = self.latest_rev(query_id)
-            if latest is None:
-                raise CuratorError(f"{self.cases_path}: no case with query_id {query_id!r}")
-            updates = change(latest) if callable(change) else dict(change)
-            data = latest.model_dump()
-            data.update(updates)
-            data.update(rev=latest.rev + 1, at=utcnow(), reviewer=reviewer or latest.reviewer)
-            if action == "retire":
-                data["status"] = "retired"
-            try:
-                revised = Case.model_validate(data)
-            except ValidationError as exc:
-                raise CuratorError(f"{query_id}: the change would make an invalid case: {_errors(exc)}") from None
-            entry = ChangeEntry(
-                query_id=query_id,
-                rev=revised.rev,
-                action=action,
-                reason=reason,
-                reviewer=revised.reviewer,
-                versions=versions or {},
-            )
-            self._append_unit(revised, entry)
-            return revised
 
 
 # ---- verification -------------------------------------------------------------------------

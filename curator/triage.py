@@ -493,7 +493,7 @@ class TriageSession:
 
         with self._lock:
             try:
-                revised = self.qs.revise_one(
+                revised = self.qs.revise(
                     item.query_id, change, action="edit" if action == "regression" else "relabel",
                     reason=_reason(cause, note, self.run), reviewer=self.reviewer, versions=self.ws.versions(),
                 )
@@ -532,7 +532,7 @@ class TriageSession:
                            "expect_empty": before.expect_empty}
                 if decision.action == "regression":
                     restore = {"tags": [t for t in latest.tags if t != REGRESSION_TAG or t in before.tags]}
-                revised = self.qs.revise_one(
+                revised = self.qs.revise(
                     decision.query_id, restore, action="relabel" if decision.action != "regression" else "edit",
                     reason=f"undo triage {decision.cause} ({self.run})", reviewer=self.reviewer,
                     versions=self.ws.versions(),

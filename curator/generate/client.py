@@ -209,30 +209,27 @@ class ModelClient:
         async with self.semaphore:
             messages = self._messages(spec)
             result = CallResult(ok=False)
-            text = await self._call(spec, messages, result, kind="call")
-            if text is None:
-                return result
-            output, problem = parse_output(text, spec.output)
-            if output is not None:
-                result.ok, result.output, result.outcome = True, output, "ok"
-                return result
-            messages = [
-                *messages,
-                {"role": "assistant", "content": text},
-                {
-                    "role": "user",
-                    "content": "Your reply did not match the required JSON schema: "
-                    f"{problem}\nReply again with only the corrected JSON object.",
-                },
-            ]
-            text = await self._call(spec, messages, result, kind="repair")
-            if text is None:
-                return result
-            output, problem2 = parse_output(text, spec.output)
-            if output is not None:
-                result.ok, result.output, result.outcome = True, output, "ok"
-                return result
-            result.outcome, result.error = "invalid", f"invalid JSON after one repair: {problem2}"
+            text, problem = "", ""
+            for kind in ("call", "repair"):
+                if kind == "repair":
+                    messages = [
+                        *messages,
+                        {"role": "assistant", "content": text},
+                        {
+                            "role": "user",
+                            "content": "Your reply did not match the required JSON schema: "
+                            f"{problem}\nReply again with only the corrected JSON object.",
+                        },
+                    ]
+                reply = await self._call(spec, messages, result, kind=kind)
+                if reply is None:
+                    return result
+                text = reply
+                output, problem = parse_output(text, spec.output)
+                if output is not None:
+                    result.ok, result.output, result.outcome = True, output, "ok"
+                    return result
+            result.outcome, result.error = "invalid", f"invalid JSON after one repair: {problem}"
             return result
 
     def _messages(self, spec: CallSpec) -> list[dict[str, str]]:

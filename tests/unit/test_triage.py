@@ -272,7 +272,7 @@ def test_undone_cases_come_back_and_rescored_runs_keep_their_source_decisions(de
     assert "until-what-time-can-dhl-parcels" not in [i.query_id for i in TriageSession(demo_ws).queue]
 
 
-def test_latest_rev_and_revise_one_agree_with_the_full_read(demo_ws):
+def test_latest_rev_and_revise_agree_with_the_full_read(demo_ws):
     qs = demo_ws.question_set()
     full = qs.read().cases
     assert {q: qs.latest_rev(q) for q in full} == full  # multi-rev and retired cases included
@@ -280,14 +280,14 @@ def test_latest_rev_and_revise_one_agree_with_the_full_read(demo_ws):
     with qs.cases_path.open("a") as fh:  # a torn last line (a crash mid-write) is no data
         fh.write(full["parser-max-retries"].model_copy(update={"rev": 9}).line())
     assert qs.latest_rev("parser-max-retries").rev == 2
-    revised = qs.revise_one("parser-max-retries", {"explanation": "why"}, action="edit", reason="test",
-                            reviewer="ana")
+    revised = qs.revise("parser-max-retries", {"explanation": "why"}, action="edit", reason="test",
+                         reviewer="ana")
     assert revised.rev == 3 and qs.read().cases["parser-max-retries"] == revised
     assert qs.changelog()[-1].model_dump(exclude={"at"}) == {
         "query_id": "parser-max-retries", "rev": 3, "action": "edit", "reason": "test", "reviewer": "ana",
         "versions": {}}
     with pytest.raises(CuratorError, match="no case with query_id"):
-        qs.revise_one("no-such-case", {}, action="edit", reason="x")
+        qs.revise("no-such-case", {}, action="edit", reason="x")
 
 
 def test_earlier_runs_are_indexed_once_and_a_bad_index_is_rebuilt(demo_ws):
