@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
 from rich import box
 from rich.markup import escape
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from curator.cli.main import cli, console, err_console, json_option, pass_ws, print_json, rel
@@ -75,13 +78,10 @@ def score(ws, run: str, set_name, k, label, fmt, rel_level, negative_threshold, 
     except CuratorError as exc:
         raise click.BadParameter(str(exc), param_hint="--gate") from None
     if result is None:
-        from contextlib import nullcontext
-
-        busy = err_console.status(f"Scoring {escape(run)}…") if err_console.is_terminal and not as_json else nullcontext()
-        with busy:
+        with _progress_bar(run, enabled=err_console.is_terminal and not as_json) as progress:
             result = score_run(ws, run, set_name=set_name, fmt=fmt, k=k, rel_level=rel_level,
                                negative_threshold=negative_threshold, gates=gates, label=label,
-                               write=not no_write)
+                               write=not no_write, progress=progress)
     art = result.artefact
     if as_json:
         summary = {key: art[key] for key in ("metrics", "latency_ms", "gates", "passed", "missing",
@@ -97,6 +97,27 @@ def score(ws, run: str, set_name, k, label, fmt, rel_level, negative_threshold, 
         sys.exit(EXIT_FAILED)
     if result.problems:
         sys.exit(EXIT_PARTIAL)
+
+
+@contextmanager
+def _progress_bar(run: str, enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]:
+    """A bar on stderr: the run file's bytes read, then the questions scored. Redrawn only
+    when scoring reports (no refresh thread: the scorer may fork)."""
+    if not enabled:
+        yield None
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
+               TextColumn("{task.fields[detail]}"), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=True, auto_refresh=False) as bar:
+        tasks = {"read": bar.add_task(f"Reading {escape(run)}", total=None, detail=""),
+                 "score": bar.add_task("Scoring", total=None, detail="", visible=False)}
+
+        def update(stage: str, done: int, total: int) -> None:
+            detail = f"{done / 1e6:.1f}/{total / 1e6:.1f} MB" if stage == "read" else f"{done:,}/{total:,} questions"
+            bar.update(tasks[stage], completed=done, total=total, detail=detail, visible=True)
+            bar.refresh()
+
+        yield update
 
 
 def _print_report(ws, result, worst: int) -> None:

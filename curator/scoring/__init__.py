@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,9 +22,10 @@ from curator.config import Gate, ScoringConfig
 from curator.errors import CuratorError
 from curator.models import Case, utcnow
 from curator.scoring.artefact import SCHEMA, git_state, write_artefact
-from curator.scoring.evaluate import CHOICES, evaluate, prepare
+from curator.scoring.evaluate import CHOICES, prepare, score_queries, summarise
 from curator.scoring.gates import evaluate_gates, gate_ks
-from curator.scoring.runs import RunData, coerce_run, gc_paused, read_run
+from curator.scoring.runfile import Progress, RunFile
+from curator.scoring.runs import coerce_run, gc_paused
 
 __all__ = ["ScoreResult", "score", "score_run"]
 
@@ -122,16 +124,18 @@ def score(
     workspace: Any = None,
     label: str | None = None,
     write: bool = False,
+    progress: Progress | None = None,
 ) -> ScoreResult:
     """Score cases against ranked results, in process.
 
     `set_or_cases`: a QuestionSet, a set folder, or Case objects / dicts.
-    `ranked`: a run file path, or `{query_id: [ids] | [(id, score)] | [{id, score,
+    `ranked`: a run file path (or `RunFile`), or `{query_id: [ids] | [(id, score)] | [{id, score,
     revision}] | {id: score}}` (lists are in rank order). `k=5` scores at 5 and 15
     (Recall@3k); a list scores at exactly those (the first is the headline k). Options
     default to the workspace's `[scoring]` config when `workspace` is given. With
     `workspace`, passage revisions decide freshness and `write=True` stores the artefact
-    in its runs/ folder.
+    in its runs/ folder. `progress(stage, done, total)` hears how reading a run file
+    ("read", bytes) and scoring ("score", questions) go.
     """
     config = workspace.config.scoring if workspace is not None else ScoringConfig()
     gate_list = [g if isinstance(g, Gate) else Gate.model_validate(g) for g in (gates if gates is not None else config.gates)]
@@ -141,11 +145,16 @@ def score(
         raise CuratorError(f"rel_level must be 1 or 2, got {level}")
     threshold = negative_threshold if negative_threshold is not None else config.negative_threshold
     revisions_of = workspace.revisions_of if workspace is not None else None
-    with gc_paused():
-        cases, set_info = _cases_from(set_or_cases)
-        run: RunData = coerce_run(ranked)
+    source = RunFile(ranked) if isinstance(ranked, str | Path) else ranked
+    with gc_paused(), source if isinstance(source, RunFile) else nullcontext():
+        cases, set_info = _cases_from(set_or_cases)  # meanwhile a worker may read the run file
         specs = prepare(cases, ks, level, revisions_of)
-        result = evaluate(specs, run, ks, threshold)
+        if isinstance(source, RunFile):
+            run, seen, found = source.score(specs, ks, threshold, progress)
+        else:
+            run = coerce_run(ranked)
+            seen, found = run.seen(), score_queries(specs, run.queries, ks, threshold)
+        result = summarise(specs, found, seen, ks, threshold)
     verdicts = evaluate_gates(gate_list, result["metrics"], result["latency_ms"])
     sha, dirty = git_state(workspace.root) if workspace is not None else (None, None)
     artefact: dict[str, Any] = {
@@ -157,7 +166,7 @@ def score(
             "path": _relative(run.path, workspace),
             "format": run.format,
             "sha256": run.sha256,
-            "queries": len(run.queries),
+            "queries": len(seen),
             "problems": [str(p) for p in run.problems],
         },
         "set": {**set_info, "path": _relative(set_info["path"], workspace), "cases": len(specs)},
@@ -197,15 +206,18 @@ def score_run(
     gates: list[Gate] | None = None,
     label: str | None = None,
     write: bool = True,
+    progress: Progress | None = None,
+    parallel: bool | None = None,
 ) -> ScoreResult:
-    """What `curator score` does: read the run file, score the set, store the artefact."""
+    """What `curator score` does: read the run file, score the set, store the artefact.
+    `parallel`: see `RunFile` (None: two processes for a big file on a multi-core machine)."""
     qs = ws.question_set(set_name)
     if not qs.exists():
         raise CuratorError(
             f"no question set {qs.name!r} in {ws.datasets_dir}",
             f"Sets here: {', '.join(ws.set_names()) or 'none yet'}. Pick one with --set NAME.",
         )
-    run = read_run(run_path, fmt)
+    run = RunFile(run_path, fmt, parallel)
     return score(
         qs,
         run,
@@ -216,4 +228,5 @@ def score_run(
         workspace=ws,
         label=label,
         write=write,
+        progress=progress,
     )

@@ -7,14 +7,14 @@ pydantic only appears when the cases are read.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
 from curator.models import Case
 from curator.scoring import metrics as m
-from curator.scoring.runs import Ranked, RunData
+from curator.scoring.runs import Ranked
 
 METRICS = ("success", "recall", "precision", "mrr", "ndcg")
 RATE_METRICS = ("negative_pass_rate", "max_rank_pass_rate")
@@ -115,7 +115,7 @@ def prepare(
             required_rev=required,
             newer=newer,
         )
-        spec.ideal = {k: m.ideal_dcg(grades.values(), k) for k in ks}
+        spec.ideal = m.ideal_dcgs(grades.values(), ks)
         specs.append(spec)
     return specs
 
@@ -259,28 +259,45 @@ def percentile(values: list[float], q: float) -> float | None:
     return ordered[int(rank) - 1]
 
 
-def evaluate(
+def score_queries(
     specs: list[CaseSpec],
-    run: RunData,
+    queries: Mapping[str, Ranked],
+    ks: Sequence[int],
+    negative_threshold: float | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Score the cases whose query is in `queries`; `progress(n scored)` every 1,000."""
+    top_n = max(5, ks[0])
+    found: dict[str, dict[str, Any]] = {}
+    for spec in specs:
+        ranked = queries.get(spec.query_id)
+        if ranked is not None:
+            found[spec.query_id] = score_question(spec, ranked, ks, ks[0], negative_threshold, top_n)
+            if progress is not None and len(found) % 1000 == 0:
+                progress(len(found))
+    return found
+
+
+def summarise(
+    specs: list[CaseSpec],
+    found: Mapping[str, dict[str, Any]],
+    seen: Mapping[str, float | None],
     ks: Sequence[int],
     negative_threshold: float | None = None,
 ) -> dict[str, Any]:
-    """Score every prepared case against the run. Returns the artefact's result part."""
-    headline = ks[0]
-    top_n = max(5, headline)
-    queries = run.queries
-    questions: dict[str, dict[str, Any]] = {}
-    for spec in specs:
-        questions[spec.query_id] = score_question(
-            spec, queries.get(spec.query_id), ks, headline, negative_threshold, top_n
-        )
-    known = set(questions)
-    latencies = [r.latency_ms for q, r in queries.items() if q in known and r.latency_ms is not None]
+    """The artefact's result part. `found`: the scored questions (`score_queries`);
+    `seen`: every query id of the run with its latency (or None)."""
+    top_n = max(5, ks[0])
+    questions = {
+        spec.query_id: found.get(spec.query_id) or score_question(spec, None, ks, ks[0], negative_threshold, top_n)
+        for spec in specs
+    }
+    latencies = [latency for q, latency in seen.items() if latency is not None and q in questions]
     return {
         "metrics": aggregate(specs, questions, ks),
         "latency_ms": {"n": len(latencies), "p50": percentile(latencies, 50), "p95": percentile(latencies, 95)},
         "missing": [q for q, v in questions.items() if v["failure"] == "missing"],
-        "unknown_queries": sorted(q for q in queries if q not in known),
+        "unknown_queries": sorted(q for q in seen if q not in questions),
         "duplicates": {q: v["duplicates"] for q, v in questions.items() if "duplicates" in v},
         "questions": questions,
     }

@@ -104,6 +104,15 @@ def ideal_dcg(grades: Iterable[int], k: int) -> float:
     return sum(g * discount(r) for r, g in enumerate(ordered, 1))
 
 
+def ideal_dcgs(grades: Iterable[int], ks: Iterable[int]) -> dict[int, float]:
+    """`ideal_dcg` at every k, from one sort: the same sums, added in the same order."""
+    ordered = sorted((g for g in grades if g > 0), reverse=True)
+    totals = [0.0]
+    for r, g in enumerate(ordered, 1):
+        totals.append(totals[-1] + g * discount(r))
+    return {k: totals[min(k, len(ordered))] for k in ks}
+
+
 def ndcg_at(ranks: Mapping[str, int], grades: Mapping[str, int], k: int, ideal: float | None = None) -> float:
     best = ideal_dcg(grades.values(), k) if ideal is None else ideal
     if best <= 0:

@@ -32,6 +32,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     _loads = json.loads
 
 FORMATS = ("jsonl", "trec", "ranx")
+CHUNK = 1 << 20  # bytes decoded and parsed at a time, between progress reports
 _first, _second = itemgetter(0), itemgetter(1)
 
 
@@ -53,28 +54,66 @@ class RunData:
     sha256: str | None = None
     problems: list[Problem] = field(default_factory=list)
 
+    def seen(self) -> dict[str, float | None]:
+        """Every query id in the run, with its latency (or None)."""
+        return {qid: ranked.latency_ms for qid, ranked in self.queries.items()}
+
 
 def read_run(path: str | Path, fmt: str | None = None) -> RunData:
     """Read a run file in any supported format (detected from its content unless `fmt`)."""
-    path = Path(path)
+    data = read_run_bytes(path)
+    run = new_run(path, data, fmt)
+    with gc_paused():
+        parse_range(run, data, 0, len(data))
+    return run
+
+
+def read_run_bytes(path: str | Path) -> bytes:
     try:
-        data = path.read_bytes()
+        return Path(path).read_bytes()
     except FileNotFoundError:
         raise InputError(str(path), "no such run file") from None
     except IsADirectoryError:
         raise InputError(str(path), "is a folder, expected a run file") from None
+
+
+def new_run(path: str | Path, data: bytes, fmt: str | None = None) -> RunData:
+    """An empty RunData for a file's bytes: format (detected unless given) and sha256."""
     fmt = fmt or detect_format(data)
     if fmt not in FORMATS:
         raise InputError(str(path), f"unknown run format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    return RunData({}, str(path), fmt, hashlib.sha256(data).hexdigest())
+
+
+def parse_range(
+    run: RunData, data: bytes, start: int, end: int, first_line: int = 1, progress: Callable[[int], None] | None = None
+) -> None:
+    """Read the whole lines of `data[start:end]` into `run`, `first_line` being the line
+    number at `start`. Reads ~1 MiB at a time and calls `progress(bytes read so far)`."""
+    if run.format == "ranx":  # one JSON document
+        _read_ranx(_decode(run, data, start, end), run)
+        if progress is not None:
+            progress(end - start)
+    else:
+        reader = _TrecReader(run) if run.format == "trec" else _JsonlReader(run)
+        pos, line = start, first_line
+        while pos < end:
+            newline = data.find(b"\n", min(pos + CHUNK, end) - 1, end)
+            stop = end if newline < 0 else newline + 1
+            text = _decode(run, data, pos, stop)
+            reader.feed(text, line)
+            line += text.count("\n")
+            pos = stop
+            if progress is not None:
+                progress(pos - start)
+        reader.finish()
+
+
+def _decode(run: RunData, data: bytes, start: int, end: int) -> str:
     try:
-        text = data.decode("utf-8")
+        return data[start:end].decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(str(path), f"not UTF-8 text (byte {exc.start})") from None
-    run = RunData({}, str(path), fmt, hashlib.sha256(data).hexdigest())
-    reader = {"jsonl": _read_jsonl, "trec": _read_trec, "ranx": _read_ranx}[fmt]
-    with gc_paused():
-        reader(text, run)
-    return run
+        raise InputError(run.path, f"not UTF-8 text (byte {start + exc.start})") from None
 
 
 @contextmanager
@@ -108,42 +147,50 @@ def _problem(run: RunData, line: int | None, message: str) -> None:
     run.problems.append(Problem(run.path, line, message, fatal=False))
 
 
-def _read_jsonl(text: str, run: RunData) -> None:
-    queries = run.queries
-    for number, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = _loads(line)
-        except ValueError as exc:
-            _problem(run, number, f"not valid JSON ({exc}); expected one query object per line")
-            continue
-        if not isinstance(obj, dict):
-            _problem(run, number, "expected a JSON object with query_id and results")
-            continue
-        qid = obj.get("query_id")
-        results = obj.get("results")
-        if not isinstance(qid, str) or not qid:
-            _problem(run, number, "missing query_id (a non-empty string)")
-            continue
-        if not isinstance(results, list):
-            _problem(run, number, f"query {qid}: results must be a list of {{id, score, revision}}")
-            continue
-        if qid in queries:
-            _problem(run, number, f"query {qid} appears again; the first line is kept")
-            continue
-        try:
-            ranked = _ranked_from_dicts(results)
-        except ValueError as exc:
-            _problem(run, number, f"query {qid}: {exc}")
-            continue
-        latency = obj.get("latency_ms")
-        if latency is not None:
-            if isinstance(latency, bool) or not isinstance(latency, int | float):
-                _problem(run, number, f"query {qid}: latency_ms must be a number; ignored")
-            else:
-                ranked.latency_ms = float(latency)
-        queries[qid] = ranked
+class _JsonlReader:
+    def __init__(self, run: RunData):
+        self.run = run
+
+    def feed(self, text: str, first_line: int) -> None:
+        run = self.run
+        queries = run.queries
+        for number, line in enumerate(text.split("\n"), first_line):
+            if not line.strip():
+                continue
+            try:
+                obj = _loads(line)
+            except ValueError as exc:
+                _problem(run, number, f"not valid JSON ({exc}); expected one query object per line")
+                continue
+            if not isinstance(obj, dict):
+                _problem(run, number, "expected a JSON object with query_id and results")
+                continue
+            qid = obj.get("query_id")
+            results = obj.get("results")
+            if not isinstance(qid, str) or not qid:
+                _problem(run, number, "missing query_id (a non-empty string)")
+                continue
+            if not isinstance(results, list):
+                _problem(run, number, f"query {qid}: results must be a list of {{id, score, revision}}")
+                continue
+            if qid in queries:
+                _problem(run, number, f"query {qid} appears again; the first line is kept")
+                continue
+            try:
+                ranked = _ranked_from_dicts(results)
+            except ValueError as exc:
+                _problem(run, number, f"query {qid}: {exc}")
+                continue
+            latency = obj.get("latency_ms")
+            if latency is not None:
+                if isinstance(latency, bool) or not isinstance(latency, int | float):
+                    _problem(run, number, f"query {qid}: latency_ms must be a number; ignored")
+                else:
+                    ranked.latency_ms = float(latency)
+            queries[qid] = ranked
+
+    def finish(self) -> None:
+        pass
 
 
 def _ranked_from_dicts(results: list[Any]) -> Ranked:
@@ -177,26 +224,42 @@ def _trec_sorted(pairs: list[tuple[float, str]]) -> Ranked:
     return Ranked(list(map(_second, pairs)), list(map(_first, pairs)))
 
 
-def _read_trec(text: str, run: RunData) -> None:
-    grouped: dict[str, list[tuple[float, str]]] = {}
-    for number, line in enumerate(text.split("\n"), 1):
+class _TrecReader:
+    """Groups lines by query (they need not be contiguous); sorts each query at the end."""
+
+    def __init__(self, run: RunData):
+        self.run = run
+        self.grouped: dict[str, list[tuple[float, str]]] = {}
+
+    def feed(self, text: str, first_line: int) -> None:
+        grouped = self.grouped
+        last, bucket = None, []
+        for number, line in enumerate(text.split("\n"), first_line):
+            try:  # the common case in one step; bad lines are told apart below
+                qid, _, doc, _, score, _ = line.split()
+                pair = (float(score), doc)
+            except ValueError:
+                self._bad(line, number)
+                continue
+            if qid != last:  # a query's lines usually come together
+                bucket = grouped.get(qid)
+                if bucket is None:
+                    grouped[qid] = bucket = []
+                last = qid
+            bucket.append(pair)
+
+    def _bad(self, line: str, number: int) -> None:
         parts = line.split()
         if not parts:
-            continue
+            return
         if len(parts) != 6:
-            _problem(run, number, f"expected 6 fields `qid Q0 docno rank score tag`, found {len(parts)}")
-            continue
-        try:
-            score = float(parts[4])
-        except ValueError:
-            _problem(run, number, f"score {parts[4]!r} is not a number")
-            continue
-        bucket = grouped.get(parts[0])
-        if bucket is None:
-            grouped[parts[0]] = bucket = []
-        bucket.append((score, parts[2]))
-    for qid, pairs in grouped.items():
-        run.queries[qid] = _trec_sorted(pairs)
+            _problem(self.run, number, f"expected 6 fields `qid Q0 docno rank score tag`, found {len(parts)}")
+        else:
+            _problem(self.run, number, f"score {parts[4]!r} is not a number")
+
+    def finish(self) -> None:
+        for qid, pairs in self.grouped.items():
+            self.run.queries[qid] = _trec_sorted(pairs)
 
 
 def _read_ranx(text: str, run: RunData) -> None:
