@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
@@ -48,8 +48,13 @@ class CorpusConfig(_Section):
 
 class ModelConfig(_Section):
     name: str = "gpt-4o-mini"
+    provider: Literal["openai", "azure"] = "openai"
     base_url: str | None = None  # falls back to OPENAI_BASE_URL, then the client's default
-    api_key_env: str = "OPENAI_API_KEY"
+    api_key_env: str | None = None  # None: OPENAI_API_KEY, or AZURE_OPENAI_API_KEY for azure
+    # Azure OpenAI only; unset, the client reads AZURE_OPENAI_ENDPOINT / OPENAI_API_VERSION.
+    azure_endpoint: str | None = None
+    api_version: str | None = None
+    deployment: str | None = None  # the deployment's name, when it is not the model's name
     concurrency: int = Field(8, ge=1, le=256)
     timeout: float = Field(60.0, gt=0)
     max_retries: int = Field(5, ge=0)
@@ -106,6 +111,20 @@ class ScoringConfig(_Section):
         return value
 
 
+class GenerateConfig(_Section):
+    """Defaults of `curator generate`; its flags override them."""
+
+    passages: int = Field(20, ge=1)
+    slices: list[str] = Field(default_factory=list)  # empty: every configured slice with a prompt
+    multi_hop_ratio: float = Field(0.2, ge=0, le=5)  # multi-hop groups per selected passage
+    group_size: int = Field(2, ge=2, le=3)
+    min_words: int = Field(25, ge=1)  # shorter passages are not worth a question
+    paraphrase_max_overlap: float = Field(80.0, ge=0, le=100)  # rapidfuzz, question vs passage
+    negative_max_coverage: float = Field(0.75, ge=0, le=1)  # share of a negative's words in a hit
+    duplicate_similarity: float = Field(90.0, ge=0, le=100)  # rapidfuzz, vs existing questions
+    poll_interval: float = Field(30.0, gt=0)  # seconds between Batch API polls
+
+
 class ReviewConfig(_Section):
     lease_minutes: int = Field(30, ge=1)
     suggestions: int = Field(8, ge=1, le=50)
@@ -122,17 +141,25 @@ class Config(_Section):
     logs: LogsConfig = Field(default_factory=LogsConfig)
     scoring: ScoringConfig = Field(default_factory=ScoringConfig)
     review: ReviewConfig = Field(default_factory=ReviewConfig)
+    generate: GenerateConfig = Field(default_factory=GenerateConfig)
     keymap: dict[str, str] = Field(default_factory=dict)  # binding id -> keys ("k,enter")
 
     @property
     def reviewer_name(self) -> str:
         return self.reviewer or os.environ.get("USER") or "reviewer"
 
+    @property
+    def api_key_env(self) -> str:
+        default = "AZURE_OPENAI_API_KEY" if self.model.provider == "azure" else "OPENAI_API_KEY"
+        return self.model.api_key_env or default
+
     def api_key(self) -> SecretStr | None:
-        value = os.environ.get(self.model.api_key_env) or os.environ.get("CURATOR_API_KEY")
+        value = os.environ.get(self.api_key_env) or os.environ.get("CURATOR_API_KEY")
         return SecretStr(value) if value else None
 
     def resolved_base_url(self) -> str | None:
+        if self.model.provider == "azure":  # OPENAI_BASE_URL points at OpenAI, not Azure
+            return self.model.base_url
         return self.model.base_url or os.environ.get("OPENAI_BASE_URL")
 
 
@@ -235,8 +262,13 @@ max_tokens = 900                 # larger sections split at paragraph boundaries
 [model]
 # Any OpenAI-compatible server: OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp server.
 name = "gpt-4o-mini"
+provider = "openai"                      # "azure" for Azure OpenAI (see below)
 # base_url = "http://127.0.0.1:8000/v1"   # else OPENAI_BASE_URL, else the client's default
-api_key_env = "OPENAI_API_KEY"           # the key itself never goes in this file
+# api_key_env = "OPENAI_API_KEY"         # AZURE_OPENAI_API_KEY with provider = "azure";
+                                         # the key itself never goes in this file
+# azure_endpoint = "https://RESOURCE.openai.azure.com"   # else AZURE_OPENAI_ENDPOINT
+# api_version = "2024-10-21"             # else OPENAI_API_VERSION
+# deployment = "my-gpt-4o-mini"          # default: the deployment is named like the model
 concurrency = 8
 timeout = 60
 max_retries = 5
@@ -263,6 +295,17 @@ rel_level = 1                    # 1: secondary passages count as relevant; 2: p
 # slices = []                    # empty: every slice that has cases
 # [[scoring.gates]]
 # max_p95_latency_ms = 250
+
+[generate]                       # defaults of `curator generate`; its flags override them
+passages = 20
+# slices = ["paraphrase", "negative"]   # default: every slice above that has a prompt
+multi_hop_ratio = 0.2            # multi-hop groups per selected passage
+group_size = 2                   # passages per multi-hop group (2 or 3)
+min_words = 25                   # shorter passages are not used
+paraphrase_max_overlap = 80.0    # reject paraphrases this lexically close to the passage (0-100)
+negative_max_coverage = 0.75     # reject negatives when a search hit holds this share of words
+duplicate_similarity = 90.0      # drop questions this similar to an existing one (0-100)
+poll_interval = 30.0             # seconds between Batch API polls
 
 [review]
 lease_minutes = 30

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs
 
 import pytest
 
@@ -68,6 +69,11 @@ class FakeOpenAI:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    @property
+    def root(self) -> str:
+        """The server's root URL: an Azure endpoint (the client adds /openai/...)."""
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
 
     @property
     def chat_calls(self) -> int:
@@ -123,7 +129,7 @@ class FakeOpenAI:
         if kind == "500":
             return 500, _error("The server had an error while processing your request."), {}
         if kind == "auth":
-            key = headers.get("authorization", "").removeprefix("Bearer ")
+            key = headers.get("api-key") or headers.get("authorization", "").removeprefix("Bearer ")
             # Real servers echo (part of) the key: curator must not let it through.
             return 401, _error(f"Incorrect API key provided: {key}.", "invalid_api_key"), {}
         if kind == "slow":
@@ -311,31 +317,37 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("content-length") or 0)
             return self.rfile.read(length) if length else b""
 
+        def _record(self, body: Any) -> tuple[str, dict[str, str]]:
+            """Log the request (path, query, credentials as sent); (path, headers)."""
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            path, _, query = self.path.partition("?")
+            fake.requests.append({"path": path, "query": parse_qs(query), "body": body,
+                                  "auth": headers.get("authorization"),
+                                  "api_key": headers.get("api-key")})
+            return path, headers
+
         def do_POST(self) -> None:
             raw = self._body()
-            headers = {k.lower(): v for k, v in self.headers.items()}
-            path = self.path.split("?")[0]
-            if path.endswith("/chat/completions"):
-                body = json.loads(raw or b"{}")
-                fake.requests.append({"path": path, "body": body, "auth": headers.get("authorization")})
-                status, payload, extra = fake.chat(body, headers)
-                self._send(status, payload, extra)
-            elif path.endswith("/files"):
-                fields = _multipart(raw, headers.get("content-type", ""))
-                fake.requests.append({"path": path, "body": {"purpose": fields.get("purpose")}})
+            content_type = self.headers.get("content-type", "")
+            if self.path.split("?")[0].endswith("/files"):
+                fields = _multipart(raw, content_type)
+                path, headers = self._record({"purpose": fields.get("purpose")})
                 filename, data = fields.get("file", ("upload.jsonl", b""))
                 purpose = fields.get("purpose", (None, b"batch"))[1].decode()
                 self._send(200, fake.upload(filename, data, purpose))
+                return
+            body = json.loads(raw or b"{}")
+            path, headers = self._record(body)
+            if path.endswith("/chat/completions"):
+                status, payload, extra = fake.chat(body, headers)
+                self._send(status, payload, extra)
             elif path.endswith("/batches"):
-                body = json.loads(raw or b"{}")
-                fake.requests.append({"path": path, "body": body})
                 self._send(200, fake.create_batch(body))
             else:
                 self._send(404, _error(f"no route {path}"))
 
         def do_GET(self) -> None:
-            path = self.path.split("?")[0]
-            fake.requests.append({"path": path, "body": None})
+            path, _ = self._record(None)
             if m := re.search(r"/files/([^/]+)/content$", path):
                 entry = fake.files.get(m.group(1))
                 if entry is None:

@@ -13,16 +13,18 @@ from curator.errors import EXIT_FAILED, EXIT_PARTIAL
 
 
 @cli.command("generate")
-@click.option("-n", "--passages", default=20, show_default=True,
-              help="How many passages to draw (stratified across documents).")
+@click.option("-n", "--passages", type=click.IntRange(min=1),
+              help="How many passages to draw, stratified across documents ([generate] passages, 20).")
 @click.option("--slice", "slices", multiple=True,
-              help="Only these slices (repeatable). Default: every configured slice with a prompt.")
+              help="Only these slices (repeatable). Default: [generate] slices, else every "
+                   "configured slice with a prompt.")
 @click.option("--seed", default=0, show_default=True, help="Seed for passage selection.")
 @click.option("--backend", type=click.Choice(["model", "identifiers"]), default="model", show_default=True,
               help="`identifiers`: exact-identifier questions from templates, offline, no model.")
 @click.option("--model", help="Model name (default: [model] name in curator.toml).")
 @click.option("--base-url", help="OpenAI-compatible endpoint (default: [model] base_url / OPENAI_BASE_URL).")
-@click.option("--concurrency", type=click.IntRange(1, 256), help="Requests in flight (default 8).")
+@click.option("--concurrency", type=click.IntRange(1, 256),
+              help="Requests in flight ([model] concurrency, 8).")
 @click.option("--timeout", type=click.FloatRange(min=0.1), help="Seconds per request.")
 @click.option("--max-retries", type=click.IntRange(0, 20), help="Retries on 429/5xx/timeouts.")
 @click.option("--max-calls", type=click.IntRange(min=1), help="Stop cleanly after this many model calls.")
@@ -35,22 +37,27 @@ from curator.errors import EXIT_FAILED, EXIT_PARTIAL
 @click.option("--no-wait", is_flag=True, help="With --batch: submit and return; collect with --resume-batch.")
 @click.option("--resume-batch", metavar="ID", help="Poll and ingest a batch submitted earlier.")
 @click.option("--list-batches", is_flag=True, help="List the batches submitted from this workspace.")
-@click.option("--poll-interval", default=30.0, show_default=True, help="Seconds between batch polls.")
-@click.option("--multi-hop-ratio", default=0.2, show_default=True, type=click.FloatRange(0, 5),
-              help="Multi-hop groups per selected passage.")
-@click.option("--group-size", default=2, show_default=True, type=click.IntRange(2, 3),
-              help="Passages per multi-hop group.")
+@click.option("--poll-interval", type=click.FloatRange(min=0, min_open=True),
+              help="Seconds between batch polls ([generate] poll_interval, 30).")
+@click.option("--multi-hop-ratio", type=click.FloatRange(0, 5),
+              help="Multi-hop groups per selected passage ([generate] multi_hop_ratio, 0.2).")
+@click.option("--group-size", type=click.IntRange(2, 3),
+              help="Passages per multi-hop group ([generate] group_size, 2).")
 @click.option("--passage", "only", multiple=True, help="Only draw from these passage ids (repeatable).")
-@click.option("--paraphrase-max-overlap", default=80.0, show_default=True,
-              help="Reject paraphrases whose wording overlaps the passage more (rapidfuzz, 0-100).")
-@click.option("--negative-max-coverage", default=0.75, show_default=True,
-              help="Reject negatives when a search hit holds this share of their words.")
-@click.option("--duplicate-similarity", default=90.0, show_default=True,
-              help="Drop questions this similar (rapidfuzz, 0-100) to an existing one.")
+@click.option("--min-words", type=click.IntRange(min=1),
+              help="Skip passages shorter than this ([generate] min_words, 25).")
+@click.option("--paraphrase-max-overlap", type=click.FloatRange(0, 100),
+              help="Reject paraphrases whose wording overlaps the passage more (rapidfuzz 0-100; "
+                   "[generate] paraphrase_max_overlap, 80).")
+@click.option("--negative-max-coverage", type=click.FloatRange(0, 1),
+              help="Reject negatives when a search hit holds this share of their words "
+                   "([generate] negative_max_coverage, 0.75).")
+@click.option("--duplicate-similarity", type=click.FloatRange(0, 100),
+              help="Drop questions this similar (rapidfuzz 0-100) to an existing one "
+                   "([generate] duplicate_similarity, 90).")
 @json_option
 @pass_ws
-def generate_cmd(ws, slices, only, list_batches, paraphrase_max_overlap, negative_max_coverage,
-                 duplicate_similarity, no_wait, as_json, **options) -> None:
+def generate_cmd(ws, slices, only, list_batches, no_wait, as_json, **options) -> None:
     """Generate candidate questions for every slice and queue them for review.
 
     Draws passages stratified across documents (skipping ones that candidates or cases
@@ -58,6 +65,8 @@ def generate_cmd(ws, slices, only, list_batches, paraphrase_max_overlap, negativ
     checks each question against its slice's rules, drops near-duplicates and queues the
     rest with provenance. Results are cached: a rerun costs nothing, an interrupted run
     resumes. The API key comes from the environment only and is never stored or printed.
+    Options left out take their defaults from curator.toml ([generate], [model]); with
+    [model] provider = "azure" the run goes to Azure OpenAI.
     Exits 3 when some tasks failed or a budget stopped the run (each failure is listed).
 
     \b
@@ -69,7 +78,6 @@ def generate_cmd(ws, slices, only, list_batches, paraphrase_max_overlap, negativ
     """
     from curator.generate import generate
     from curator.generate.batch import list_batches as batches
-    from curator.generate.slices import Thresholds
 
     if list_batches:
         rows = batches(ws)
@@ -79,9 +87,6 @@ def generate_cmd(ws, slices, only, list_batches, paraphrase_max_overlap, negativ
             console.print(f"{r['id']}  {r['status']:<12} {r['tasks']:>5} tasks  {r['created_at']}"
                           f"  {'ingested ' + r['ingested_at'] if r['ingested_at'] else ''}")
         return
-    thresholds = Thresholds(paraphrase_max_overlap=paraphrase_max_overlap,
-                            negative_max_coverage=negative_max_coverage,
-                            duplicate_similarity=duplicate_similarity)
     with Progress(
         TextColumn("Generating"), BarColumn(), MofNCompleteColumn(), TextColumn("tasks"),
         TimeElapsedColumn(), console=err_console, transient=True,
@@ -89,7 +94,7 @@ def generate_cmd(ws, slices, only, list_batches, paraphrase_max_overlap, negativ
     ) as bar:
         task = bar.add_task("generate", total=None)
         summary = generate(
-            ws, slices=list(slices) or None, only=list(only) or None, thresholds=thresholds,
+            ws, slices=list(slices) or None, only=list(only) or None,
             wait=not no_wait, progress=lambda done, total: bar.update(task, completed=done, total=total),
             **options,
         )

@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING, Any
 import openai
 
 from curator.errors import CuratorError
-from curator.generate.client import CallLog, make_client, parse_output, strict_schema
+from curator.generate.client import (
+    CallLog,
+    ClientOptions,
+    make_client,
+    parse_output,
+    strict_schema,
+)
 from curator.generate.prompts import combined_output
 from curator.models import utcnow
 
@@ -23,18 +29,23 @@ BATCH_PRICE_FACTOR = 0.5
 _OPEN = ("validating", "in_progress", "finalizing", "cancelling")
 
 
-def _request(gen: Generator, task: Task) -> dict[str, Any]:
+def _endpoint(options: ClientOptions) -> str:
+    """The batch's endpoint as the provider spells it (Azure's has no /v1)."""
+    return "/chat/completions" if options.provider == "azure" else "/v1/chat/completions"
+
+
+def _request(options: ClientOptions, task: Task) -> dict[str, Any]:
     output = combined_output(task.templates)
     body = {
-        "model": gen.model,
+        "model": options.wire_model,
         "messages": [{"role": "system", "content": task.system}, {"role": "user", "content": task.user}],
-        "temperature": gen.params["temperature"],
+        "temperature": options.temperature,
         "response_format": {
             "type": "json_schema",
             "json_schema": {"name": output.__name__[:64], "schema": strict_schema(output), "strict": True},
         },
     }
-    return {"custom_id": task.key, "method": "POST", "url": "/v1/chat/completions", "body": body}
+    return {"custom_id": task.key, "method": "POST", "url": _endpoint(options), "body": body}
 
 
 def _spec(task: Task) -> dict[str, Any]:
@@ -48,8 +59,8 @@ def _spec(task: Task) -> dict[str, Any]:
 
 def submit(gen: Generator, tasks: list[Task]) -> None:
     """Upload the tasks as one batch, record it, then wait for it (unless `wait=False`)."""
-    lines = "".join(json.dumps(_request(gen, t), ensure_ascii=False) + "\n" for t in tasks)
     options = gen._client_options()
+    lines = "".join(json.dumps(_request(options, t), ensure_ascii=False) + "\n" for t in tasks)
 
     async def go() -> tuple[str, str]:
         client = make_client(options)
@@ -58,14 +69,13 @@ def submit(gen: Generator, tasks: list[Task]) -> None:
                 file=(f"{gen.run_id}.jsonl", io.BytesIO(lines.encode("utf-8"))), purpose="batch"
             )
             batch = await client.batches.create(
-                input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h",
+                input_file_id=upload.id, endpoint=_endpoint(options), completion_window="24h",
                 metadata={"curator_run": gen.run_id},
             )
             return batch.id, upload.id
         except openai.APIError as exc:
-            where = options.base_url or "the default OpenAI endpoint"
             raise CuratorError(
-                f"could not submit the batch to {where}: {gen.redact(str(exc))}",
+                f"could not submit the batch to {client.base_url}: {gen.redact(str(exc))}",
                 "Set the endpoint with --base-url, [model] base_url or OPENAI_BASE_URL.",
             ) from None
         finally:
@@ -104,7 +114,7 @@ def resume(gen: Generator, batch_id: str) -> None:
     if row is None:
         raise CuratorError(
             f"no batch {batch_id!r} in this workspace",
-            "`curator generate --batches` lists the batches it submitted.",
+            "`curator generate --list-batches` lists the batches it submitted.",
         )
     gen.summary.batch_id = batch_id
     if row["ingested_at"]:
@@ -124,7 +134,7 @@ def resume(gen: Generator, batch_id: str) -> None:
                 _set_status(gen, batch_id, batch.status)
                 if batch.status not in _OPEN or not gen.opts.wait:
                     break
-                await asyncio.sleep(gen.opts.poll_interval)
+                await asyncio.sleep(gen.settings.poll_interval)
             out = err = ""
             if batch.output_file_id:
                 out = (await client.files.content(batch.output_file_id)).text
@@ -132,9 +142,8 @@ def resume(gen: Generator, batch_id: str) -> None:
                 err = (await client.files.content(batch.error_file_id)).text
             return batch, out, err
         except openai.APIError as exc:
-            where = options.base_url or "the default OpenAI endpoint"
             raise CuratorError(
-                f"could not read batch {batch_id} from {where}: {gen.redact(str(exc))}"
+                f"could not read batch {batch_id} from {client.base_url}: {gen.redact(str(exc))}"
             ) from None
         finally:
             await client.close()
@@ -155,8 +164,11 @@ def _set_status(gen: Generator, batch_id: str, status: str) -> None:
 
 
 def _ingest(gen: Generator, batch_id: str, specs: dict[str, dict[str, Any]], out: str, err: str) -> None:
+    """Ingest the result files once, then repair the replies that failed validation with
+    one live call each, as a live run would have."""
     log = CallLog(gen.ws, gen.run_id, gen.redact)
     seen: set[str] = set()
+    invalid: list[tuple[Task, str]] = []
     gen.summary.tasks = len(specs)
     for text in (out, err):
         for number, line in enumerate(text.splitlines(), 1):
@@ -180,7 +192,9 @@ def _ingest(gen: Generator, batch_id: str, specs: dict[str, dict[str, Any]], out
                     ",".join(p[0] for p in spec["passages"]),
                     "the passage or prompt changed since the batch was submitted; run again"))
                 continue
-            _ingest_line(gen, log, batch_id, task, record)
+            reply = _ingest_line(gen, log, batch_id, task, record)
+            if reply is not None:
+                invalid.append((task, reply))
     for custom_id, spec in specs.items():
         if custom_id not in seen:
             gen.summary.tasks_failed += 1
@@ -188,6 +202,8 @@ def _ingest(gen: Generator, batch_id: str, specs: dict[str, dict[str, Any]], out
                                                  f"no result in batch {batch_id}"))
     with gen.ws.lock:
         gen.ws.db["batches"].update(batch_id, {"ingested_at": utcnow(), "updated_at": utcnow()})
+    if invalid:  # after marking the batch ingested: an interrupted repair is redone by a live run
+        gen.repair(invalid)
 
 
 def _failure(where: str, error: str):
@@ -196,7 +212,9 @@ def _failure(where: str, error: str):
     return Failure(task="batch", passages=[where], error=error)
 
 
-def _ingest_line(gen: Generator, log: CallLog, batch_id: str, task: Task, record: dict[str, Any]) -> None:
+def _ingest_line(gen: Generator, log: CallLog, batch_id: str, task: Task,
+                 record: dict[str, Any]) -> str | None:
+    """Ingest one result line; returns the reply when it failed validation (to repair)."""
     response = record.get("response") or {}
     status = response.get("status_code")
     body = response.get("body") or {}
@@ -215,24 +233,25 @@ def _ingest_line(gen: Generator, log: CallLog, batch_id: str, task: Task, record
         message = (record.get("error") or {}).get("message") or f"HTTP {status}"
         log.write(spec, params, **row, outcome="error", error=message)
         gen.fail(task, f"batch request failed: {message}")
-        return
+        return None
     choice = (body.get("choices") or [{}])[0]
     message = choice.get("message") or {}
     if message.get("refusal"):
         log.write(spec, params, **row, outcome="refused", error=message["refusal"])
         gen.fail(task, f"the model refused: {message['refusal']}")
-        return
-    output, problem = parse_output(message.get("content") or "", spec.output)
+        return None
+    reply = message.get("content") or ""
+    output, problem = parse_output(reply, spec.output)
     if output is None:
         log.write(spec, params, **row, outcome="invalid", error=problem)
-        gen.fail(task, f"invalid JSON in batch result (a normal run retries it): {problem}")
-        return
+        return reply
     log.write(spec, params, **row, outcome="ok")
     data = output.model_dump()
     gen.cache.put(task.key, model=gen.model, prompt_hash=task.prompt_hash,
                   fingerprints=task.fingerprints, params=gen.params, output=data,
                   prompt_tokens=pt, completion_tokens=ct)
     gen._ingest(task, data, status="ok")
+    return None
 
 
 def _rebuild(gen: Generator, spec: dict[str, Any]) -> Task | None:

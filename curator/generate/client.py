@@ -120,6 +120,10 @@ class ClientOptions:
     model: str
     base_url: str | None
     api_key: SecretStr | None
+    provider: str = "openai"  # openai | azure
+    azure_endpoint: str | None = None
+    api_version: str | None = None
+    deployment: str | None = None  # the name the server knows the model by (Azure)
     timeout: float = 60.0
     max_retries: int = 5
     temperature: float = 0.2
@@ -127,6 +131,12 @@ class ClientOptions:
     backoff_base: float = 0.5
     backoff_max: float = 30.0
     max_tokens: int | None = None
+
+    @property
+    def wire_model(self) -> str:
+        """The request body's `model`: for Azure, the deployment (the client puts it in
+        the URL, /openai/deployments/<deployment>/chat/completions)."""
+        return self.deployment or self.model
 
 
 class CallLog:
@@ -167,12 +177,35 @@ class CallLog:
 
 def make_client(options: ClientOptions) -> openai.AsyncOpenAI:
     key = options.api_key.get_secret_value() if options.api_key else None
+    if options.provider == "azure":
+        return _azure_client(options, key)
     if not key:
         # Local servers (vLLM, Ollama, llama.cpp) accept any key; the client insists on one.
         key = "not-needed"
     return openai.AsyncOpenAI(
         api_key=key, base_url=options.base_url, timeout=options.timeout, max_retries=0
     )
+
+
+def _azure_client(options: ClientOptions, key: str | None) -> openai.AsyncAzureOpenAI:
+    """`AsyncAzureOpenAI`; what is not configured it reads itself from AZURE_OPENAI_ENDPOINT,
+    OPENAI_API_VERSION and (without a key) AZURE_OPENAI_AD_TOKEN."""
+    try:
+        return openai.AsyncAzureOpenAI(
+            api_key=key,
+            azure_endpoint=None if options.base_url else options.azure_endpoint,
+            base_url=options.base_url,
+            api_version=options.api_version,
+            timeout=options.timeout,
+            max_retries=0,
+        )
+    except (openai.OpenAIError, ValueError) as exc:
+        # The client's messages name arguments and variables, never a key.
+        raise CuratorError(
+            f"Azure OpenAI is not fully configured: {exc}",
+            "Set [model] azure_endpoint and api_version in curator.toml (or AZURE_OPENAI_ENDPOINT "
+            "and OPENAI_API_VERSION), and the key in AZURE_OPENAI_API_KEY (see docs/generate.md).",
+        ) from None
 
 
 class ModelClient:
@@ -201,16 +234,25 @@ class ModelClient:
         await self.client.close()
 
     def params(self) -> dict[str, Any]:
-        return {"model": self.options.model, "temperature": self.options.temperature}
+        params = {"model": self.options.model, "temperature": self.options.temperature}
+        if self.options.deployment:
+            params["deployment"] = self.options.deployment
+        return params
 
-    async def run(self, spec: CallSpec) -> CallResult:
+    async def run(self, spec: CallSpec, reply: str | None = None) -> CallResult:
         """Ask for `spec`'s output; on invalid JSON make one repair attempt with the
-        validation error; never raises for model or server trouble."""
+        validation error; never raises for model or server trouble. `reply`: an answer
+        received elsewhere (a Batch API result) that failed validation: only the repair
+        is sent."""
         async with self.semaphore:
             messages = self._messages(spec)
             result = CallResult(ok=False)
             text, problem = "", ""
-            for kind in ("call", "repair"):
+            kinds = ("call", "repair")
+            if reply is not None:
+                text, problem = reply, parse_output(reply, spec.output)[1]
+                kinds = ("repair",)
+            for kind in kinds:
                 if kind == "repair":
                     messages = [
                         *messages,
@@ -267,7 +309,7 @@ class ModelClient:
             result.calls += 1
             params = {**self.params(), "response_format": self.mode}
             kwargs: dict[str, Any] = {
-                "model": self.options.model,
+                "model": self.options.wire_model,
                 "messages": messages,
                 "temperature": self.options.temperature,
             }
@@ -307,16 +349,16 @@ class ModelClient:
                 if status in (401, 403):
                     raise CuratorError(
                         f"The model server refused the credentials (HTTP {status}).",
-                        "Check the key in the environment variable named by [model] api_key_env.",
+                        "Check the key in the environment variable named by [model] api_key_env "
+                        "(default OPENAI_API_KEY, or AZURE_OPENAI_API_KEY for Azure).",
                     ) from None
                 return None
             except (openai.APITimeoutError, openai.APIConnectionError) as exc:
                 latency = (time.perf_counter() - start) * 1000
                 self.budget.settle(estimate, 0.0)
                 timeout = isinstance(exc, openai.APITimeoutError)
-                where = self.options.base_url or "the default OpenAI endpoint"
                 what = f"timed out after {self.options.timeout:g}s" if timeout else (
-                    f"could not connect to {where}: {self.redact(str(exc))}")
+                    f"could not connect to {self.client.base_url}: {self.redact(str(exc))}")
                 outcome = "retry" if attempt <= self.options.max_retries else "error"
                 self.log.write(spec, params, **row, outcome=outcome, error=what, latency_ms=latency)
                 if outcome == "retry":

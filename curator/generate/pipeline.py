@@ -24,6 +24,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import ValidationError
+
+from curator.config import GenerateConfig
 from curator.errors import CuratorError
 from curator.generate import identifiers as idents
 from curator.generate import slices as sl
@@ -53,10 +56,17 @@ _TOKENS_PER_QUESTION = 70  # completion estimate for --dry-run and the cost budg
 _MAX_IDENTIFIERS = 8
 
 
+# Options that default to the workspace's `[generate]` section (curator.config.GenerateConfig).
+CONFIGURABLE = (
+    "passages", "slices", "multi_hop_ratio", "group_size", "min_words", "paraphrase_max_overlap",
+    "negative_max_coverage", "duplicate_similarity", "poll_interval",
+)
+
+
 @dataclass
 class GenerateOptions:
-    passages: int = 20
-    slices: list[str] | None = None  # default: every configured slice with a template
+    passages: int | None = None
+    slices: list[str] | None = None
     seed: int = 0
     backend: str = "model"  # model | identifiers
     model: str | None = None
@@ -72,11 +82,14 @@ class GenerateOptions:
     batch: bool = False
     resume_batch: str | None = None
     wait: bool = True
-    poll_interval: float = 30.0
-    multi_hop_ratio: float = 0.2  # multi-hop groups per selected passage
-    group_size: int = 2
+    poll_interval: float | None = None
+    multi_hop_ratio: float | None = None  # multi-hop groups per selected passage
+    group_size: int | None = None
+    min_words: int | None = None
+    paraphrase_max_overlap: float | None = None
+    negative_max_coverage: float | None = None
+    duplicate_similarity: float | None = None
     only: list[str] | None = None  # restrict selection to these passage ids
-    thresholds: sl.Thresholds = field(default_factory=sl.Thresholds)
     progress: Callable[[int, int], None] | None = None
 
 
@@ -167,13 +180,14 @@ class Task:
 def generate(ws: Any, **options: Any) -> GenerateSummary:
     """Generate candidate questions from the workspace's corpus and queue them for review.
 
-    Options (all keyword): passages (how many to draw, default 20), slices (default:
-    every configured slice that has a prompt), seed, backend ("model" or the offline
-    "identifiers"), model, base_url, concurrency, timeout, max_retries, temperature,
-    response_format ("auto", "json_schema", "json_object", "text"), max_calls, max_cost
-    (USD), dry_run, batch, resume_batch (a batch id), wait, poll_interval,
-    multi_hop_ratio, group_size, only (passage ids), thresholds (slices.Thresholds),
-    progress (callback(done, total)).
+    Options (all keyword): passages (how many to draw), slices, seed, backend ("model"
+    or the offline "identifiers"), model, base_url, concurrency, timeout, max_retries,
+    temperature, response_format ("auto", "json_schema", "json_object", "text"),
+    max_calls, max_cost (USD), dry_run, batch, resume_batch (a batch id), wait,
+    poll_interval, multi_hop_ratio, group_size, min_words, paraphrase_max_overlap,
+    negative_max_coverage, duplicate_similarity, only (passage ids), progress
+    (callback(done, total)). Options left out (or None) take the workspace's
+    `[generate]` / `[model]` configuration.
 
     Example:
         >>> from curator import Workspace
@@ -193,8 +207,7 @@ class Generator:
         self.model = opts.model or cfg.name
         if opts.backend not in ("model", "identifiers"):
             raise CuratorError(f"unknown backend {opts.backend!r}", "Use `model` or `identifiers`.")
-        if opts.group_size not in (2, 3):
-            raise CuratorError("group size must be 2 or 3")
+        self.settings = _settings(ws.config.generate, opts)
         self.run_id = datetime.now(UTC).strftime("gen-%Y%m%dT%H%M%SZ-") + secrets.token_hex(3)
         self.summary = GenerateSummary(
             run_id=self.run_id,
@@ -210,7 +223,7 @@ class Generator:
         }
         self.templates: dict[str, PromptTemplate] = {}
         self.slices: list[str] = []
-        self.deduper = sl.Deduper(opts.thresholds.duplicate_similarity)
+        self.deduper = sl.Deduper(self.settings.duplicate_similarity)
         self.known_norms: set[str] = set()
         self._topics: str | None = None
 
@@ -237,7 +250,7 @@ class Generator:
     def _load_prompts(self) -> None:
         templates = load_templates(self.ws.prompts_dir)
         configured = list(self.ws.config.slices)
-        wanted = self.opts.slices or [s for s in configured if s in templates]
+        wanted = self.settings.slices or [s for s in configured if s in templates]
         unknown = [s for s in wanted if s not in templates]
         if unknown:
             raise CuratorError(
@@ -253,7 +266,7 @@ class Generator:
     def _load_existing(self) -> None:
         norms = sl.existing_questions(self.ws)
         self.known_norms = set(norms)
-        self.deduper = sl.Deduper(self.opts.thresholds.duplicate_similarity, norms)
+        self.deduper = sl.Deduper(self.settings.duplicate_similarity, norms)
 
     def _run_model(self) -> None:
         self._load_prompts()
@@ -288,8 +301,20 @@ class Generator:
             return
         asyncio.run(self._send(todo, done, len(tasks)))
 
-    async def _send(self, todo: list[Task], done: int, total: int) -> None:
-        budget = Budget(max_calls=self.opts.max_calls, max_cost=self.opts.max_cost)
+    def repair(self, replies: list[tuple[Task, str]]) -> None:
+        """One live repair call for each (task, reply that failed validation), as a live
+        run would have made; counted in the budget with what the run already spent."""
+        budget = Budget(max_calls=self.opts.max_calls, max_cost=self.opts.max_cost,
+                        calls=self.summary.calls, cost=self.summary.cost)
+        tasks = [task for task, _ in replies]
+        asyncio.run(self._send(tasks, 0, len(tasks), budget, {t.key: r for t, r in replies}))
+
+    async def _send(self, todo: list[Task], done: int, total: int, budget: Budget | None = None,
+                    replies: dict[str, str] | None = None) -> None:
+        """Send `todo` to the model; `replies`: task key -> an invalid answer to repair."""
+        if budget is None:
+            budget = Budget(max_calls=self.opts.max_calls, max_cost=self.opts.max_cost)
+        replies = replies or {}
         # One worker thread owns the database while requests are in flight: call-log
         # rows, cache writes, checks and queueing all run there, in order, so the event
         # loop never waits on SQLite or rapidfuzz.
@@ -327,7 +352,7 @@ class Generator:
             self._progress(counter[0], total)
 
         async def one(task: Task) -> None:
-            result = await client.run(task.spec())
+            result = await client.run(task.spec(), replies.get(task.key))
             self.summary.calls += result.calls
             self.summary.prompt_tokens += result.prompt_tokens
             self.summary.completion_tokens += result.completion_tokens
@@ -348,6 +373,10 @@ class Generator:
             model=self.model,
             base_url=o.base_url or self.ws.config.resolved_base_url(),
             api_key=self.ws.config.api_key(),
+            provider=cfg.provider,
+            azure_endpoint=cfg.azure_endpoint,
+            api_version=cfg.api_version,
+            deployment=cfg.deployment,
             timeout=o.timeout if o.timeout is not None else cfg.timeout,
             max_retries=o.max_retries if o.max_retries is not None else cfg.max_retries,
             temperature=self.params["temperature"],
@@ -406,9 +435,9 @@ class Generator:
 
         selected, skipped = sl.select_passages(
             self.ws,
-            self.opts.passages,
+            self.settings.passages,
             self.opts.seed,
-            thresholds=self.opts.thresholds,
+            min_words=self.settings.min_words,
             reusable=reusable,
             only=set(self.opts.only) if self.opts.only else None,
         )
@@ -416,8 +445,9 @@ class Generator:
         self.summary.passages_skipped_covered = skipped
         tasks = [t for p in selected if (t := passage_task(p)) is not None]
         if multi and selected:
-            count = math.ceil(len(selected) * self.opts.multi_hop_ratio)
-            for group in sl.build_groups(self.ws, selected, count, self.opts.group_size, self.opts.seed):
+            count = math.ceil(len(selected) * self.settings.multi_hop_ratio)
+            size = self.settings.group_size
+            for group in sl.build_groups(self.ws, selected, count, size, self.opts.seed):
                 tasks.append(self.group_task(group, [self.templates[s] for s in multi]))
         return tasks
 
@@ -608,12 +638,12 @@ class Generator:
         elif problem is None and template.output == "question" and template.slice != "negative":
             overlap = sl.paraphrase_overlap(question, p.text + " " + p.heading)
             provenance["overlap"] = round(overlap, 1)
-            if template.slice == "paraphrase" and overlap > self.opts.thresholds.paraphrase_max_overlap:
+            if template.slice == "paraphrase" and overlap > self.settings.paraphrase_max_overlap:
                 problem = "paraphrase too close to the passage's wording"
         elif problem is None and template.slice == "negative":
             suggestions = []
             expect_empty = True
-            hit = sl.negative_match(self.ws, question, self.opts.thresholds.negative_max_coverage)
+            hit = sl.negative_match(self.ws, question, self.settings.negative_max_coverage)
             if hit is not None:
                 problem = "negative answered by the corpus"
                 provenance["answered_by"] = hit[0]
@@ -654,9 +684,9 @@ class Generator:
     def _run_identifiers(self) -> None:
         selected, skipped = sl.select_passages(
             self.ws,
-            self.opts.passages,
+            self.settings.passages,
             self.opts.seed,
-            thresholds=self.opts.thresholds,
+            min_words=self.settings.min_words,
             only=set(self.opts.only) if self.opts.only else None,
         )
         self.summary.passages_selected = len(selected)
@@ -717,6 +747,16 @@ class Generator:
         if best is None or best[0] >= 5:
             return None  # everywhere: not a clear primary
         return best[2]
+
+
+def _settings(config: GenerateConfig, opts: GenerateOptions) -> GenerateConfig:
+    """The `[generate]` section with the options given for this run laid over it."""
+    given = {name: getattr(opts, name) for name in CONFIGURABLE if getattr(opts, name) is not None}
+    try:
+        return GenerateConfig.model_validate({**config.model_dump(), **given})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise CuratorError(f"invalid generate option: {problems}") from None
 
 
 def _passage_block(tag: str, p: Passage) -> str:

@@ -32,16 +32,6 @@ _LINK = re.compile(r"\]\(([^)#\s]+\.(?:md|markdown|rst|html?|txt))(?:#[^)]*)?\)"
 _META = re.compile(r"\b(the|this|that|above|given) (passage|document|text|section|excerpt)\b", re.I)
 
 
-@dataclass
-class Thresholds:
-    """Where the checks draw their lines (0-100 rapidfuzz scores, 0-1 coverage)."""
-
-    paraphrase_max_overlap: float = 80.0  # reject a paraphrase this lexically close to its passage
-    negative_max_coverage: float = 0.75  # reject a negative whose words a passage mostly holds
-    duplicate_similarity: float = 90.0  # reject a question this close to an existing one
-    min_words: int = 25  # passages shorter than this are not worth a question
-
-
 def content_words(text: str) -> list[str]:
     words = [w.strip(".-").lower() for w in _WORD.findall(text)]
     return [w for w in words if len(w) > 2 and w not in STOPWORDS]
@@ -100,20 +90,20 @@ def select_passages(
     n: int,
     seed: int,
     *,
-    thresholds: Thresholds,
+    min_words: int,
     reusable: Callable[[Passage], bool] = lambda _p: False,
     only: set[str] | None = None,
 ) -> tuple[list[Passage], int]:
-    """Up to `n` current passages, stratified across documents, skipping those already
-    covered by candidates or cases unless `reusable` (their work is cached, so including
-    them keeps a rerun identical and free). Passages named in `only` are taken even when
+    """Up to `n` current passages of at least `min_words` words, stratified across
+    documents, skipping those already covered by candidates or cases unless `reusable`
+    (their work is cached, so including them keeps a rerun identical and free). Passages named in `only` are taken even when
     covered: asking again is what the user wants. Returns (passages, how many skipped)."""
     covered = covered_passage_ids(ws) if only is None else set()
     skipped = 0
 
     def keep(p: Passage) -> bool:
         nonlocal skipped
-        if len(p.text.split()) < thresholds.min_words and only is None:
+        if len(p.text.split()) < min_words and only is None:
             return False
         if p.id in covered and not reusable(p):
             skipped += 1

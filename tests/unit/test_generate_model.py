@@ -290,28 +290,28 @@ def test_near_duplicates_are_dropped_within_and_across_runs(gws, fake_openai):
 def test_selection_is_stratified_seeded_and_skips_covered(ws):
     from curator.corpus import add_paths
     from curator.demo import demo_bundle
-    from curator.generate.slices import Thresholds, select_passages
+    from curator.generate.slices import select_passages
     from curator.models import CandidateIn, Suggestion
 
     add_paths(ws, [demo_bundle() / "corpus"])
-    a, _ = select_passages(ws, 10, 5, thresholds=Thresholds())
-    b, _ = select_passages(ws, 10, 5, thresholds=Thresholds())
+    a, _ = select_passages(ws, 10, 5, min_words=25)
+    b, _ = select_passages(ws, 10, 5, min_words=25)
     assert [p.id for p in a] == [p.id for p in b]
     assert len({p.doc_id for p in a}) == 10  # one per document first
-    assert [p.id for p in select_passages(ws, 10, 6, thresholds=Thresholds())[0]] != [p.id for p in a]
+    assert [p.id for p in select_passages(ws, 10, 6, min_words=25)[0]] != [p.id for p in a]
     # a log query's search-hit suggestion is a guess, not coverage
     ws.add_candidates([CandidateIn(query="q1", source_kind="log",
                                    suggestions=[Suggestion(id=a[2].id, reason="hit")])])
-    assert [p.id for p in select_passages(ws, 10, 5, thresholds=Thresholds())[0]] == [p.id for p in a]
+    assert [p.id for p in select_passages(ws, 10, 5, min_words=25)[0]] == [p.id for p in a]
     # a passage a generated candidate used is skipped; the others keep their places
     ws.add_candidates([CandidateIn(query="q2", source_kind="generated",
                                    suggestions=[Suggestion(id=a[3].id)])])
-    c, skipped = select_passages(ws, 10, 5, thresholds=Thresholds())
+    c, skipped = select_passages(ws, 10, 5, min_words=25)
     assert skipped == 1 and a[3].id not in {p.id for p in c}
     assert [p.id for p in c][:3] == [p.id for p in a][:3]
     assert {p.id for p in a} - {a[3].id} <= {p.id for p in c}
     # naming a covered passage asks about it again
-    again, _ = select_passages(ws, 10, 5, thresholds=Thresholds(), only={a[3].id})
+    again, _ = select_passages(ws, 10, 5, min_words=25, only={a[3].id})
     assert [p.id for p in again] == [a[3].id]
 
 
