@@ -58,6 +58,7 @@ class RunFile:
             parallel = len(self.data) >= PARALLEL_MIN_BYTES and _can_fork()
         self.cut = _cut_point(self.data, self.run.format) if parallel and hasattr(os, "fork") else None
         self.worker: _Worker | None = None
+        self.split = False  # True once the worker's part was scored and used
 
     def __enter__(self) -> RunFile:
         if self.cut is not None:
@@ -85,8 +86,12 @@ class RunFile:
             mine = self.run.queries
             found = score_queries(specs, mine, ks, threshold,
                                   progress=lambda n: report("score", n + worker.counters()[1], len(specs)))
-            theirs = worker.result(lambda read, scored: (report("read", self.cut + read, size),
-                                                          report("score", len(found) + scored, len(specs))))
+
+            def waiting(read: int, scored: int) -> None:
+                report("read", self.cut + read, size)
+                report("score", len(found) + scored, len(specs))
+
+            theirs = worker.result(waiting)
         finally:
             worker.stop()
         if theirs is None or not theirs["seen"].keys().isdisjoint(mine):
@@ -95,6 +100,7 @@ class RunFile:
         seen = self.run.seen()
         seen.update(theirs["seen"])
         found.update(theirs["found"])
+        self.split = True
         self.run.problems += [Problem(self.run.path, line, message, fatal=False) for line, message in theirs["problems"]]
         report("score", len(specs), len(specs))
         return self.run, seen, found

@@ -1,0 +1,126 @@
+"""A big run file read and scored in two processes gives exactly the one-process
+artefact: the same metrics, questions, problems (with their line numbers) and lists."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import curator
+from curator.errors import InputError
+from curator.models import Case, Relevant
+from curator.scoring import metrics as m
+from curator.scoring.runfile import RunFile
+
+QUERIES = 300
+
+
+def _cases() -> list[Case]:
+    rng = random.Random(3)
+    cases = []
+    for i in range(QUERIES):
+        docs = rng.sample(range(40), rng.randint(1, 3))
+        relevant = [Relevant(id=f"d{d}", role="primary" if j == 0 else "secondary") for j, d in enumerate(docs)]
+        cases.append(Case(query_id=f"q{i}", query=f"question {i}", slice=f"s{i % 3}", relevant=relevant))
+    cases.append(Case(query_id="neg", query="nothing", slice="negative", expect_empty=True, relevant=[]))
+    return cases
+
+
+def _rankings(rng: random.Random, qid: str) -> list[tuple[str, float]]:
+    docs = rng.sample(range(40), 20)
+    return [(f"d{d}", rng.choice([1.0, 2.0, 2.5, 3.0])) for d in docs]  # many ties
+
+
+def _trec_lines(qids) -> list[str]:
+    rng = random.Random(5)
+    return [f"{q} Q0 {d} {r} {s} sys" for q in qids for r, (d, s) in enumerate(_rankings(rng, q), 1)]
+
+
+def _score(path: Path, parallel: bool):
+    source = RunFile(path, parallel=parallel)
+    result = curator.score(_cases(), source, k=[5, 10], negative_threshold=2.0)
+    art = {key: value for key, value in result.artefact.items() if key != "created_at"}
+    return source, art
+
+
+def _same_either_way(path: Path, split: bool):
+    one_process, alone = _score(path, parallel=False)
+    two_processes, split_art = _score(path, parallel=True)
+    assert not one_process.split and two_processes.split is split
+    assert split_art == alone
+    return alone
+
+
+def test_trec_in_two_processes_equals_one(tmp_path: Path) -> None:
+    qids = [f"q{i}" for i in range(QUERIES - 10)] + ["neg", "not-a-case"]  # 10 cases missing
+    lines = _trec_lines(qids)
+    lines.insert(100, "q5 Q0 d1 1 high sys")  # bad lines in both halves
+    lines.insert(len(lines) - 50, "broken")
+    path = tmp_path / "run.trec"
+    path.write_text("\n".join(lines) + "\n")
+    art = _same_either_way(path, split=True)
+    assert [p.split(": ", 1)[0] for p in art["run"]["problems"]] == [f"{path}:101", f"{path}:{len(lines) - 50}"]
+    assert len(art["missing"]) == 10 and art["unknown_queries"] == ["not-a-case"]
+    assert art["run"]["queries"] == len(qids)
+    assert art["questions"]["neg"]["failure"] == "false_positive"
+
+
+def test_jsonl_in_two_processes_equals_one(tmp_path: Path) -> None:
+    rng = random.Random(9)
+    rows = []
+    for i in range(QUERIES):
+        results = [{"id": d, "score": s} for d, s in _rankings(rng, f"q{i}")]
+        results.append(results[0])  # a duplicate id: the first rank is kept
+        rows.append(json.dumps({"query_id": f"q{i}", "results": results, "latency_ms": rng.uniform(1, 90)}))
+    rows.insert(250, "{not json")
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    art = _same_either_way(path, split=True)
+    assert art["run"]["problems"][0].startswith(f"{path}:251: not valid JSON")
+    assert art["latency_ms"]["n"] == QUERIES and len(art["duplicates"]) == QUERIES
+
+
+def test_a_query_in_both_parts_is_scored_by_one_process(tmp_path: Path) -> None:
+    """Interleaved TREC queries and a JSONL query given again after the middle."""
+    lines = _trec_lines([f"q{i}" for i in range(QUERIES)])
+    trec = tmp_path / "run.trec"
+    trec.write_text("\n".join(lines[1:] + lines[:1]) + "\n")  # q0's first line last
+    art = _same_either_way(trec, split=False)
+    assert art["questions"]["q0"]["top"] and not art["run"]["problems"]
+
+    rows = [json.dumps({"query_id": f"q{i}", "results": [f"d{i % 40}"]}) for i in range(QUERIES)]
+    jsonl = tmp_path / "run.jsonl"
+    jsonl.write_text("\n".join([*rows, rows[0]]) + "\n")
+    art = _same_either_way(jsonl, split=False)
+    assert art["run"]["problems"] == [f"{jsonl}:{QUERIES + 1}: query q0 appears again; the first line is kept"]
+
+
+def test_bad_utf8_in_the_workers_part_is_reported_with_its_byte(tmp_path: Path) -> None:
+    good = ("\n".join(_trec_lines([f"q{i}" for i in range(QUERIES)])) + "\n").encode()
+    path = tmp_path / "run.trec"
+    path.write_bytes(good + b"q1 Q0 \xff 1 1.0 sys\n")
+    with pytest.raises(InputError, match=rf"not UTF-8 text \(byte {len(good) + 6}\)"):
+        _score(path, parallel=True)
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_progress_counts_bytes_then_questions(tmp_path: Path, parallel: bool) -> None:
+    path = tmp_path / "run.trec"
+    path.write_text("\n".join(_trec_lines([f"q{i}" for i in range(QUERIES)])) + "\n")
+    seen: dict[str, list[tuple[int, int]]] = {"read": [], "score": []}
+    curator.score(_cases(), RunFile(path, parallel=parallel), k=5,
+                  progress=lambda stage, done, total: seen[stage].append((done, total)))
+    for stage, total in (("read", path.stat().st_size), ("score", QUERIES + 1)):
+        done = [d for d, _ in seen[stage]]
+        assert done == sorted(done) and done[-1] == total, (stage, seen[stage][-3:])
+        assert {t for _, t in seen[stage]} == {total}
+
+
+@given(st.lists(st.integers(0, 3), max_size=8), st.lists(st.integers(1, 12), min_size=1, max_size=4))
+def test_ideal_dcg_from_one_sort_equals_one_sort_per_k(grades, ks) -> None:
+    assert m.ideal_dcgs(grades, ks) == {k: m.ideal_dcg(grades, k) for k in ks}
