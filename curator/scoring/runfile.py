@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import marshal
 import mmap
 import os
@@ -63,6 +64,7 @@ class RunFile:
     def __enter__(self) -> RunFile:
         if self.cut is not None:
             self.worker = _Worker(self.run, self.data, self.cut)
+        self.run.sha256 = hashlib.sha256(self.data).hexdigest()  # after the fork: the worker starts sooner
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -72,8 +74,8 @@ class RunFile:
     def score(
         self, specs: list[CaseSpec], ks: list[int], threshold: float | None, progress: Progress | None = None
     ) -> tuple[RunData, dict[str, float | None], Found]:
-        """(the run's path, format, sha256 and problems; every query id with its latency;
-        the scored questions of the queries in the run)."""
+        """(the run's path, format, sha256 and problems, without its rankings; every
+        query id with its latency; the scored questions of the queries in the run)."""
         report = progress or (lambda _stage, _done, _total: None)
         worker, self.worker = self.worker, None
         if worker is None:
@@ -83,9 +85,9 @@ class RunFile:
             size = len(self.data)
             parse_range(self.run, self.data, 0, self.cut,
                         progress=lambda done: report("read", done + worker.counters()[0], size))
-            mine = self.run.queries
-            found = score_queries(specs, mine, ks, threshold,
+            found = score_queries(specs, self.run.queries, ks, threshold,
                                   progress=lambda n: report("score", n + worker.counters()[1], len(specs)))
+            seen = self._drop_rankings()  # freed while the worker may still be busy
 
             def waiting(read: int, scored: int) -> None:
                 report("read", self.cut + read, size)
@@ -94,10 +96,9 @@ class RunFile:
             theirs = worker.result(waiting)
         finally:
             worker.stop()
-        if theirs is None or not theirs["seen"].keys().isdisjoint(mine):
+        if theirs is None or not theirs["seen"].keys().isdisjoint(seen):
             self.run = RunData({}, self.run.path, self.run.format, self.run.sha256)
             return self._score_alone(specs, ks, threshold, report)
-        seen = self.run.seen()
         seen.update(theirs["seen"])
         found.update(theirs["found"])
         self.split = True
@@ -113,7 +114,13 @@ class RunFile:
         found = score_queries(specs, self.run.queries, ks, threshold,
                               progress=lambda n: report("score", n, len(specs)))
         report("score", len(specs), len(specs))
-        return self.run, self.run.seen(), found
+        return self.run, self._drop_rankings(), found
+
+    def _drop_rankings(self) -> dict[str, float | None]:
+        """Once scored, only the query ids and latencies are needed; returns those."""
+        seen = self.run.seen()
+        self.run.queries = {}
+        return seen
 
 
 def _cut_point(data: bytes, fmt: str) -> int | None:
