@@ -131,6 +131,7 @@ def main() -> None:
         server.terminate()
         server.wait()
 
+    load = os.getloadavg()
     calls = last["calls"]
     ideal = calls * LATENCY / CONCURRENCY
     cur, raw = times["curator"], times["raw"]
@@ -146,7 +147,8 @@ def main() -> None:
 prefixes ({stats['passages']} current passages, {stats['passages_all']} with history); fake
 OpenAI server (tests/fake_openai.py) in its own process, {int(LATENCY * 1000)} ms per call;
 `curator generate -n {PASSAGES} --concurrency {CONCURRENCY}`, whole process, fresh workspace
-each run; 1 warm-up, then 3 runs alternating with the raw-client anchor.
+each run; 1 warm-up, then 3 runs alternating with the raw-client anchor. Load average
+{load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} (1 / 5 / 15 min) at the end.
 
 | measure | curator | anchor | ratio | goal | verdict |
 |---|---|---|---|---|---|

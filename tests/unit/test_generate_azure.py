@@ -36,19 +36,18 @@ def configure(ws, toml: str) -> Workspace:
     return Workspace.open(ws.root)
 
 
+def azure(ws, server, extra: str = "") -> Workspace:
+    """The workspace reopened with [model] provider = "azure" against `server`."""
+    return configure(ws, f'[model]\nprovider = "azure"\nazure_endpoint = "{server.root}"\n'
+                         f'api_version = "{VERSION}"\n{extra}')
+
+
 def chat_requests(server):
     return [r for r in server.requests if r["path"].endswith("/chat/completions")]
 
 
 def test_azure_from_curator_toml_uses_deployment_path_version_and_api_key_header(azure_ws, fake_openai):
-    ws = configure(azure_ws, f"""
-[model]
-provider = "azure"
-name = "gpt-4o-mini"
-azure_endpoint = "{fake_openai.root}"
-api_version = "{VERSION}"
-deployment = "curator-mini"
-""")
+    ws = azure(azure_ws, fake_openai, 'name = "gpt-4o-mini"\ndeployment = "curator-mini"\n')
     summary = generate(ws, passages=4, timeout=5)
     assert summary.complete and summary.candidates_added > 0
     sent = chat_requests(fake_openai)
@@ -91,12 +90,7 @@ def test_azure_without_an_api_version_is_a_clear_error(azure_ws, fake_openai, ru
 
 
 def test_the_azure_key_never_reaches_db_logs_errors_or_output(azure_ws, fake_openai, run_cli):
-    ws = configure(azure_ws, f"""
-[model]
-provider = "azure"
-azure_endpoint = "{fake_openai.root}"
-api_version = "{VERSION}"
-""")
+    ws = azure(azure_ws, fake_openai)
     fake_openai.fail("auth", times=None)  # the server echoes the api-key header it got
     with pytest.raises(CuratorError) as err:
         generate(ws, passages=3, timeout=5)
@@ -114,13 +108,7 @@ api_version = "{VERSION}"
 
 
 def test_azure_batch_uses_azure_paths_and_the_deployment(azure_ws, fake_openai):
-    ws = configure(azure_ws, f"""
-[model]
-provider = "azure"
-azure_endpoint = "{fake_openai.root}"
-api_version = "{VERSION}"
-deployment = "batch-mini"
-""")
+    ws = azure(azure_ws, fake_openai, 'deployment = "batch-mini"\n')
     summary = generate(ws, passages=2, slices=["paraphrase"], batch=True, poll_interval=0.01)
     assert summary.batch_status == "completed" and summary.candidates_added == 2
     paths = [r["path"] for r in fake_openai.requests]
