@@ -198,7 +198,7 @@ def score_question(
             out["max_rank_pass"] = first_primary is not None and first_primary <= spec.max_rank
         if any(r <= headline_k and r < ranks.get(doc, 10**9) for doc, r in stale.items()):
             failure = "stale"
-        elif not values[f"success@{headline_k}"]:
+        elif not values[m.metric_names(headline_k)[0]]:
             failure = "miss"
         elif spec.max_rank is not None and not out["max_rank_pass"]:
             failure = "below_max_rank"
@@ -207,7 +207,7 @@ def score_question(
 
 
 def _zero_metrics(ks: Sequence[int]) -> dict[str, float]:
-    return {f"{name}@{k}": 0.0 for k in ks for name in METRICS}
+    return dict.fromkeys((name for k in ks for name in m.metric_names(k)), 0.0)
 
 
 def _top(spec, ids, scores, revisions, stale, top_n) -> list[dict[str, Any]]:
@@ -238,9 +238,9 @@ def _summary(group: list[CaseSpec], questions: dict[str, dict[str, Any]], names:
     negatives = [questions[s.query_id] for s in group if s.negative]
     out: dict[str, Any] = {"n": len(ranked), "negatives": len(negatives)}
     if ranked:
-        rows = [q["metrics"] for q in ranked]
-        for name in names:
-            out[name] = sum(map(itemgetter(name), rows)) / len(rows)
+        columns = zip(*map(itemgetter(*names), [q["metrics"] for q in ranked]), strict=True)
+        for name, column in zip(names, columns, strict=True):
+            out[name] = sum(column) / len(ranked)
         bounded = [q["max_rank_pass"] for q in ranked if "max_rank_pass" in q]
         if bounded:
             out["max_rank_pass_rate"] = sum(bounded) / len(bounded)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from functools import cache
 
 # Discounts 1/log2(rank + 1) for the ranks anyone asks about; grown on demand.
 _DISCOUNT: list[float] = [0.0] + [1.0 / math.log2(r + 1) for r in range(1, 1025)]
@@ -121,6 +122,11 @@ def ndcg_at(ranks: Mapping[str, int], grades: Mapping[str, int], k: int, ideal: 
     return dcg / best
 
 
+@cache
+def metric_names(k: int) -> tuple[str, str, str, str, str]:
+    return f"success@{k}", f"recall@{k}", f"precision@{k}", f"mrr@{k}", f"ndcg@{k}"
+
+
 def metrics_at(
     ranks: Mapping[str, int],
     relevant: Collection[str],
@@ -132,22 +138,24 @@ def metrics_at(
     """success, recall, precision, mrr and ndcg at every k in one pass: the same numbers as
     the functions above (a test holds them equal), computed from the sorted relevant ranks."""
     found = sorted(ranks[d] for d in relevant if d in ranks)
-    gains = [(r, g) for d, g in grades.items() if g > 0 and (r := ranks.get(d)) is not None]
+    # each returned graded passage's rank and discounted gain, summed in ndcg_at's order
+    gains = [(r, g * discount(r)) for d, g in grades.items() if g > 0 and (r := ranks.get(d)) is not None]
     needed = [ranks.get(d) for d in require] if require else None
     n_rel = len(relevant)
     first = found[0] if found else None
     out: dict[str, float] = {}
     for k in ks:
+        success_k, recall_k, precision_k, mrr_k, ndcg_k = metric_names(k)
         hits = bisect_right(found, k)
         if needed is not None:
             success = 1.0 if all(r is not None and r <= k for r in needed) else 0.0
         else:
             success = 1.0 if hits else 0.0
         best = ideal[k] if ideal is not None and k in ideal else ideal_dcg(grades.values(), k)
-        dcg = sum(g * discount(r) for r, g in gains if r <= k)
-        out[f"success@{k}"] = success
-        out[f"recall@{k}"] = hits / n_rel if n_rel else 0.0
-        out[f"precision@{k}"] = hits / k
-        out[f"mrr@{k}"] = 1.0 / first if first is not None and first <= k else 0.0
-        out[f"ndcg@{k}"] = dcg / best if best > 0 else 0.0
+        dcg = sum(gain for r, gain in gains if r <= k)
+        out[success_k] = success
+        out[recall_k] = hits / n_rel if n_rel else 0.0
+        out[precision_k] = hits / k
+        out[mrr_k] = 1.0 / first if first is not None and first <= k else 0.0
+        out[ndcg_k] = dcg / best if best > 0 else 0.0
     return out
