@@ -1,8 +1,9 @@
 """Review app latency at 100,000 passages and 5,000 candidates, measured in a real pty.
 
 - startup: fork of `curator review` to the first bytes of the first card's question;
-- keypress -> next card: `k` written to the pty to the next card's question appearing,
-  over 200 keeps (each keep is appended and fsynced before the next card shows).
+- keypress -> next card: `k` written to the pty to the next card drawn, from its question
+  (top) to the "kept as" message under the passages and preview (the same frame), over
+  200 keeps (each keep is appended and fsynced before the next card shows).
 
 Anchor, measured the same way in the same run: a trivial Textual app (one Static whose
 text a key changes), i.e. the floor any Textual app pays. Goals: startup <= 1.5 s;
@@ -207,7 +208,8 @@ def keeps(work: Path, count: int, think: float, first: int = 1) -> tuple[list[fl
         proc.send("p")
         proc.wait_for("1 primary")
         sent = proc.send("k")
-        times.append(proc.wait_for(f"Q{i + 1:05d}") - sent)
+        proc.wait_for(f"Q{i + 1:05d}")  # the card's top line ...
+        times.append(proc.wait_for("kept as") - sent)  # ... to the message line under the card
     proc.quit()
     writes = json.loads(trace.read_text(encoding="utf-8"))["write_ms"] if trace.exists() else []
     return times, writes

@@ -42,6 +42,7 @@ class ReviewApp(App[None]):
         from curator.tui.screens.modals import TextModal
         from curator.tui.screens.review import ReviewScreen, ReviseScreen
         from curator.tui.widgets.passages import PassageList
+        from curator.tui.widgets.preview import PassageText
 
         def own(cls) -> list[Binding]:
             return [b for b in cls.BINDINGS if isinstance(b, Binding)]
@@ -49,6 +50,7 @@ class ReviewApp(App[None]):
         return [
             ("card", own(ReviewScreen)),
             ("passages (card)", own(PassageList)),
+            ("preview (card; tab to it)", own(PassageText)),
             ("relabel (from the browser)", own(ReviseScreen)),
             ("browser", own(BrowserScreen)),
             ("text boxes", own(TextModal)),

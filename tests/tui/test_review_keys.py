@@ -204,3 +204,23 @@ async def test_help_lists_every_binding(rws):
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen.__class__.__name__ == "ReviewScreen"
+
+
+async def test_preview_scrolls_with_keys(rws):
+    from curator.tui.widgets.preview import PassageText
+
+    app = ReviewApp(rws, blink=False)
+    async with app.run_test(size=(80, 24)) as pilot:  # a one-line preview body
+        await settle(pilot)
+        body = app.screen.query_one(PassageText)
+        assert body.render_line(0).text.startswith("CARRIER-E1042 means")
+        await pilot.press("tab", "down")
+        await pilot.pause()
+        assert app.focused is body
+        assert body.render_line(0).text.startswith("does not match the city")
+        await pilot.press("down", "down")  # already at the end: stays there
+        await pilot.pause()
+        assert body.render_line(0).text.startswith("does not match the city")
+        await pilot.press("up")
+        await pilot.pause()
+        assert body.render_line(0).text.startswith("CARRIER-E1042 means")

@@ -26,6 +26,8 @@ from curator.tui.widgets.passages import PassageList
 from curator.tui.widgets.preview import Preview
 from curator.tui.widgets.stats import StatsBar
 
+PREFETCH_AFTER = 0.05  # seconds: a card's frame takes 10-20 ms; a reviewer's next key, longer
+
 
 def _slice_bindings() -> list[Binding]:
     return [
@@ -158,8 +160,10 @@ class ReviewScreen(Screen[None]):
         self.busy = False
         self.card = message.card
         if message.card is not None and message.card.candidate is not None:
-            # after this card is on screen: the prefetch must not compete with its frame
-            self.call_after_refresh(self._prefetch)
+            # Once this card is on screen: a prefetch thread running during the frame takes
+            # the GIL from it and doubles it. call_after_refresh fires too early for that
+            # (before the card's widgets have asked for their repaint).
+            self.set_timer(PREFETCH_AFTER, self._prefetch)
         self._say(message.note)
         if message.card is None:
             self._render_stats()
@@ -390,7 +394,7 @@ class ReviewScreen(Screen[None]):
     def _say(self, text: str, error: bool = False) -> None:
         box = self.query_one("#message", Static)
         box.set_class(error, "-error")
-        box.update(Content(text))
+        box.update(Content(text), layout=False)  # one line, fixed height
 
 
 class ReviseScreen(ReviewScreen):

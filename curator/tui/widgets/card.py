@@ -1,4 +1,9 @@
-"""The question, its provenance and the state of its labels."""
+"""The question, its provenance and the state of its labels.
+
+Each widget has a fixed height in curator.tcss, so a new card repaints them without a
+layout pass (`update(..., layout=False)`): re-laying-out the screen for every card was a
+third of a keypress's frame.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from curator.review import Card
 
 class Question(Static):
     def show(self, card: Card) -> None:
-        self.update(Content(card.query))
+        self.update(Content(card.query), layout=False)
 
 
 class Provenance(Static):
@@ -50,7 +55,7 @@ class Provenance(Static):
             text = Content.from_markup("[b]$kind[/b]", kind=cand.source_kind)
         if cand is not None and cand.suggested_slice:
             text = text + Content.from_markup(" · suggested [b]$s[/b]", s=cand.suggested_slice)
-        self.update(text)
+        self.update(text, layout=False)
 
 
 class LabelState(Static):
@@ -77,7 +82,7 @@ class LabelState(Static):
             bits.append(Content("explained"))
         line = Content(" · ").join(bits)
         keys = "  ".join(f"{i}:{name}" for i, name in enumerate(slices[:9], 1))
-        self.update(line + Content.from_markup("\n[dim]$k[/]", k=keys))
+        self.update(line + Content.from_markup("\n[dim]$k[/]", k=keys), layout=False)
 
 
 def _day(value: object) -> str:

@@ -18,20 +18,23 @@ from textual.widgets import Static
 from curator.review import Card, Row
 from curator.workspace import HL_END, HL_START
 
-MARK = {"primary": "[b $success]P[/]", "secondary": "[b $warning]S[/]"}
+# Rows are assembled from (text, style) pieces, not markup: parsing markup for every row
+# was most of the time a new card spent on the UI thread.
+MARK = {"primary": ("P", "b $success"), "secondary": ("S", "b $warning")}
+NO_MARK = ("·", "dim")
 SNIPPET_LINES = 2
 
 
 def snippet_content(snippet: str) -> Content:
     """A snippet with its matched words bold (the search's highlight marks)."""
-    pieces: list[Content] = []
+    pieces: list[str | tuple[str, str]] = []
     rest = " ".join(snippet.split())
     while HL_START in rest:
         before, _, tail = rest.partition(HL_START)
         hit, _, rest = tail.partition(HL_END)
-        pieces += [Content(before), Content.from_markup("[b u]$hit[/]", hit=hit)]
-    pieces.append(Content(rest))
-    return Content("").join(pieces)
+        pieces += [before, (hit, "b u")]
+    pieces.append(rest)
+    return Content.assemble(*pieces)
 
 
 def _wrap(content: Content, width: int, lines: int) -> list[Content]:
@@ -50,12 +53,11 @@ def _wrap(content: Content, width: int, lines: int) -> list[Content]:
 
 def row_lines(row: Row, role: str | None, width: int) -> list[Content]:
     """A row as fixed-height lines: header, heading, snippet (SNIPPET_LINES)."""
-    mark = MARK.get(role or "", "[dim]·[/]")
-    head = Content.from_markup(f"{mark} [b]$id[/b] [dim]@$rev · $reason[/]", id=row.id,
-                               rev=row.revision[:10], reason=row.reason)
-    heading = Content.from_markup("  [i]$h[/i]", h=row.heading) if row.heading else Content("")
+    head = Content.assemble(MARK.get(role or "", NO_MARK), " ", (row.id, "b"), " ",
+                            (f"@{row.revision[:10]} · {row.reason}", "dim"))
+    heading = Content.assemble("  ", (row.heading, "i")) if row.heading else Content("")
     if row.missing:
-        body = [Content.from_markup("  [$error]not in the corpus[/]")]
+        body = [Content.assemble("  ", ("not in the corpus", "$error"))]
     else:
         body = [Content("  ") + line for line in _wrap(snippet_content(row.snippet), width - 2, SNIPPET_LINES)]
     body += [Content("")] * (SNIPPET_LINES - len(body))
@@ -89,6 +91,7 @@ class PassageList(Static, can_focus=True):
         self.highlighted: int | None = None
         self._lines: list[list[Content]] = []  # per row, unhighlighted
         self._width = 0
+        self._line_count = 0
 
     def show_card(self, card: Card, keep_index: bool = False) -> None:
         self.card = card
@@ -99,7 +102,7 @@ class PassageList(Static, can_focus=True):
         self._scroll()  # the owner shows the preview of row `highlighted` in the same frame
 
     def clear_rows(self) -> None:
-        self.card, self.highlighted, self._lines = None, None, []
+        self.card, self.highlighted, self._lines, self._line_count = None, None, [], 0
         self.update("")
 
     def refresh_row(self, card: Card, index: int) -> None:
@@ -121,7 +124,9 @@ class PassageList(Static, can_focus=True):
                 lines = [line.pad_right(width - line.cell_length).stylize("on $boost") for line in lines]
                 lines[0] = lines[0].stylize("b")
             out.extend(lines)
-        self.update(Content("\n").join(out))
+        # Rows have a fixed height: lay the screen out again only when their number changes.
+        self.update(Content("\n").join(out), layout=len(out) != self._line_count)
+        self._line_count = len(out)
 
     def on_resize(self) -> None:
         self._draw()

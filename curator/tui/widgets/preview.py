@@ -1,41 +1,115 @@
-"""The highlighted passage's full text: a short header and a virtual, pre-wrapped body.
+"""The highlighted passage's full text: a short header and a pre-wrapped, scrollable body.
 
-The body is a Log (only the visible lines are drawn) fed lines wrapped with textwrap:
-re-wrapping a whole passage inside a Static was most of the cost of a new card.
+Both parts have a fixed size, so a new passage repaints them and nothing else. The body
+draws only its visible lines; it replaces a Log, whose virtual size changed with every
+passage and so re-laid-out the whole screen on every card (bench/review_latency.py).
 """
 
 from __future__ import annotations
 
+import re
 import textwrap
 
+from rich.segment import Segment
+from rich.style import Style
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
-from textual.widgets import Log, Static
+from textual.events import MouseScrollDown, MouseScrollUp
+from textual.geometry import Region
+from textual.strip import Strip
+from textual.widget import Widget
+from textual.widgets import Static
 
 from curator.review import Row
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")  # never let passage text drive the terminal
+WHEEL_LINES = 3
+
+
+class PassageText(Widget, can_focus=True):
+    """Pre-wrapped lines, drawn from `top`; the last row says how many lines are below
+    (when the preview is taller than two lines)."""
+
+    BINDINGS = [
+        Binding("down,j", "scroll_lines(1)", show=False, id="preview-down",
+                tooltip="Scroll the preview a line down"),
+        Binding("up", "scroll_lines(-1)", show=False, id="preview-up",
+                tooltip="Scroll the preview a line up"),
+        Binding("pagedown", "scroll_page(1)", show=False, id="preview-page-down",
+                tooltip="Scroll the preview a page down"),
+        Binding("pageup", "scroll_page(-1)", show=False, id="preview-page-up",
+                tooltip="Scroll the preview a page up"),
+    ]
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.text = ""
+        self.lines: list[str] = []
+        self.top = 0
+        self._style = Style()
+
+    def show(self, text: str) -> None:
+        self.text, self.top = text, 0
+        self._wrap()
+
+    def _wrap(self) -> None:
+        width = max(10, self.size.width or self.app.size.width // 2 - 4)
+        self.lines = []
+        for paragraph in _CONTROL.sub("\ufffd", self.text.expandtabs()).splitlines():
+            self.lines.extend(textwrap.wrap(paragraph, width=width - 1) or [""])
+        self.refresh()  # a repaint only: the widget's size does not depend on its text
+
+    def on_resize(self) -> None:
+        self._wrap()
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._style = self.rich_style  # once per paint: it walks the DOM (0.1 ms a line)
+        return super().render_lines(crop)
+
+    def render_line(self, y: int) -> Strip:
+        style = self._style
+        height, index = self.size.height, self.top + y
+        below = len(self.lines) - (self.top + height) + 1
+        if y == height - 1 and height > 2 and below > 1:  # a tiny preview keeps its text
+            segment = Segment(f"↓ {below} more lines", style + Style(dim=True))
+        else:
+            segment = Segment(self.lines[index] if index < len(self.lines) else "", style)
+        return Strip([segment]).adjust_cell_length(self.size.width, style)
+
+    def action_scroll_lines(self, delta: int) -> None:
+        top = max(0, min(len(self.lines) - self.size.height, self.top + delta))
+        if top != self.top:
+            self.top = top
+            self.refresh()
+
+    def action_scroll_page(self, direction: int) -> None:
+        self.action_scroll_lines(direction * max(1, self.size.height - 1))
+
+    def on_mouse_scroll_down(self, event: MouseScrollDown) -> None:
+        event.stop()
+        self.action_scroll_lines(WHEEL_LINES)
+
+    def on_mouse_scroll_up(self, event: MouseScrollUp) -> None:
+        event.stop()
+        self.action_scroll_lines(-WHEEL_LINES)
 
 
 class Preview(Vertical):
     def compose(self) -> ComposeResult:
         yield Static(id="preview-head")
-        yield Log(id="preview-body", highlight=False, auto_scroll=False)
+        yield PassageText(id="preview-body")
 
     def show(self, row: Row | None) -> None:
         head = self.query_one("#preview-head", Static)
-        body = self.query_one("#preview-body", Log)
-        body.clear()
+        body = self.query_one(PassageText)
         if row is None:
-            head.update("")
+            head.update("", layout=False)
+            body.show("")
             return
         head.update(Content.from_markup(
             "[b]$id[/b]\n[dim]revision $rev$when[/]\n[i]$heading[/i]", id=row.id, rev=row.revision,
             when=f" · {row.committed_at[:10]}" if row.committed_at else "", heading=row.heading,
-        ))
-        width = max(20, body.scrollable_content_region.width or self.size.width - 2)
-        lines: list[str] = []
-        for paragraph in row.text.splitlines():
-            lines.extend(textwrap.wrap(paragraph, width=width - 1, replace_whitespace=False,
-                                       drop_whitespace=True) or [""])
-        body.write_lines(lines, scroll_end=False)
-        body.scroll_home(animate=False)
+        ), layout=False)  # fixed height in curator.tcss
+        body.show(row.text)

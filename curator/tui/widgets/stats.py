@@ -28,7 +28,7 @@ class StatsBar(Static):
             slices.append(Content.from_markup(f"[{style}]$name $have/$target[/]",
                                               name=_short(name), have=str(have), target=str(target)))
         line = Content("").join(parts)
-        self.update(Content("\n").join([line, Content("  ").join(slices)]))
+        self.update(Content("\n").join([line, Content("  ").join(slices)]), layout=False)  # fixed height
 
 
 def _short(name: str) -> str:
