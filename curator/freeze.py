@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from curator import __version__
 from curator.errors import CuratorError, InputError
 from curator.models import Case
-from curator.questionset import Problem, QuestionSet, VerifyReport, _fsync_dir, paused_gc
+from curator.questionset import Problem, QuestionSet, SetScan, VerifyReport, _fsync_dir, paused_gc
 
 if TYPE_CHECKING:
     from curator.workspace import Workspace
@@ -308,7 +308,7 @@ def check_freezes(qs: QuestionSet, report: VerifyReport) -> list[FreezeInfo]:
     listed = manifests(qs)
     if not listed and not folder.is_dir():
         return infos
-    state = _CasesState(qs)
+    state = _CasesState(qs, report.scan)
     claimed: set[str] = set()
     by_name: dict[str, list[tuple[Path, dict[str, Any]]]] = {}
     for path, manifest, error in listed:
@@ -339,12 +339,14 @@ def check_freezes(qs: QuestionSet, report: VerifyReport) -> list[FreezeInfo]:
 
 
 class _CasesState:
-    """What the manifest checks need from cases.jsonl, read once per verify."""
+    """What the manifest checks need from cases.jsonl: from what verify read (`report.scan`),
+    else read once here."""
 
-    def __init__(self, qs: QuestionSet):
+    def __init__(self, qs: QuestionSet, scan: SetScan | None):
         self.qs = qs
-        self._hashes: list[str] | None = None
-        self._ids: set[str] | None = None
+        self.scan = scan
+        self._hashes: list[str] | None = scan.line_hashes if scan else None
+        self._ids: set[str] | None = scan.query_ids if scan else None
         self._digests: dict[int, tuple[int, str]] = {}
         self.merged_note = ""
 
@@ -365,6 +367,8 @@ class _CasesState:
         return self._ids
 
     def digest(self, lines: int) -> tuple[int, str]:
+        if self.scan:
+            return self.scan.cases.digest(lines)
         if lines not in self._digests:
             self._digests[lines] = self.qs.prefix_digest(lines)
         return self._digests[lines]

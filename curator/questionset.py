@@ -18,12 +18,15 @@ import fcntl
 import gc
 import hashlib
 import json
+import marshal
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import count
 from pathlib import Path
 from typing import Any
 
@@ -215,9 +218,9 @@ class QuestionSet:
                 if not raw.endswith(b"\n"):
                     break  # a torn tail: not an id yet
                 offset += len(raw)
-                match = _KEY.match(raw.decode("utf-8", errors="replace"))
+                match = _KEY.match(raw)
                 if match:
-                    used.add(match.group(1))
+                    used.add(match.group(1).decode())
                     continue
                 try:
                     used.add(json.loads(raw)["query_id"])
@@ -291,17 +294,17 @@ class QuestionSet:
         except ValueError:
             return None
 
-    def save_checkpoint(self) -> dict[str, Any] | None:
-        """Remember the file as it is now, so `verify` can tell later whether any earlier
-        line was edited, removed or reordered."""
+    def save_checkpoint(self, scan: SetScan) -> dict[str, Any] | None:
+        """Remember the files as a passing verify read them (`report.scan`), so a later
+        verify can tell whether any earlier line was edited, removed or reordered, and need
+        not check the unchanged lines again."""
         path = self.checkpoint_path
         if not path:
             return None
-        hashes = [_line_hash(raw) for _, raw, whole in _iter_lines(self.cases_path) if whole]
-        count, digest = self.prefix_digest()
-        changes, changes_digest = _prefix_digest(self.changelog_path)
+        count, digest = scan.cases.digest()
+        changes, changes_digest = scan.changelog.digest()
         record = {
-            "at": utcnow(), "curator": __version__, "lines": count, "sha256": digest, "line_hashes": hashes,
+            "at": utcnow(), "curator": __version__, "lines": count, "sha256": digest, "line_hashes": scan.line_hashes,
             "changelog_lines": changes, "changelog_sha256": changes_digest,
         }
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -340,6 +343,7 @@ class VerifyReport:
     problems: list[Problem] = field(default_factory=list)
     unknown_ids: dict[str, list[str]] = field(default_factory=dict)  # passage id -> query_ids
     notes: list[str] = field(default_factory=list)
+    scan: SetScan | None = field(default=None, repr=False)  # what verify read (None if no set)
 
     @property
     def ok(self) -> bool:
@@ -360,148 +364,252 @@ class VerifyReport:
         }
 
 
+@dataclass
+class SetScan:
+    """What one verify read of a set. Its checkpoint and the freeze checks use this instead of
+    reading the files again, so they describe the files exactly as they were verified."""
+
+    cases: JsonLines
+    changelog: JsonLines
+    line_hashes: list[str]  # of each whole cases.jsonl line
+    query_ids: set[str]  # every query_id with a valid line in cases.jsonl
+
+
 @paused_gc()
 def verify(qs: QuestionSet, *, known_ids: Callable[[set[str]], set[str]] | None = None, strict: bool = False) -> VerifyReport:
     """Check a set's files: schema, rev order, change-log pairing, labelled passage ids
-    (via `known_ids`), and that no earlier line changed since the last checkpoint."""
+    (via `known_ids`), and that no earlier line changed since the last checkpoint.
+
+    Each file is read once. The schema checks of a big set run in two processes
+    (`_in_two_processes`); lines a passing verify of this curator version already checked,
+    byte for byte unchanged since, get no second schema check."""
     report = VerifyReport(qs.name)
     if not qs.exists():
         report.problems.append(Problem(str(qs.cases_path), None, "no such question set (file missing)"))
         return report
-    last_rev: dict[str, int] = {}
-    keys: set[tuple[str, int]] = set()
-    latest: dict[str, Case] = {}  # what qs.read() returns, gathered in the same pass
-    # Lines a passing verify of this curator version already validated, byte for byte
-    # unchanged since, need no second schema check: only each case's last one is parsed.
-    trusted = _trusted_lines(qs)
-    unparsed: dict[str, tuple[int, str]] = {}
-    for number, raw, whole in _iter_lines(qs.cases_path):
-        report.lines = number
-        if not whole:
-            report.problems.append(
-                Problem(str(qs.cases_path), number, "torn last line (interrupted write); the next append repairs it", fatal=False)
-            )
-            report.lines = number - 1
-            break
-        key = _KEY.match(raw) if number <= trusted else None
-        if key is not None:
-            query_id, rev = key.group(1), int(key.group(2))
-            unparsed[query_id] = (number, raw)
-            latest.pop(query_id, None)
-        else:
-            try:
-                case = Case.model_validate_json(raw)
-            except ValidationError as exc:
-                report.problems.append(Problem(str(qs.cases_path), number, f"not a valid case: {_errors(exc)}"))
-                continue
-            query_id, rev = case.query_id, case.rev
-            latest[query_id] = case
-            unparsed.pop(query_id, None)
-        expected = last_rev.get(query_id, 0) + 1
-        if rev != expected:
-            report.problems.append(
-                Problem(str(qs.cases_path), number, f"{query_id}: rev {rev} where {expected} was expected")
-            )
-        last_rev[query_id] = max(rev, last_rev.get(query_id, 0))
-        keys.add((query_id, rev))
-    for query_id, (number, raw) in unparsed.items():
-        try:
-            latest[query_id] = Case.model_validate_json(raw)
-        except ValidationError as exc:  # only if the schema changed without a version bump
-            report.problems.append(Problem(str(qs.cases_path), number, f"not a valid case: {_errors(exc)}"))
-    change_keys: set[tuple[str, int]] = set()
-    trusted_changes = _trusted_lines(qs, changelog=True)
-    for number, raw, whole in _iter_lines(qs.changelog_path):
-        if not whole:
-            report.problems.append(Problem(str(qs.changelog_path), number, "torn last line ignored", fatal=False))
-            break
-        key = _CHANGE_KEY.match(raw) if number <= trusted_changes else None
-        if key is not None:
-            change_keys.add((key.group(1), int(key.group(2))))
-            continue
-        try:
-            entry = ChangeEntry.model_validate_json(raw)
-        except ValidationError as exc:
-            report.problems.append(Problem(str(qs.changelog_path), number, f"not a valid change entry: {_errors(exc)}"))
-            continue
-        change_keys.add((entry.query_id, entry.rev))
-    for query_id, rev in sorted(keys - change_keys):
-        report.problems.append(Problem(str(qs.changelog_path), None, f"{query_id} rev {rev} has no change-log entry"))
-    for query_id, rev in sorted(change_keys - keys):
-        report.problems.append(Problem(str(qs.cases_path), None, f"change-log entry for {query_id} rev {rev} has no case line"))
+    checkpoint = qs.load_checkpoint()
+    cases, changelog = JsonLines.read(qs.cases_path), JsonLines.read(qs.changelog_path)
+    cases_path, changelog_path = str(qs.cases_path), str(qs.changelog_path)
+    report.lines = len(cases.lines)
 
-    result = ReadResult(cases=latest, history={}, lines=report.lines)
-    report.cases = len(result.cases)
-    report.active = sum(1 for c in result.cases.values() if c.status == "active")
+    # Per cases.jsonl line: hash, query_id (None if invalid), rev, and (status, relevant ids)
+    # or the error message; per change-log line: query_id, rev, error message. Trusted
+    # lines give only their key, read off the line.
+    trusted, keys = _trusted_keys(checkpoint, cases, "lines", "sha256", _KEY)
+    trusted_changes, change_keys = _trusted_keys(checkpoint, changelog, "changelog_lines", "changelog_sha256", _CHANGE_KEY)
+    checked, checked_changes = _in_two_processes(
+        [(_check_cases, cases.lines[trusted:]), (_check_changes, changelog.lines[trusted_changes:])]
+    )
+    hashes = checkpoint["line_hashes"][:trusted] if checkpoint and trusted else []
+    if len(hashes) != trusted:
+        hashes = _line_hashes(cases.lines[:trusted])
+    ids, revs = [key[1].decode() for key in keys], [int(key[2]) for key in keys]
+    details: list[Any] = [None] * trusted
+    for column, more in zip((hashes, ids, revs, details), checked, strict=True):
+        column += more
+
+    last_rev: dict[str, int] = {}
+    for number, query_id, rev in zip(count(1), ids, revs, strict=False):
+        if query_id is None:
+            report.problems.append(Problem(cases_path, number, details[number - 1]))
+            continue
+        previous = last_rev.get(query_id, 0)
+        if rev != previous + 1:
+            report.problems.append(Problem(cases_path, number, f"{query_id}: rev {rev} where {previous + 1} was expected"))
+        if rev > previous:
+            last_rev[query_id] = rev
+    if cases.torn:
+        report.problems.append(
+            Problem(cases_path, len(cases.lines) + 1, "torn last line (interrupted write); the next append repairs it", fatal=False)
+        )
+    latest = dict(zip(ids, range(len(ids)), strict=True))  # query_id -> index of its latest valid rev
+    latest.pop(None, None)  # type: ignore[call-overload]
+    # A trusted case's latest line still has to be read for its status and labels.
+    unread = [index for index in latest.values() if details[index] is None]
+    ((_, unread_ids, _, unread_details),) = _in_two_processes([(_check_cases, [cases.lines[i] for i in unread])])
+    for index, query_id, detail in zip(unread, unread_ids, unread_details, strict=True):
+        if query_id is None:  # only if the schema changed without a version bump
+            report.problems.append(Problem(cases_path, index + 1, detail))
+            del latest[ids[index]]
+        details[index] = detail
+    case_keys = set(zip(ids, revs, strict=True))
+    case_keys.discard((None, 0))  # type: ignore[arg-type]
+
+    change_ids, change_revs, messages = checked_changes
+    if None in change_ids:
+        for number, query_id, message in zip(count(trusted_changes + 1), change_ids, messages, strict=False):
+            if query_id is None:
+                report.problems.append(Problem(changelog_path, number, message))
+    if changelog.torn:
+        report.problems.append(Problem(changelog_path, len(changelog.lines) + 1, "torn last line ignored", fatal=False))
+    paired = {(key[1].decode(), int(key[2])) for key in change_keys}
+    paired.update(zip(change_ids, change_revs, strict=True))
+    paired.discard((None, 0))  # type: ignore[arg-type]
+    for query_id, rev in sorted(case_keys - paired):
+        report.problems.append(Problem(changelog_path, None, f"{query_id} rev {rev} has no change-log entry"))
+    for query_id, rev in sorted(paired - case_keys):
+        report.problems.append(Problem(cases_path, None, f"change-log entry for {query_id} rev {rev} has no case line"))
+
+    report.cases = len(latest)
+    labelled: dict[str, list[str]] = {}
+    for query_id, index in latest.items():
+        status, passage_ids = details[index]
+        if status == "active":
+            report.active += 1
+            for pid in passage_ids:
+                labelled.setdefault(pid, []).append(query_id)
     if known_ids is not None:
-        labelled: dict[str, list[str]] = {}
-        for case in result.cases.values():
-            if case.status == "active":
-                for rel in case.relevant:
-                    labelled.setdefault(rel.id, []).append(case.query_id)
         found = known_ids(set(labelled))
         report.unknown_ids = {pid: qids for pid, qids in sorted(labelled.items()) if pid not in found}
         for pid, qids in report.unknown_ids.items():
             report.problems.append(
-                Problem(str(qs.cases_path), None, f"passage {pid!r} (in {', '.join(qids)}) is not in the corpus", fatal=strict)
+                Problem(cases_path, None, f"passage {pid!r} (in {', '.join(qids)}) is not in the corpus", fatal=strict)
             )
-    _check_history(qs, report)
+    _check_history(checkpoint, cases, hashes, report)
+    report.scan = SetScan(cases, changelog, hashes, set(latest))
     return report
 
 
-def _check_history(qs: QuestionSet, report: VerifyReport) -> None:
-    checkpoint = qs.load_checkpoint()
+def _check_cases(lines: list[bytes]) -> tuple[list[str], list[str | None], list[int], list[Any]]:
+    """Schema-check cases.jsonl lines. Columns, one entry per line: hash, query_id (None if
+    the line is invalid), rev (0), and (status, relevant passage ids) (the error message)."""
+    validate = Case.__pydantic_validator__.validate_json  # Case.model_validate_json, minus a call
+    ids, revs, details = [], [], []
+    for line in lines:
+        try:
+            case = validate(line)
+        except ValidationError as exc:
+            ids.append(None)
+            revs.append(0)
+            details.append(f"not a valid case: {_errors(exc)}")
+            continue
+        ids.append(case.query_id)
+        revs.append(case.rev)
+        details.append((case.status, [rel.id for rel in case.relevant]))
+    return _line_hashes(lines), ids, revs, details
+
+
+def _check_changes(lines: list[bytes]) -> tuple[list[str | None], list[int], list[str]]:
+    """Schema-check changelog.jsonl lines. Columns, one entry per line: query_id (None if the
+    line is invalid), rev (0), and "" (the error message)."""
+    validate = ChangeEntry.__pydantic_validator__.validate_json
+    ids, revs, messages = [], [], []
+    for line in lines:
+        try:
+            entry = validate(line)
+        except ValidationError as exc:
+            ids.append(None)
+            revs.append(0)
+            messages.append(f"not a valid change entry: {_errors(exc)}")
+            continue
+        ids.append(entry.query_id)
+        revs.append(entry.rev)
+        messages.append("")
+    return ids, revs, messages
+
+
+# Below this many lines in all a second process costs more than it saves.
+PARALLEL_MIN_LINES = 10_000
+
+Columns = tuple[list[Any], ...]
+
+
+def _in_two_processes(jobs: list[tuple[Callable[[list[bytes]], Columns], list[bytes]]]) -> list[Columns]:
+    """`[check(lines) for check, lines in jobs]` (each gives columns, one entry per line), the
+    second half of every job's lines checked by a forked child on another core: schema checks
+    are pure Python under the GIL, so threads would not help. The child sends its columns
+    back with `marshal` (plain lists, tuples, strings and ints: several times faster than
+    pickle); if it fails in any way, its halves are checked here. A process with other
+    threads running never forks (a lock one of them held would stay held in the child)."""
+
+    def run(halves: list[tuple[Callable[[list[bytes]], Columns], list[bytes]]]) -> list[Columns]:
+        return [check(lines) for check, lines in halves]
+
+    can_fork = hasattr(os, "fork") and (os.cpu_count() or 1) > 1 and threading.active_count() == 1
+    if sum(len(lines) for _, lines in jobs) < PARALLEL_MIN_LINES or not can_fork:
+        return run(jobs)
+    mine = [(check, lines[: len(lines) // 2]) for check, lines in jobs]
+    theirs = [(check, lines[len(lines) // 2 :]) for check, lines in jobs]
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: check the second halves, send them, exit without any cleanup
+        os.close(reader)
+        code = 1
+        try:
+            with open(writer, "wb") as out:
+                out.write(marshal.dumps(run(theirs)))
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(writer)
+    try:
+        with open(reader, "rb") as pipe:
+            first = run(mine)
+            sent = pipe.read()
+    finally:  # leaving the block closed the pipe: a child still writing gets an error, not a hang
+        _, status = os.waitpid(pid, 0)
+    try:
+        second = marshal.loads(sent) if status == 0 else None
+    except (EOFError, ValueError, TypeError):
+        second = None
+    if second is None:
+        second = run(theirs)
+    return [tuple(a + b for a, b in zip(x, y, strict=True)) for x, y in zip(first, second, strict=True)]
+
+
+def _check_history(checkpoint: dict[str, Any] | None, cases: JsonLines, hashes: list[str], report: VerifyReport) -> None:
     if not checkpoint:
         report.notes.append("no earlier checkpoint: this verify records the first one")
         return
     n = checkpoint["lines"]
-    count, digest = qs.prefix_digest(n)
+    count, digest = cases.digest(n)
     if count == n and digest == checkpoint["sha256"]:
         return
     # Not a plain prefix any more. A union merge of two branches keeps every line of each
     # side in order, so accept the file when the checkpointed lines are a subsequence of it.
-    current = [_line_hash(raw) for _, raw, whole in _iter_lines(qs.cases_path) if whole]
     old = checkpoint.get("line_hashes", [])
-    if _is_subsequence(old, current):
+    if _is_subsequence(old, hashes):
         report.notes.append(
             "lines were inserted after the shared prefix (a union merge); every checkpointed line is intact"
         )
         return
-    present = set(current)
+    present = set(hashes)
     missing = next((i for i, h in enumerate(old) if h not in present), None)
     if missing is not None:
         index, verb = missing + 1, "edited or removed"
     else:
-        index = next(i for i, h in enumerate(old) if i >= len(current) or current[i] != h) + 1
+        index = next(i for i, h in enumerate(old) if i >= len(hashes) or hashes[i] != h) + 1
         verb = "moved (lines reordered)"
     report.problems.append(
         Problem(
-            str(qs.cases_path),
+            str(cases.path),
             index,
             f"line {index} as of the checkpoint of {checkpoint['at']} was {verb}; cases.jsonl is append-only",
         )
     )
 
 
-_KEY = re.compile(r'^\{"query_id":"([a-z0-9][a-z0-9-]*)","rev":([1-9][0-9]*),')
+_KEY = re.compile(rb'^\{"query_id":"([a-z0-9][a-z0-9-]*)","rev":([1-9][0-9]*),')
 
 
-_CHANGE_KEY = re.compile(r'^\{"at":"[^"]*","query_id":"([a-z0-9][a-z0-9-]*)","rev":([1-9][0-9]*),')
+_CHANGE_KEY = re.compile(rb'^\{"at":"[^"]*","query_id":"([a-z0-9][a-z0-9-]*)","rev":([1-9][0-9]*),')
 
 
-def _trusted_lines(qs: QuestionSet, *, changelog: bool = False) -> int:
-    """How many leading lines of cases.jsonl (or changelog.jsonl) a passing verify by this
-    curator version checked, unchanged since (0 if none)."""
-    checkpoint = qs.load_checkpoint()
-    if not checkpoint or checkpoint.get("curator") != __version__:
-        return 0
-    path, lines_key, sha_key = (
-        (qs.changelog_path, "changelog_lines", "changelog_sha256") if changelog else (qs.cases_path, "lines", "sha256")
-    )
-    if lines_key not in checkpoint:
-        return 0
-    count, digest = _prefix_digest(path, checkpoint[lines_key])
-    return count if count == checkpoint[lines_key] and digest == checkpoint[sha_key] else 0
+def _trusted_keys(
+    checkpoint: dict[str, Any] | None, file: JsonLines, lines_key: str, sha_key: str, pattern: re.Pattern[bytes]
+) -> tuple[int, list[re.Match[bytes]]]:
+    """How many leading lines of the file a passing verify by this curator version checked,
+    unchanged since, and their keys read off each line with `pattern` (curator writes the
+    key first). Trust ends at the first line the pattern does not fit."""
+    if not checkpoint or checkpoint.get("curator") != __version__ or lines_key not in checkpoint:
+        return 0, []
+    lines, digest = file.digest(checkpoint[lines_key])
+    if lines != checkpoint[lines_key] or digest != checkpoint[sha_key]:
+        return 0, []
+    keys = [pattern.match(line) for line in file.lines[:lines]]
+    if None in keys:
+        del keys[keys.index(None):]
+    return len(keys), keys  # type: ignore[return-value]
 
 
 def _is_subsequence(needle: list[str], haystack: list[str]) -> bool:
@@ -509,8 +617,34 @@ def _is_subsequence(needle: list[str], haystack: list[str]) -> bool:
     return all(any(h == wanted for h in it) for wanted in needle)
 
 
-
 # ---- file primitives ---------------------------------------------------------------------
+
+
+@dataclass
+class JsonLines:
+    """One read of a JSONL file: its whole lines as UTF-8 bytes (invalid UTF-8 as U+FFFD, as
+    a reader sees it), which is also what digests and line hashes are computed over. A torn
+    last line is left out."""
+
+    path: Path
+    lines: list[bytes]
+    blob: bytes
+    torn: bool
+    _digests: dict[int | None, tuple[int, str]] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def read(cls, path: Path) -> JsonLines:
+        data = path.read_bytes() if path.exists() else b""
+        blob = _whole_lines_blob(data)
+        return cls(path, blob.split(b"\n")[:-1], blob, not data.endswith(b"\n") and bool(data))
+
+    def digest(self, lines: int | None = None) -> tuple[int, str]:
+        """(line count, sha256) of the first `lines` whole lines (all if None)."""
+        if lines is not None and lines >= len(self.lines):
+            lines = None
+        if lines not in self._digests:
+            self._digests[lines] = _digest(self.blob, lines)
+        return self._digests[lines]
 
 
 def _iter_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
@@ -527,28 +661,33 @@ def _iter_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
 def _prefix_digest(path: Path, lines: int | None = None) -> tuple[int, str]:
     """(line count, sha256) of the first `lines` whole lines of a file (all if None), each
     hashed as its UTF-8 text plus a newline."""
-    if not path.exists():
-        return 0, hashlib.sha256().hexdigest()
-    data = path.read_bytes()
-    end = data.rfind(b"\n") + 1  # a torn last line is not part of any prefix
-    count = data.count(b"\n", 0, end)
+    return _digest(_whole_lines_blob(path.read_bytes() if path.exists() else b""), lines)
+
+
+def _whole_lines_blob(data: bytes) -> bytes:
+    """The whole lines of a file's bytes (a torn last line is no part of any prefix) as a
+    reader sees them: invalid UTF-8 as U+FFFD."""
+    blob = data[: data.rfind(b"\n") + 1]
+    try:
+        blob.decode("utf-8")
+    except UnicodeDecodeError:
+        return blob.decode("utf-8", errors="replace").encode("utf-8")
+    return blob
+
+
+def _digest(blob: bytes, lines: int | None) -> tuple[int, str]:
+    count, end = blob.count(b"\n"), len(blob)
     if lines is not None and lines < count:
         end = 0
         for _ in range(lines):
-            end = data.index(b"\n", end) + 1
+            end = blob.index(b"\n", end) + 1
         count = lines
-    blob = data[:end]
-    try:
-        blob.decode("utf-8")
-    except UnicodeDecodeError:  # hash what a reader sees: invalid bytes as U+FFFD
-        blob = b"".join(
-            line.decode("utf-8", errors="replace").encode("utf-8") + b"\n" for line in blob.split(b"\n")[:-1]
-        )
-    return count, hashlib.sha256(blob).hexdigest()
+    return count, hashlib.sha256(memoryview(blob)[:end]).hexdigest()
 
 
-def _line_hash(raw: str) -> str:
-    return hashlib.sha1(raw.encode("utf-8")).hexdigest()[:16]
+def _line_hashes(lines: list[bytes]) -> list[str]:
+    sha1 = hashlib.sha1
+    return [sha1(line).hexdigest()[:16] for line in lines]
 
 
 def _tail_lines(path: Path, count: int) -> list[str]:

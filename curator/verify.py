@@ -24,8 +24,8 @@ def verify_workspace(ws: Workspace, names: list[str], *, strict: bool = False) -
         report = verify(qs, known_ids=ws.existing_passage_ids, strict=strict)
         for check in EXTRA_CHECKS:
             check(ws, qs, report)
-        if report.ok:
-            qs.save_checkpoint()
+        if report.ok and report.scan is not None:
+            qs.save_checkpoint(report.scan)
         reports.append(report)
     return reports
 

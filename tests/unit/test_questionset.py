@@ -136,8 +136,9 @@ def _set_with_checkpoint(tmp_path: Path, n: int = 4) -> QuestionSet:
     qs = QuestionSet(tmp_path / "main", checkpoint_dir=tmp_path / "state")
     for i in range(n):
         qs.add(_case(f"question number {i}"))
-    assert verify(qs).ok
-    qs.save_checkpoint()
+    report = verify(qs)
+    assert report.ok and report.scan is not None
+    qs.save_checkpoint(report.scan)
     return qs
 
 
