@@ -26,7 +26,8 @@ from curator.generate.prompts import output_schema
 from curator.models import utcnow
 
 RESPONSE_FORMATS = ("json_schema", "json_object", "text")
-_KEYLIKE = re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-*]{8,}")
+# OpenAI-style keys, and JWTs (Azure Entra ID tokens from AZURE_OPENAI_AD_TOKEN).
+_KEYLIKE = re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-*]{8,}|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_.-]+")
 
 
 class Redactor:

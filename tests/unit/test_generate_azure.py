@@ -122,3 +122,21 @@ def test_azure_batch_uses_azure_paths_and_the_deployment(azure_ws, fake_openai):
     assert {line["url"] for line in lines} == {"/chat/completions"}
     assert {line["body"]["model"] for line in lines} == {"batch-mini"}
     ws.close()
+
+
+def test_an_entra_id_token_is_used_and_never_stored(azure_ws, fake_openai, monkeypatch):
+    token = "eyJhbGciOiJSUzI1NiJ9.eyJhdWQiOiJjb2duaXRpdmVzZXJ2aWNlcyJ9.c2lnbmF0dXJlLXRlc3Q"
+    monkeypatch.delenv("AZURE_OPENAI_API_KEY")
+    monkeypatch.setenv("AZURE_OPENAI_AD_TOKEN", token)
+    ws = azure(azure_ws, fake_openai)
+    fake_openai.fail("auth", times=None)  # echoes the bearer token it got
+    with pytest.raises(CuratorError) as err:
+        generate(ws, passages=2, timeout=5)
+    assert fake_openai.requests[0]["auth"] == f"Bearer {token}"
+    assert fake_openai.requests[0]["api_key"] is None
+    assert token not in str(err.value)
+    ws.db.execute("PRAGMA wal_checkpoint(FULL)")
+    for path in ws.state_dir.rglob("*"):
+        if path.is_file():
+            assert token.split(".")[1].encode() not in path.read_bytes(), path
+    ws.close()
