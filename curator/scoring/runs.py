@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from operator import itemgetter
+from operator import gt, itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -225,8 +225,11 @@ def _ranked_from_dicts(results: list[Any]) -> Ranked:
     return Ranked(ids, scores, revisions if any_revision else None)
 
 
-def _trec_sorted(pairs: list[tuple[float, str]]) -> Ranked:
-    pairs.sort(reverse=True)  # score descending, then docno descending (trec_eval)
+def _trec_ranked(docs: list[str], scores: list[float]) -> Ranked:
+    """Sorted as trec_eval sorts: score descending, then docno descending."""
+    if all(map(gt, scores, scores[1:])):  # already in that order, as most run files are
+        return Ranked(docs, scores)
+    pairs = sorted(zip(scores, docs, strict=True), reverse=True)
     return Ranked(list(map(_second, pairs)), list(map(_first, pairs)))
 
 
@@ -235,24 +238,26 @@ class _TrecReader:
 
     def __init__(self, run: RunData):
         self.run = run
-        self.grouped: dict[str, list[tuple[float, str]]] = {}
+        self.grouped: dict[str, tuple[list[str], list[float]]] = {}
 
     def feed(self, text: str, first_line: int) -> None:
         grouped = self.grouped
-        last, bucket = None, []
+        last, docs, scores = None, [], []
         for number, line in enumerate(text.split("\n"), first_line):
             try:  # the common case in one step; bad lines are told apart below
                 qid, _, doc, _, score, _ = line.split()
-                pair = (float(score), doc)
+                value = float(score)
             except ValueError:
                 self._bad(line, number)
                 continue
             if qid != last:  # a query's lines usually come together
-                bucket = grouped.get(qid)
-                if bucket is None:
-                    grouped[qid] = bucket = []
+                entry = grouped.get(qid)
+                if entry is None:
+                    grouped[qid] = entry = ([], [])
+                docs, scores = entry
                 last = qid
-            bucket.append(pair)
+            docs.append(doc)
+            scores.append(value)
 
     def _bad(self, line: str, number: int) -> None:
         parts = line.split()
@@ -264,8 +269,8 @@ class _TrecReader:
             _problem(self.run, number, f"score {parts[4]!r} is not a number")
 
     def finish(self) -> None:
-        for qid, pairs in self.grouped.items():
-            self.run.queries[qid] = _trec_sorted(pairs)
+        for qid, (docs, scores) in self.grouped.items():
+            self.run.queries[qid] = _trec_ranked(docs, scores)
 
 
 def _read_ranx(text: str, run: RunData) -> None:
@@ -279,13 +284,14 @@ def _read_ranx(text: str, run: RunData) -> None:
         if not isinstance(docs, dict):
             _problem(run, None, f"query {qid}: expected an object {{doc_id: score}}; skipped")
             continue
-        pairs = []
+        ids, scores = [], []
         for doc, score in docs.items():
             if isinstance(score, bool) or not isinstance(score, int | float):
                 _problem(run, None, f"query {qid}: score of {doc} is not a number; skipped")
                 continue
-            pairs.append((float(score), doc))
-        run.queries[qid] = _trec_sorted(pairs)
+            ids.append(doc)
+            scores.append(float(score))
+        run.queries[qid] = _trec_ranked(ids, scores)
 
 
 def coerce_run(ranked: Any) -> RunData:
@@ -302,7 +308,7 @@ def coerce_run(ranked: Any) -> RunData:
         if isinstance(results, Ranked):
             run.queries[qid] = results
         elif isinstance(results, Mapping):
-            run.queries[qid] = _trec_sorted([(float(s), d) for d, s in results.items()])
+            run.queries[qid] = _trec_ranked(list(results), [float(s) for s in results.values()])
         else:
             items = [
                 {"id": r[0], "score": r[1]} if isinstance(r, tuple | list) else r for r in results
