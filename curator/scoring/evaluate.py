@@ -152,7 +152,7 @@ def score_question(
         out["top"] = []
         return out
     ids, scores, revisions = ranked.ids, ranked.scores, ranked.revisions
-    keep, dropped = m.dedupe(ids, revisions)
+    keep, dropped = m.dedupe(ids, revisions) if len(set(ids)) != len(ids) else (None, None)
     if dropped:
         out["duplicates"] = dropped
         ids = [ids[i] for i in keep]
