@@ -56,11 +56,9 @@ _TOKENS_PER_QUESTION = 70  # completion estimate for --dry-run and the cost budg
 _MAX_IDENTIFIERS = 8
 
 
-# Options that default to the workspace's `[generate]` section (curator.config.GenerateConfig).
-CONFIGURABLE = (
-    "passages", "slices", "multi_hop_ratio", "group_size", "min_words", "paraphrase_max_overlap",
-    "negative_max_coverage", "duplicate_similarity", "poll_interval",
-)
+# Options that default to the workspace's `[generate]` section: GenerateOptions has a
+# field of the same name for each.
+CONFIGURABLE = tuple(GenerateConfig.model_fields)
 
 
 @dataclass
