@@ -42,12 +42,16 @@ def git_state(root: Path) -> tuple[str | None, bool | None]:
 
 
 def _dumps(artefact: dict[str, Any]) -> bytes:
-    try:  # optional: orjson writes a 10,000-question artefact about 8x faster
+    try:  # optional: orjson writes a 10,000-question artefact about 8x faster; same values
         import orjson
     except ImportError:
-        text = json.dumps(artefact, ensure_ascii=False, separators=(",", ":"), default=str)
-        return text.encode("utf-8") + b"\n"
+        return dumps_stdlib(artefact)
     return orjson.dumps(artefact, default=str, option=orjson.OPT_APPEND_NEWLINE)
+
+
+def dumps_stdlib(artefact: dict[str, Any]) -> bytes:
+    text = json.dumps(artefact, ensure_ascii=False, separators=(",", ":"), default=str)
+    return text.encode("utf-8") + b"\n"
 
 
 def artefact_name(created_at: datetime, sha: str | None, label: str | None) -> str:
