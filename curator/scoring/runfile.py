@@ -2,12 +2,12 @@
 
 Reading a run is most of the work of `curator score` (a 10,000 x 100 TREC run is a
 million lines for Python to split). For a big line-based file, `RunFile` forks a worker
-that reads the second half of the file while this process reads the question set, then
-reads the first half; each scores its own queries and the worker sends back only the
-scored questions (a few hundred bytes each). The numbers are those of one process: a
-query id in both halves (a TREC file whose queries are interleaved, or a JSONL query
-given twice across the middle) makes this process read and score the whole file again,
-alone; so does a worker that fails for any reason.
+that reads the last part of the file while this process reads the question set, then
+the first part; each scores its own queries and the worker sends back only the scored
+questions (a few hundred bytes each). The numbers are those of one process: a query id
+in both parts (a TREC file whose queries are interleaved, or a JSONL query given twice
+across the cut) makes this process read and score the whole file again, alone; so does
+a worker that fails for any reason.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ Found = dict[str, dict[str, Any]]
 
 
 def _can_fork() -> bool:
-    return hasattr(os, "fork") and len(os.sched_getaffinity(0)) > 1
+    """Linux with a second core for us (fork elsewhere is fragile or slow)."""
+    return hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) > 1
 
 
 class RunFile:
