@@ -10,7 +10,6 @@ from typing import Any
 import click
 from rich import box
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from curator.cli.main import cli, console, err_console, json_option, pass_ws, print_json, rel
@@ -106,6 +105,8 @@ def _progress_bar(run: str, enabled: bool) -> Iterator[Callable[[str, int, int],
     if not enabled:
         yield None
         return
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
     columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
                TextColumn("{task.fields[detail]}"), TimeElapsedColumn())
     with Progress(*columns, console=err_console, transient=True, auto_refresh=False) as bar:

@@ -146,6 +146,7 @@ def score(
     threshold = negative_threshold if negative_threshold is not None else config.negative_threshold
     revisions_of = workspace.revisions_of if workspace is not None else None
     source = RunFile(ranked) if isinstance(ranked, str | Path) else ranked
+    git = git_state(workspace.root) if workspace is not None else lambda: (None, None)
     with gc_paused(), source if isinstance(source, RunFile) else nullcontext():
         cases, set_info = _cases_from(set_or_cases)  # meanwhile a worker may read the run file
         specs = prepare(cases, ks, level, revisions_of)
@@ -156,7 +157,7 @@ def score(
             seen, found = run.seen(), score_queries(specs, run.queries, ks, threshold)
         result = summarise(specs, found, seen, ks, threshold)
     verdicts = evaluate_gates(gate_list, result["metrics"], result["latency_ms"])
-    sha, dirty = git_state(workspace.root) if workspace is not None else (None, None)
+    sha, dirty = git()
     artefact: dict[str, Any] = {
         "schema": SCHEMA,
         "created_at": utcnow(),
