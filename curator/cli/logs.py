@@ -34,7 +34,7 @@ def _pairs(values: tuple[str, ...]) -> dict[str, str]:
 @click.argument("paths", nargs=-1, required=True)
 @click.option(
     "--format", "fmt", default="auto", show_default=True,
-    type=click.Choice(["auto", "jsonl", "ubi", "csv", "tsv", "text", "access"]),
+    type=click.Choice(["auto", "jsonl", "ubi", "csv", "tsv", "text", "access", "parquet"]),
     help="Log format (auto: from the name and the first lines).",
 )
 @click.option("--query-field", help="Field or column with the query; dotted paths (request.params.q) work.")
@@ -59,18 +59,23 @@ def _pairs(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--seed", type=int, help="Seed for --sample random|pps.")
 @click.option("--dry-run", is_flag=True, help="Show what would be queued; change nothing.")
 @click.option("--force", is_flag=True, help="Read logs again even if already imported.")
-@click.option("--workers", type=click.IntRange(0), default=0, help="Processes for big files (0: one per core).")
+@click.option("--engine", type=click.Choice(["auto", "duckdb", "python"]), default="auto", show_default=True,
+              help="Who reads JSON Lines and Parquet: DuckDB (fast), the python readers, or auto "
+                   "(DuckDB where the input allows).")
+@click.option("--workers", type=click.IntRange(0), default=0,
+              help="Python engine: processes for big files (0: one per core).")
 @json_option
 @pass_ws
 def import_logs_cmd(ws, paths: tuple[str, ...], fmt: str, query_field, count_field, time_field, user_field,
                     hits_field, clicks_field, param, since, until, similarity, min_count, min_length,
-                    max_length, noise, redact, sample, limit, seed, dry_run, force, workers,
+                    max_length, noise, redact, sample, limit, seed, dry_run, force, engine, workers,
                     as_json: bool) -> None:
     """Mine real queries from search logs into the review queue.
 
     Reads JSON Lines (any field, auto-detected), CSV/TSV with a header, plain text
-    (one query per line), nginx/Apache access logs and OpenSearch UBI query records;
-    gzip (and zstd with the `zstandard` package), globs, folders, and `-` for stdin.
+    (one query per line), nginx/Apache access logs, OpenSearch UBI query records and
+    Parquet; gzip (and zstd), globs, folders, and `-` for stdin. JSON Lines and Parquet
+    files are counted by DuckDB (--engine), everything else by the python readers.
     Queries are counted, redacted (e-mails, phones, IPs, cards, keys and tokens become
     <EMAIL>, <PHONE>, ...), grouped with their typos and word-order variants, filtered,
     de-duplicated against the queue and every set, sampled to --limit and queued with
@@ -83,6 +88,7 @@ def import_logs_cmd(ws, paths: tuple[str, ...], fmt: str, query_field, count_fie
         curator import-logs 'logs/*.jsonl.gz' --since 2026-10-01 --limit 200 --sample pps --seed 7
         curator import-logs access.log --param q --dry-run
         curator import-logs export.csv --query-field search_term --count-field n
+        curator import-logs lake/queries.parquet --count-field n --engine duckdb
         zcat search.jsonl.gz | curator import-logs - --format jsonl --json
     """
     from curator.logs import ImportOptions, import_logs
@@ -92,7 +98,7 @@ def import_logs_cmd(ws, paths: tuple[str, ...], fmt: str, query_field, count_fie
         user_field=user_field, hits_field=hits_field, clicks_field=clicks_field, param=param,
         since=since, until=until, similarity=similarity, min_count=min_count, min_length=min_length,
         max_length=max_length, noise=list(noise), redact=_pairs(redact), sample=sample, limit=limit,
-        seed=seed, dry_run=dry_run, force=force, workers=workers,
+        seed=seed, dry_run=dry_run, force=force, workers=workers, engine=engine,
     )
     with Progress(
         TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
@@ -122,7 +128,7 @@ def _print(s) -> None:
                           "--force reads it again.")
             continue
         fields = ", ".join(f"{k}={v}" for k, v in f.fields.items())
-        console.print(f"[bold]{escape(f.path)}[/] ({f.format}; {escape(fields)}): "
+        console.print(f"[bold]{escape(f.path)}[/] ({f.format}, {f.engine}; {escape(fields)}): "
                       f"{f.lines:,} lines, {f.parsed:,} parsed")
         for reason, info in f.rejected.items():
             where = ", ".join(str(n) for n in info["lines"])

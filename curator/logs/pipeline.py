@@ -28,7 +28,7 @@ from curator.logs.normalise import (
     looks_like_identifier,
     normalize_query,
 )
-from curator.logs.reading import FORMATS, FileRead, Progress, Source, expand, read_source
+from curator.logs.reading import ENGINES, FORMATS, FileRead, Progress, Source, expand, read_source
 from curator.logs.redact import Redactor
 from curator.logs.sample import SAMPLERS, sample_order
 from curator.models import CandidateIn, Suggestion
@@ -83,7 +83,8 @@ class ImportOptions:
     seed: int | None = None
     dry_run: bool = False
     force: bool = False
-    workers: int = 0  # 0: one per core, for big uncompressed files
+    workers: int = 0  # 0: one per core, for big uncompressed files (python engine)
+    engine: str = "auto"  # auto | duckdb | python: who reads JSON Lines and Parquet
     max_line_bytes: int = MAX_LINE_BYTES
 
 
@@ -92,6 +93,7 @@ class FileSummary:
     path: str
     status: str  # imported | already imported | listed twice
     format: str | None = None
+    engine: str | None = None  # duckdb | python
     fingerprint: str | None = None
     fields: dict[str, str] = field(default_factory=dict)
     lines: int = 0
@@ -183,11 +185,11 @@ def import_logs(
             on_file(source, source.size())
         read = read_source(
             source, opts.format, fields, opts.param, window, opts.max_line_bytes, opts.workers,
-            progress or (lambda _n: None),
+            progress or (lambda _n: None), opts.engine,
         )
         _require_found(read)
         fs = FileSummary(
-            source.label, "imported", read.format, read.fingerprint[:16], read.fields,
+            source.label, "imported", read.format, read.engine, read.fingerprint[:16], read.fields,
             read.agg.lines, read.agg.parsed,
             {r: {"count": x.count, "lines": x.lines} for r, x in sorted(read.agg.rejected.items())},
             dict(read.agg.ignored),
@@ -268,6 +270,8 @@ def _check(opts: ImportOptions) -> None:
 
     if opts.format not in FORMATS:
         raise CuratorError(f"unknown log format {opts.format!r}; expected one of {', '.join(FORMATS)}")
+    if opts.engine not in ENGINES:
+        raise CuratorError(f"unknown engine {opts.engine!r}; expected one of {', '.join(ENGINES)}")
     if opts.sample not in SAMPLERS:
         raise CuratorError(f"unknown sampler {opts.sample!r}; expected one of {', '.join(SAMPLERS)}")
     if opts.limit < 0:

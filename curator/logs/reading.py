@@ -34,7 +34,8 @@ from curator.logs.text import TextHandler
 BLOCK = 8 << 20
 HEAD = 1 << 20
 PARALLEL_MIN_BYTES = 32 << 20
-FORMATS = ("auto", "jsonl", "ubi", "csv", "tsv", "text", "access")
+FORMATS = ("auto", "jsonl", "ubi", "csv", "tsv", "text", "access", "parquet")
+ENGINES = ("auto", "duckdb", "python")
 
 Progress = Callable[[int], None]  # bytes (as stored) read since the last call
 
@@ -176,6 +177,8 @@ def open_stream(source: Source, hasher: BlockHasher, progress: Progress) -> IO[b
 
 def detect_format(source: Source, head: bytes) -> str:
     stem = source.stem
+    if stem.endswith(".parquet") or head.startswith(b"PAR1"):
+        return "parquet"
     first = next((ln.strip() for ln in head.split(b"\n") if ln.strip()), b"")
     if stem.endswith((".jsonl", ".ndjson", ".json")) or first.startswith(b"{"):
         return "jsonl"
@@ -230,6 +233,7 @@ class FileRead:
     fingerprint: str
     agg: Aggregate
     fields: dict[str, str]
+    engine: str = "python"
 
 
 def read_source(
@@ -241,11 +245,33 @@ def read_source(
     max_line: int = MAX_LINE_BYTES,
     workers: int = 0,
     progress: Progress = lambda _n: None,
+    engine: str = "auto",
 ) -> FileRead:
-    """Read one source completely into an Aggregate."""
+    """Read one source completely into an Aggregate: with DuckDB (JSON Lines and Parquet
+    files, see curator/logs/duck.py) or with the python readers; `auto` takes DuckDB
+    where the input allows it."""
     head = _head(source)
     if fmt == "auto":
         fmt = detect_format(source, head)
+    if engine != "python" and fmt in ("jsonl", "ubi", "parquet"):
+        from curator.logs import duck
+
+        try:
+            return duck.read(source, fmt, head, fields, window, max_line, progress)
+        except duck.NotForDuckDB as exc:
+            if engine == "duckdb" or fmt == "parquet":
+                raise InputError(
+                    source.label, f"the duckdb engine cannot read it exactly ({exc})",
+                    hint="Use --engine python (or auto, which picks it for such files).",
+                ) from None
+    elif engine == "duckdb":
+        what = "standard input" if source.path is None else f"{fmt} files"
+        raise InputError(
+            source.label, f"the duckdb engine reads JSON Lines and Parquet files, not {what}",
+            hint="Use --engine auto or python.",
+        )
+    if fmt == "parquet":
+        raise InputError(source.label, "Parquet files are read by the duckdb engine", hint="Drop --engine python.")
     if fmt in ("csv", "tsv"):
         hasher = BlockHasher()
         agg = Aggregate()

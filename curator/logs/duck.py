@@ -1,0 +1,466 @@
+"""The DuckDB engine: JSON Lines (and UBI) files and Parquet, read and counted by DuckDB.
+
+DuckDB reads each line as one text column (`read_csv` with a delimiter and no quoting,
+so a line arrives as it is) and does the per-line work in C++ on all cores: pull the
+fields out of the JSON, apply --since/--until, and GROUP BY the exact query. Python
+then gets one row per distinct query, which is what the rest of the pipeline needs.
+
+Exactness comes from a division of labour, not from re-implementing the reference
+reader in SQL: a line is counted by DuckDB only when it is plainly well-formed (a JSON
+object, the query a string, every other field of a type whose meaning is certain). Every
+other line, and every line DuckDB itself refuses (invalid UTF-8, over-long), goes to the
+python reader's own `process_line` with its line number, so reasons, line numbers and
+values are the python engine's by construction. Those lines are found in a second scan
+that only runs when the first one counted some.
+
+Nothing leaves memory: temp_directory is off, so DuckDB cannot spill raw queries to
+disk (a query too big for memory_limit fails instead, with a hint).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from curator.errors import CuratorError
+from curator.logs.aggregate import USERS_CAP, Aggregate, _add_ids
+from curator.logs.fields import Fields, id_list
+from curator.logs.jsonl import JsonlHandler, loads
+
+MEMORY_LIMIT = "320MB"
+FORMATS = ("jsonl", "ubi", "parquet")
+# Valid JSON to DuckDB but not to the python reader (NaN, Infinity, trailing commas), or
+# \u escapes (lone surrogates): such lines go to the python reader.
+_DOUBTFUL = ("NaN", "Infinity")
+_TRAILING_COMMA = r",\s*[\]}]"
+_ISO = r'"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d{1,6})?(Z|\+00(:00)?)?"'
+_NUMBER = r"-?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d{1,3})?"
+_PROGRESS_SECONDS = 0.1
+
+
+# The users of a query asked by USERS_CAP people or more: one shared stand-in (negative,
+# so never a DuckDB hash) instead of a set per popular query.
+FULL = frozenset(range(-USERS_CAP, 0))
+
+
+class NotForDuckDB(Exception):
+    """This input cannot be read by DuckDB exactly as the python reader would."""
+
+
+def available() -> bool:
+    try:
+        import duckdb  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@dataclass
+class Scan:
+    """What DuckDB counted, and how many lines it left to the python reader."""
+
+    agg: Aggregate
+    doubtful: int  # lines of kind "other": for the python reader
+
+
+def json_path(field: str) -> str:
+    """`a.b.c` as a DuckDB JSON path; NotForDuckDB for list indexes and odd keys."""
+    parts = field.split(".")
+    if any(not p or p.isdigit() or '"' in p or "\\" in p for p in parts):
+        raise NotForDuckDB(f"the field path {field!r} (list indexes and quoted keys)")
+    return "$." + ".".join(f'"{p}"' for p in parts)
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+class JsonSql:
+    """The SQL that turns raw lines into (kind, q, n, ts, u, hits, clicks, results, lat)."""
+
+    def __init__(self, fields: Fields, window, max_line: int):
+        self.fields, self.window, self.max_line = fields, window, max_line
+        paths = ["$._source"]
+        self.index: dict[str, int] = {}
+        for role, field in fields.given().items():
+            self.index[role] = len(paths) + 1
+            paths.append(json_path(field))
+        self.literal: list[int] = []  # `a.b` as one key wins in the python reader
+        for field in fields.given().values():
+            if "." in field:
+                self.literal.append(len(paths) + 1)
+                paths.append(f'$."{field}"')
+        self.paths = "[" + ", ".join(_quote(p) for p in paths) + "]"
+
+    def _j(self, role: str) -> str:
+        return f"j[{self.index[role]}]"
+
+    def rows(self, source: str) -> str:
+        """One row per line: `ok` (DuckDB can count it), `inside` the time window,
+        `empty`, and the JSON text of each field (one parse per line). Texts are
+        grouped as they are and decoded in Python once per distinct value, with the
+        python reader's own functions, so values cannot differ between engines."""
+        f = self.fields
+        key = '"' + f.query.rsplit(".", 1)[-1] + '"'  # LIKE wildcards in it only widen the net
+        ok = [
+            "j IS NOT NULL",
+            "j[1] IS NULL",  # an `_source` field: the python reader may unwrap it
+            f"starts_with({self._j('query')}, '\"')",
+            *(f"j[{i}] IS NULL" for i in self.literal),
+            # the query key twice: the python reader keeps the last value, DuckDB the first
+            f"line NOT LIKE {_quote('%' + key + '%' + key + '%')}",
+        ]
+        values = {"q": self._j("query"), "n": "1", "ts": "NULL::VARCHAR", "u": "NULL::VARCHAR",
+                  "ids": "NULL::VARCHAR", "results": "NULL::VARCHAR", "lat": "NULL::DOUBLE"}
+        if f.count:
+            j = self._j("count")
+            ok.append(f"regexp_full_match({j}, '[1-9][0-9]{{0,14}}')")
+            values["n"] = f"TRY_CAST({j} AS BIGINT)"
+        if f.time:
+            # ISO text here; epoch numbers and other forms go to the python reader
+            j = self._j("time")
+            ok.append(f"({j} IS NULL OR (regexp_full_match({j}, {_quote(_ISO)}) "
+                      f"AND TRY_CAST({j}[2:20] AS TIMESTAMP) IS NOT NULL))")
+            values["ts"] = f"replace({j}[2:20], ' ', 'T')"
+        if f.user:
+            values["u"] = self._j("user")  # decoded in Python (strings, numbers, null)
+        if f.hits or f.clicks:
+            values["ids"] = " || '\n' || ".join(
+                f"coalesce({self._j(r)}, 'null')" for r in ("hits", "clicks") if getattr(f, r)
+            )
+        if f.results:
+            j = self._j("results")
+            ok.append(f"({j} IS NULL OR {j} = 'null' OR regexp_full_match({j}, '-?[0-9]{{1,15}}'))")
+            values["results"] = j
+        if f.latency:
+            j = self._j("latency")
+            ok.append(f"({j} IS NULL OR {j} = 'null' OR regexp_full_match({j}, {_quote(_NUMBER)}))")
+            values["lat"] = f"TRY_CAST({j} AS DOUBLE)"
+        if self.window:
+            ok.append(f"{self._j('time')} IS NOT NULL")
+        inside = ["TRUE"]
+        if self.window.since:
+            inside.append(f"ts >= {_quote(self.window.since)}")
+        if self.window.until:
+            inside.append(f"ts < {_quote(self.window.until)}")
+        doubtful = " OR ".join(f"contains(line, {_quote(t)})" for t in _DOUBTFUL) \
+            + f" OR regexp_matches(line, {_quote(_TRAILING_COMMA)})"
+        parse = (
+            f"CASE WHEN starts_with(line, '{{') AND NOT ({doubtful}) AND json_valid(line) "
+            f"THEN json_extract(line, {self.paths})::VARCHAR[] END"
+        )
+        cols = ", ".join(f"{expr} AS {name}" for name, expr in values.items())
+        return f"""
+            SELECT coalesce({' AND '.join(ok)}, false) AS ok, {' AND '.join(inside)} AS inside,
+                   line IS NULL AS empty, * EXCLUDE (j)
+            FROM (SELECT line, j, {cols} FROM (SELECT line, {parse} AS j FROM {source}))
+        """
+
+
+class Reader:
+    """One DuckDB connection reading one file; `progress(fraction)` while it works."""
+
+    def __init__(self, progress):
+        import duckdb
+
+        self.duckdb = duckdb
+        self.con = duckdb.connect(":memory:")
+        threads = max(1, min(os.cpu_count() or 1, 8))
+        self.con.execute(
+            f"SET threads = {threads}; SET memory_limit = '{MEMORY_LIMIT}'; SET temp_directory = ''; "
+            "SET enable_progress_bar = true; SET enable_progress_bar_print = false; "
+            "SET preserve_insertion_order = false"  # less memory; only `leftovers` needs order
+        )
+        self.progress = progress
+
+    def close(self) -> None:
+        self.con.close()
+
+    def query(self, sql: str, label: str, share: tuple[float, float] = (0.0, 1.0)) -> Any:
+        """Run `sql` to completion, reporting progress as `share` of the whole read."""
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.wait(_PROGRESS_SECONDS):
+                try:
+                    pct = self.con.query_progress()
+                except Exception:  # the query finished between the check and the call
+                    return
+                if pct >= 0:
+                    self.progress(share[0] + (share[1] - share[0]) * pct / 100)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            return self.con.execute(sql)
+        except self.duckdb.OutOfMemoryException:
+            raise CuratorError(
+                f"{label}: DuckDB ran out of its {MEMORY_LIMIT} while counting queries "
+                "(and never spills log data to disk)",
+                hint="Read it with --engine python.",
+            ) from None
+        except self.duckdb.IOException as exc:  # a damaged gzip stream, for one
+            # the python reader keeps what came before the damage and says where it was
+            raise NotForDuckDB(f"DuckDB could not read it: {str(exc).splitlines()[0]}") from None
+        except self.duckdb.InvalidInputException as exc:
+            if "state machine reached an invalid state" in str(exc):
+                # DuckDB's CSV reader takes a carriage return for a line break, which
+                # would shift every line number after it.
+                raise NotForDuckDB("it has carriage returns") from None
+            raise
+        finally:
+            done.set()
+            watcher.join()
+            self.progress(share[1])
+
+
+def lines_source(path: Path, compression: str | None, max_line: int) -> str:
+    options = [
+        "columns = {'line': 'VARCHAR'}", "delim = '\\0'", "quote = ''", "escape = ''", "header = false",
+        "new_line = '\\n'", "auto_detect = false", "strict_mode = true", "ignore_errors = true",
+        "store_rejects = true", f"max_line_size = {max_line + 1}",  # longer lines are refused
+        f"compression = '{ {'gz': 'gzip', 'zst': 'zstd'}.get(compression or '', 'none') }'",
+    ]
+    return f"read_csv({_quote(str(path))}, {', '.join(options)})"
+
+
+def parquet_source(path: Path) -> str:
+    """Each Parquet row as a JSON object, so the JSON rules (and reasons) apply."""
+    return f"(SELECT to_json(t)::VARCHAR AS line FROM read_parquet({_quote(str(path))}) t)"
+
+
+def parquet_head(path: Path, rows: int = 200) -> bytes:
+    import duckdb
+
+    with duckdb.connect(":memory:") as con:
+        try:
+            lines = con.execute(f"SELECT line FROM {parquet_source(path)} LIMIT {rows}").fetchall()
+        except duckdb.Error as exc:
+            raise CuratorError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
+    return "\n".join(line for (line,) in lines).encode()
+
+
+def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> Scan:
+    """Pass 1 counts per query; a pass for users and one for hit/click ids when the log
+    has them (DISTINCT over (query, user) pairs needs its own hash table)."""
+    fields = sql.fields
+    rows = f"({sql.rows(source_sql)})"
+    passes = 1 + bool(fields.user) + bool(fields.hits or fields.clicks)
+    step = 1 / passes
+    result = reader.query(
+        f"""SELECT *, hash(q) FROM (
+              SELECT ok, inside, empty, q, count(*), sum(n)::BIGINT, min(ts), max(ts),
+                     sum(n) FILTER (WHERE results IN ('0', '-0'))::BIGINT,
+                     sum(lat * n), sum(n) FILTER (WHERE lat IS NOT NULL)::BIGINT
+              FROM {rows} GROUP BY ALL)""",
+        label, (0.0, step),
+    ).fetchall()
+    agg = Aggregate()
+    by_hash: dict[int, str] = {}
+    doubtful = 0
+    for ok, inside, empty, raw, lines, n, first, last, zero, lat_sum, lat_n, hq in result:
+        if not ok and not empty:
+            doubtful += lines
+            continue
+        agg.lines += lines
+        if empty:
+            agg.ignored["blank line"] += lines
+        elif not inside:
+            agg.ignored["outside --since/--until"] += lines
+        else:
+            q = by_hash[hq] = loads(raw)  # the python reader's own JSON decoding
+            agg.parsed += lines
+            agg.counts[q] += n
+            if first is not None:
+                if q not in agg.first or first < agg.first[q]:
+                    agg.first[q] = first
+                if q not in agg.last or last > agg.last[q]:
+                    agg.last[q] = last
+            if zero:
+                agg.zero_results[q] += zero
+            if lat_n:
+                acc = agg.latency.setdefault(q, [0.0, 0])
+                acc[0] += lat_sum
+                acc[1] += lat_n
+    del result
+    done = step
+    if fields.user:
+        # Users as DuckDB hashes of their JSON text: (query, user) pairs are the biggest
+        # table of the whole read, and 8-byte keys keep it within the memory limit.
+        users = reader.query(
+            f"""SELECT hq, CASE WHEN count(*) < {USERS_CAP} THEN list(hu) END FROM (
+                  SELECT DISTINCT hash(q) AS hq, hash(u) AS hu FROM {rows}
+                  WHERE ok AND inside AND u IS NOT NULL AND u NOT IN ('null', '""'))
+                GROUP BY hq""",
+            label, (done, done + step),
+        )
+        while chunk := users.fetchmany(50_000):
+            for hq, hashes in chunk:
+                agg.users[by_hash[hq]] = FULL if hashes is None else set(hashes)
+        done += step
+    if fields.hits or fields.clicks:
+        roles = [agg.hits if fields.hits else None, agg.clicks if fields.clicks else None]
+        ids = reader.query(
+            f"SELECT q, ids, sum(n)::BIGINT FROM {rows} WHERE ok AND inside GROUP BY ALL",
+            label, (done, 1.0),
+        )
+        while chunk := ids.fetchmany(50_000):
+            for raw, texts, n in chunk:
+                q = loads(raw)
+                for target, text in zip([r for r in roles if r is not None], texts.split("\n"), strict=True):
+                    found = id_list(loads(text))
+                    if found:
+                        _add_ids(target.setdefault(q, Counter()), found, n)
+    return Scan(agg, doubtful)
+
+
+def hash_users(reader: Reader, agg: Aggregate) -> None:
+    """The python reader's user names as the hashes the users pass keeps (of the JSON
+    text of a string), so a user seen on both kinds of line counts once."""
+    names = sorted({u for users in agg.users.values() for u in users})
+    if not names:
+        return
+    hashed = dict(reader.con.execute(
+        "SELECT name, hash(to_json(name)::VARCHAR) FROM (SELECT unnest($1::VARCHAR[]) AS name)", [names]
+    ).fetchall())
+    agg.users = {q: {hashed[u] for u in users} for q, users in agg.users.items()}
+
+
+def refused(reader: Reader) -> list[tuple[int, int]]:
+    """(line number, byte offset) of the lines DuckDB's reader refused, in order."""
+    return reader.con.execute(
+        "SELECT DISTINCT line, line_byte_position FROM reject_errors ORDER BY line"
+    ).fetchall()
+
+
+def leftovers(reader: Reader, source_sql: str, sql: JsonSql, doubtful: int, refused_lines, raw_line,
+              handler: JsonlHandler) -> Aggregate:
+    """The python reader's verdict on every line DuckDB did not count, in line order.
+    `raw_line(offset)` gives the bytes of a refused line."""
+    agg = Aggregate()
+    pending = list(reversed(refused_lines))
+    skipped = 0  # refused lines before the current row: row numbers do not count them
+
+    def take_refused() -> None:
+        nonlocal skipped
+        line, offset = pending.pop()
+        handler.process_line(raw_line(offset), line, agg)
+        skipped += 1
+
+    if doubtful:
+        reader.con.execute("SET preserve_insertion_order = true")  # row numbers in file order
+        rows = reader.con.execute(
+            f"""SELECT rn, line FROM (SELECT row_number() OVER () AS rn, ok, empty, line
+                                      FROM ({sql.rows(source_sql)})) WHERE NOT ok AND NOT empty"""
+        )
+        while chunk := rows.fetchmany(10_000):
+            for rn, line in chunk:
+                while pending and pending[-1][0] <= rn + skipped:
+                    take_refused()
+                handler.process_line(line.encode(), rn + skipped, agg)
+    while pending:
+        take_refused()
+    return agg
+
+
+def read(source, fmt: str, head: bytes, fields: Fields, window, max_line: int, progress):
+    """Read one file with DuckDB into a FileRead, hashing it in a thread meanwhile.
+    Raises NotForDuckDB for what only the python reader can do exactly."""
+    from curator.logs.reading import BlockHasher, FileRead, make_handler, open_stream
+
+    if source.path is None:
+        raise NotForDuckDB("standard input")
+    if not available():
+        raise NotForDuckDB("the duckdb package is not installed")
+    if fmt == "parquet":
+        head = parquet_head(source.path)
+        source_sql = parquet_source(source.path)
+    else:
+        source_sql = lines_source(source.path, source.compression, max_line)
+    handler = make_handler(source, "jsonl" if fmt == "parquet" else fmt, head, fields, None, window, max_line)
+    assert isinstance(handler, JsonlHandler)
+    sql = JsonSql(handler.fields, window, max_line)
+
+    hasher = BlockHasher()
+    hashing = threading.Thread(target=_hash_file, args=(source.path, hasher), daemon=True)
+    hashing.start()
+    reader = Reader(_as_bytes(progress, source.size() or 0))
+    try:
+        scanned = scan(reader, source_sql, sql, source.label)
+        refused_lines = [] if fmt == "parquet" else refused(reader)
+        agg = scanned.agg
+        if scanned.doubtful or refused_lines:
+            with _RawLines(source, max_line, open_stream) as raw_line:
+                left = leftovers(reader, source_sql, sql, scanned.doubtful, refused_lines, raw_line, handler)
+            hash_users(reader, left)
+            agg.merge(left)
+    finally:
+        reader.close()
+        hashing.join()
+    return FileRead(source, fmt, _combine(hasher), agg, handler.fields.given(), engine="duckdb")
+
+
+def _hash_file(path: Path, hasher) -> None:
+    from curator.logs.reading import BLOCK
+
+    with path.open("rb") as fh:
+        while block := fh.read(BLOCK):
+            hasher.update(block)  # hashlib lets go of the GIL for big updates
+
+
+def _combine(hasher) -> str:
+    from curator.logs.reading import combine
+
+    return combine(hasher.finish())
+
+
+def _as_bytes(progress, size: int):
+    """Turn `fraction done` into the `bytes since the last call` the caller counts."""
+    reported = 0
+
+    def report(fraction: float) -> None:
+        nonlocal reported
+        now = int(size * min(fraction, 1.0))
+        if now > reported:
+            progress(now - reported)
+            reported = now
+
+    return report
+
+
+class _RawLines:
+    """The stored bytes of the lines DuckDB refused, by offset in the (decompressed)
+    stream; offsets are asked for in increasing order."""
+
+    def __init__(self, source, max_line: int, open_stream):
+        from curator.logs.reading import BlockHasher
+
+        self.max_line = max_line
+        self.seekable = source.compression is None
+        if self.seekable:
+            self.stream = source.path.open("rb")
+        else:
+            self.stream = open_stream(source, BlockHasher(), lambda _n: None)
+        self.position = 0
+
+    def __enter__(self):
+        return self.line_at
+
+    def __exit__(self, *_exc) -> None:
+        self.stream.close()
+
+    def line_at(self, offset: int) -> bytes:
+        if self.seekable:
+            self.stream.seek(offset)
+        while self.position < offset and not self.seekable:
+            skipped = self.stream.read(min(offset - self.position, 1 << 20))
+            if not skipped:
+                break
+            self.position += len(skipped)
+        raw = self.stream.read(self.max_line + 2)
+        self.position = offset + len(raw)
+        return raw.split(b"\n", 1)[0]
