@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError, field_validator
 
+from curator import models, questionset
 from curator.errors import CuratorError
-from curator.models import Case, ChangeEntry
+from curator.models import Case, ChangeEntry, line_check
 from curator.questionset import QuestionSet, verify
 
 
@@ -276,3 +278,136 @@ def test_ids_from_other_writers_and_replaced_files_are_never_reused(tmp_path: Pa
     os.replace(other.cases_path, mine.cases_path)
     os.replace(other.changelog_path, mine.changelog_path)
     assert mine.add(_case("dhl cutoff")).query_id == "dhl-cutoff-6"
+
+
+# ---- verify's fast paths: two processes, line checks without models --------------------------
+
+
+def _big_set(tmp_path: Path, n: int) -> QuestionSet:
+    """n cases written straight to the files (as the writer would), no per-line fsync."""
+    qs = QuestionSet(tmp_path / "main", checkpoint_dir=tmp_path / "state")
+    qs.create()
+    cases = [Case.model_validate({**_case(f"question {i}"), "query_id": f"q{i}"}) for i in range(n)]
+    qs.cases_path.write_text("".join(c.line() + "\n" for c in cases))
+    qs.changelog_path.write_text(
+        "".join(ChangeEntry(query_id=c.query_id, rev=1, action="add").line() + "\n" for c in cases)
+    )
+    return qs
+
+
+@pytest.mark.parametrize("threshold", [10**9, 10], ids=["one process", "two processes"])
+def test_verify_reports_bad_lines_by_exact_number_in_either_half(tmp_path: Path, monkeypatch, threshold: int) -> None:
+    monkeypatch.setattr(questionset, "PARALLEL_MIN_LINES", threshold)
+    qs = _big_set(tmp_path, 40)
+    lines = qs.cases_path.read_text().splitlines(keepends=True)
+    lines[4] = lines[4].replace('"slice":"paraphrase"', '"slice":""')  # first half
+    lines[33] = lines[33].replace('"role":"primary"', '"role":"secondary"')  # second half: a rule
+    qs.cases_path.write_text("".join(lines))
+    changes = qs.changelog_path.read_text().splitlines(keepends=True)
+    changes[37] = changes[37].replace('"action":"add"', '"action":"edit"')  # needs a reason
+    qs.changelog_path.write_text("".join(changes))
+    report = verify(qs)
+    bad = sorted((Path(p.path).name, p.line, p.message) for p in report.problems if p.line)
+    assert [(name, line) for name, line, _ in bad] == [("cases.jsonl", 5), ("cases.jsonl", 34), ("changelog.jsonl", 38)]
+    assert "slice" in bad[0][2] and "at least 1 character" in bad[0][2]
+    assert "an active case needs a primary passage" in bad[1][2]
+    assert "a edit needs a reason" in bad[2][2]
+    # an invalid line pairs with nothing, and that is reported too
+    assert {p.message for p in report.problems if p.line is None} == {
+        "change-log entry for q4 rev 1 has no case line",
+        "change-log entry for q33 rev 1 has no case line",
+        "q37 rev 1 has no change-log entry",
+    }
+
+
+def test_two_process_verify_matches_one_process_and_checkpoints_the_same(tmp_path: Path, monkeypatch) -> None:
+    qs = _big_set(tmp_path, 60)
+    with open(qs.cases_path, "a") as fh:  # a rev that skips, in the second half
+        fh.write(Case.model_validate({**_case("question 7"), "query_id": "q7", "rev": 3}).line() + "\n")
+    monkeypatch.setattr(questionset, "PARALLEL_MIN_LINES", 10**9)
+    alone = verify(qs)
+    forks: list[int] = []
+    real_fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
+    monkeypatch.setattr(questionset, "PARALLEL_MIN_LINES", 10)
+    split = verify(qs)
+    assert forks, "the checks did not run in two processes"
+    assert [str(p) for p in split.problems] == [str(p) for p in alone.problems]
+    assert any(p.line == 61 and "rev 3 where 2 was expected" in p.message for p in split.problems)
+    assert (split.cases, split.active, split.lines) == (alone.cases, alone.active, alone.lines) == (60, 60, 61)
+    assert split.scan.line_hashes == alone.scan.line_hashes and len(split.scan.line_hashes) == 61
+
+    def broken(_):  # the child cannot send its half: the parent checks it itself
+        raise OSError("no pipe")
+
+    monkeypatch.setattr(questionset.marshal, "dumps", broken)
+    redone = verify(qs)
+    assert [str(p) for p in redone.problems] == [str(p) for p in alone.problems]
+    assert redone.scan.line_hashes == alone.scan.line_hashes
+
+
+def test_checkpoint_describes_the_file_as_verified(tmp_path: Path) -> None:
+    qs = _big_set(tmp_path, 3)
+    report = verify(qs)
+    qs.add(_case("appended after the verify"))  # between verify and its checkpoint
+    record = qs.save_checkpoint(report.scan)
+    assert record["lines"] == 3 and len(record["line_hashes"]) == 3
+    # so the appended line is schema-checked by the next verify, not trusted
+    with open(qs.cases_path, "a") as fh:
+        fh.write('{"query_id":"zz","rev":1,"query":"","slice":"s"}\n')
+    assert any(p.line == 5 and "not a valid case" in p.message for p in verify(qs).problems)
+
+
+_relevant = st.fixed_dictionaries(
+    {"id": st.sampled_from(["", "a.md#x", "b.md#y"])},
+    optional={"role": st.sampled_from(["primary", "secondary", "other"]), "grade": st.sampled_from([None, 0, 3, 4]),
+              "revision": st.sampled_from([None, "abc"])},
+)
+_case_dicts = st.fixed_dictionaries(
+    {"query_id": st.sampled_from(["q1", "Q1", "", "q-2"]), "query": st.sampled_from(["x", ""]),
+     "slice": st.sampled_from(["s", ""])},
+    optional={
+        "rev": st.sampled_from([0, 1, 2]), "status": st.sampled_from(["active", "retired", "gone"]),
+        "relevant": st.lists(_relevant, max_size=3), "expect_empty": st.booleans(),
+        "max_rank": st.sampled_from([None, 0, 1]), "require_all": st.booleans(),
+        "freshness": st.one_of(st.none(), st.fixed_dictionaries(
+            {}, optional={"revision": st.sampled_from([None, "r1"]), "max_age_days": st.sampled_from([None, -1, 5])})),
+        "source": st.fixed_dictionaries({}, optional={"kind": st.sampled_from(["log", "nope"]), "extra": st.just(1)}),
+        "tags": st.lists(st.sampled_from(["regression", ""]), max_size=2), "surprise": st.just(1),
+    },
+)
+_change_dicts = st.fixed_dictionaries(
+    {"query_id": st.sampled_from(["q1", ""]), "rev": st.sampled_from([0, 1]),
+     "action": st.sampled_from(["add", "edit", "retire", "nope"])},
+    optional={"reason": st.sampled_from(["", "  ", "why"]), "versions": st.sampled_from([{}, {"a": "b"}, {"a": 1}]),
+              "oops": st.just(1)},
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.one_of(_case_dicts.map(lambda d: (Case, d)), _change_dicts.map(lambda d: (ChangeEntry, d))))
+def test_line_check_accepts_exactly_what_the_model_accepts(data) -> None:
+    model, fields = data
+    line = json.dumps(fields)
+    try:
+        expected = model.model_validate_json(line).model_dump()
+    except ValidationError as exc:
+        with pytest.raises(ValidationError) as raised:
+            line_check(model)(line)
+        assert str(raised.value) == str(exc)  # the model's own error
+        return
+    checked = line_check(model)(line)
+    for name in ("query_id", "rev", "status", "action", "reason", "expect_empty"):
+        assert checked.get(name) == expected.get(name)
+    assert [r["id"] for r in checked.get("relevant", [])] == [r["id"] for r in expected.get("relevant", [])]
+
+
+def test_line_check_refuses_a_model_with_validators_it_does_not_mirror() -> None:
+    class Stricter(Case):
+        @field_validator("query")
+        @classmethod
+        def _no_shouting(cls, value: str) -> str:
+            return value
+
+    with pytest.raises(TypeError, match="does not mirror the validators of Stricter"):
+        models._record_type(Stricter)
