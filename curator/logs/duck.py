@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from curator.errors import CuratorError
+from curator.errors import CuratorError, InputError
 from curator.logs.aggregate import USERS_CAP, Aggregate, _add_ids
 from curator.logs.fields import Fields, id_list
 from curator.logs.jsonl import JsonlHandler, loads
@@ -233,14 +233,15 @@ def parquet_source(path: Path) -> str:
     return f"(SELECT to_json(t)::VARCHAR AS line FROM read_parquet({_quote(str(path))}) t)"
 
 
-def parquet_head(path: Path, rows: int = 200) -> bytes:
+def parquet_head(source, rows: int = 200) -> bytes:
+    """The first rows as JSON lines (for guessing field names)."""
     import duckdb
 
     with duckdb.connect(":memory:") as con:
         try:
-            lines = con.execute(f"SELECT line FROM {parquet_source(path)} LIMIT {rows}").fetchall()
+            lines = con.execute(f"SELECT line FROM {parquet_source(source.path)} LIMIT {rows}").fetchall()
         except duckdb.Error as exc:
-            raise CuratorError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]})") from None
+            raise InputError(source.label, f"not a readable Parquet file ({str(exc).splitlines()[0]})") from None
     return "\n".join(line for (line,) in lines).encode()
 
 
@@ -377,7 +378,7 @@ def read(source, fmt: str, head: bytes, fields: Fields, window, max_line: int, p
     if not available():
         raise NotForDuckDB("the duckdb package is not installed")
     if fmt == "parquet":
-        head = parquet_head(source.path)
+        head = parquet_head(source)
         source_sql = parquet_source(source.path)
     else:
         source_sql = lines_source(source.path, source.compression, max_line)

@@ -1,0 +1,199 @@
+"""The DuckDB engine against the python readers: the same log must give the same
+summary (lines, reasons with line numbers, distinct queries, clusters, redactions) and
+the same queued candidates. Also Parquet, and the inputs only python may read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from curator.corpus import add_paths
+from curator.errors import InputError
+from curator.logs import import_logs
+from curator.logs.duck import Reader
+from curator.logs.reading import Source, read_source
+from curator.workspace import Workspace
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "logs"
+MiB = 1 << 20
+
+
+def _line(**record) -> bytes:
+    return json.dumps(record).encode()
+
+
+def _awkward_log(path: Path) -> Path:
+    """Every kind of line each engine must treat exactly as the python reader does."""
+    t = "2026-10-01T08:00:00Z"
+    lines = [
+        _line(timestamp=t, user_id=42, query="dhl cutoff time", hits=[{"id": "carriers.md#dhl"}]),
+        b'{"timestamp": "2026-10-02 09:00:00", "user_id": "u1", "query": "NaN in the parser"}',
+        b'{"query": "x", "latency_ms": NaN}',  # broken JSON to orjson, fine to DuckDB
+        b'{"query": "trailing comma",}',
+        b'{"query": "first", "query": "second"}',  # the python reader keeps the last
+        b'{"query": "caf\\u00e9 \\ud83d\\ude00 dhl", "user_id": ""}',
+        b'{"query": "lone \\ud800 surrogate"}',
+        b"   \t",
+        b"",
+        b'{"_source": {"query": "wrapped in _source", "client_id": "c9"}}',
+        b'{"query": "caf\xe9 latin-1"}',  # invalid UTF-8: DuckDB refuses the line
+        _line(timestamp=1759305600000, user_id="u2", query="dhl cutoff time"),
+        _line(query=42),
+        b'{"query": "raw\ttab"}',
+        b"\x00\x01\x02 binary",
+        _line(timestamp="not a time", user_id=None, query="cutoff time dhl"),
+        _line(timestamp=t, user_id="u3", query="  padded   query  ", clicked=["faq.md#cutoffs"]),
+        b'["not", "an", "object"]',
+        _line(timestamp=t, user_id="u3", query="reset password for anna@example.com"),
+        _line(timestamp=t, user_id="u4", query="dhl cutoff time", result_count=0, latency_ms=12.5),
+        _line(query="x" * (2 * MiB)),  # over the 1 MiB limit: refused too (last: fields are guessed from the first MiB)
+    ]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+def _counted_log(path: Path) -> Path:
+    rows = [("escalation policy", 40), ("Escalation Policy", 2), ("zero", 0), ("minus", -1),
+            ("half", 2.5), ("text count", "4"), ("big", 2**60), ("send invoice to billing@example.com", 3)]
+    path.write_text("".join(json.dumps({"q": q, "n": n}) + "\n" for q, n in rows))
+    return path
+
+
+CASES = {
+    "search.jsonl": (lambda tmp: DATA / "search.jsonl", {}),
+    "search.jsonl, a window": (lambda tmp: DATA / "search.jsonl", {"since": "2026-10-04", "until": "2026-10-07"}),
+    "nested.jsonl.gz": (
+        lambda tmp: DATA / "nested.jsonl.gz",
+        {"query_field": "request.params.q", "time_field": "ts", "user_field": "session"},
+    ),
+    "ubi_queries.ndjson": (lambda tmp: DATA / "ubi_queries.ndjson", {}),
+    "awkward lines": (lambda tmp: _awkward_log(tmp / "awkward.jsonl"), {}),
+    "awkward lines, a window": (lambda tmp: _awkward_log(tmp / "awkward.jsonl"), {"since": "2026-10-01T08:00:00"}),
+    "pre-aggregated counts": (lambda tmp: _counted_log(tmp / "counts.jsonl"), {"count_field": "n"}),
+}
+
+
+def _import(tmp_path: Path, engine: str, log: Path, options: dict):
+    ws = Workspace.init(tmp_path / engine)
+    try:
+        add_paths(ws, [DATA / "corpus.jsonl"])
+        summary = import_logs(ws, [log], engine=engine, limit=0, **options).to_dict()
+        candidates = sorted(
+            (c.query, c.count, c.suggested_slice, c.provenance, [(s.id, s.role, s.reason) for s in c.suggestions])
+            for c in ws.candidates()
+        )
+    finally:
+        ws.close()
+    engines = {f.pop("engine") for f in summary["files"]}
+    return engines, summary, candidates
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_duckdb_and_python_engines_give_the_same_import(tmp_path: Path, case: str) -> None:
+    make, options = CASES[case]
+    log = make(tmp_path)
+    py_engines, py_summary, py_candidates = _import(tmp_path, "python", log, options)
+    duck_engines, duck_summary, duck_candidates = _import(tmp_path, "duckdb", log, options)
+    assert (py_engines, duck_engines) == ({"python"}, {"duckdb"})
+    assert py_summary["queued"] > 0  # the comparison is about something
+    for key in py_summary:
+        assert duck_summary[key] == py_summary[key], key
+    assert duck_candidates == py_candidates
+
+
+def test_the_awkward_log_really_is_awkward(tmp_path: Path) -> None:
+    """What the engine comparison above leans on: each bad line is reported."""
+    read = read_source(Source("awkward.jsonl", _awkward_log(tmp_path / "awkward.jsonl")), engine="duckdb")
+    rejected = {reason: (r.count, r.lines) for reason, r in read.agg.rejected.items()}
+    assert rejected == {
+        "broken JSON": (4, [3, 4, 7, 14]),
+        "invalid UTF-8": (1, [11]),
+        "line too long": (1, [21]),
+        "'query' is not text": (1, [13]),
+        "binary data": (1, [15]),
+        "not a JSON object": (1, [18]),
+    }
+    assert read.agg.ignored["blank line"] == 2
+    assert read.agg.counts["second"] == 1 and "first" not in read.agg.counts
+    assert read.agg.counts["café 😀 dhl"] == 1 and read.agg.counts["wrapped in _source"] == 1
+    assert read.agg.first["dhl cutoff time"] == "2025-10-01T08:00:00"  # the epoch one
+    assert read.agg.latency["dhl cutoff time"] == [12.5, 1]
+
+
+def _parquet(tmp_path: Path, rows: list[tuple]) -> Path:
+    path = tmp_path / "queries.parquet"
+    with duckdb.connect() as con:
+        con.execute(
+            "CREATE TABLE t (query VARCHAR, n BIGINT, timestamp TIMESTAMP, user_id VARCHAR, hits VARCHAR[])"
+        )
+        con.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?)", rows)
+        con.execute(f"COPY t TO '{path}' (FORMAT parquet)")
+    return path
+
+
+def test_parquet_rows_are_read_like_json_lines(tmp_path: Path, ws, run_cli) -> None:
+    add_paths(ws, [DATA / "corpus.jsonl"])
+    path = _parquet(tmp_path, [
+        ("dhl cutoff time", 30, "2026-10-01 08:00:00", "u1", ["carriers.md#dhl"]),
+        ("DHL cutoff time", 5, "2026-10-03 08:00:00", "u2", None),
+        (None, 7, "2026-10-02 08:00:00", "u3", None),  # no query: rejected, by row number
+        ("mail anna@example.com about the outage", 2, None, None, None),
+    ])
+    result = run_cli(["-w", str(ws.root), "import-logs", str(path), "--count-field", "n", "--json"])
+    summary = json.loads(result.output)
+    assert result.exit_code == 3  # one row rejected
+    file = summary["files"][0]
+    assert (file["format"], file["engine"], file["lines"], file["parsed"]) == ("parquet", "duckdb", 4, 3)
+    assert file["rejected"] == {"no 'query' field": {"count": 1, "lines": [3]}}
+    by_query = {c.query: c for c in ws.candidates()}
+    dhl = by_query["dhl cutoff time"]
+    assert dhl.count == 35 and dhl.provenance["users"] == 2
+    assert (dhl.provenance["first_seen"], dhl.provenance["last_seen"]) == ("2026-10-01T08:00:00Z", "2026-10-03T08:00:00Z")
+    assert [s.id for s in dhl.suggestions] == ["carriers.md#dhl"]
+    assert "mail <EMAIL> about the outage" in by_query
+
+
+def test_a_damaged_parquet_file_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "broken.parquet"
+    path.write_bytes(b"PAR1 not really")
+    with pytest.raises(InputError, match=r"broken.parquet.*Parquet"):
+        read_source(Source(str(path), path))
+
+
+def test_carriage_returns_send_the_file_to_the_python_reader(tmp_path: Path) -> None:
+    """DuckDB's reader takes a CR for a line break, which would shift line numbers."""
+    path = tmp_path / "windows.jsonl"
+    path.write_bytes(b'{"query": "dhl cutoff time"}\r\n{"query": "broken\r\n{"query": "label backlog"}\r\n')
+    read = read_source(Source(str(path), path))
+    assert read.engine == "python"
+    assert read.agg.counts == {"dhl cutoff time": 1, "label backlog": 1}
+    assert read.agg.rejected["broken JSON"].lines == [2]
+    with pytest.raises(InputError, match=r"windows.jsonl: the duckdb engine cannot read it exactly .*carriage"):
+        read_source(Source(str(path), path), engine="duckdb")
+
+
+def test_the_duckdb_engine_names_what_it_cannot_read() -> None:
+    csv = DATA / "searches.csv"
+    with pytest.raises(InputError, match=r"searches.csv: the duckdb engine reads JSON Lines and Parquet"):
+        read_source(Source(str(csv), csv), engine="duckdb")
+
+
+def test_python_engine_refuses_parquet(tmp_path: Path) -> None:
+    path = _parquet(tmp_path, [("dhl cutoff time", 1, None, None, None)])
+    with pytest.raises(InputError, match=r"queries.parquet: Parquet files are read by the duckdb engine"):
+        read_source(Source(str(path), path), engine="python")
+
+
+def test_duckdb_never_spills_to_disk() -> None:
+    reader = Reader(lambda _fraction: None)
+    try:
+        settings = dict(reader.con.execute(
+            "SELECT name, value FROM duckdb_settings() WHERE name IN ('temp_directory', 'memory_limit')"
+        ).fetchall())
+    finally:
+        reader.close()
+    assert settings["temp_directory"] == ""
+    assert settings["memory_limit"] != ""
