@@ -285,6 +285,11 @@ class ReviewSession:
             with self._lock:
                 self._cards[cand.id] = card
 
+    def prefetched(self) -> list[Card]:
+        """The cards prepared ahead by `prefetch_cards`, in queue order."""
+        with self._lock:
+            return [self._cards[c.id] for c in self._queue if c.id in self._cards]
+
     def prepare(self, cand: Candidate) -> Card:
         """Build a card: the candidate's own passages first, then search results."""
         rows = self.candidate_rows(cand)

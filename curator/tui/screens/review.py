@@ -7,6 +7,7 @@ lands on a card the reviewer has not seen.
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass
 
 from textual import on, work
@@ -23,7 +24,7 @@ from curator.review import Card, ReviewSession
 from curator.tui.screens.modals import TextModal, max_age_check, reason_modal
 from curator.tui.widgets.card import LabelState, Provenance, Question
 from curator.tui.widgets.passages import PassageList
-from curator.tui.widgets.preview import Preview
+from curator.tui.widgets.preview import PassageText, Preview
 from curator.tui.widgets.stats import StatsBar
 
 PREFETCH_AFTER = 0.05  # seconds: a card's frame takes 10-20 ms; a reviewer's next key, longer
@@ -98,7 +99,9 @@ class ReviewScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one(PassageList).focus()
+        self._passages = self.query_one(PassageList)
+        self._preview_text = self.query_one(PassageText)
+        self._passages.focus()
         self._start()
 
     def on_resize(self) -> None:
@@ -110,6 +113,9 @@ class ReviewScreen(Screen[None]):
     def _start(self) -> None:
         self.session.start()
         card = self.session.next_card()
+        # What startup built (widgets, caches, the session) lives as long as the app: keep
+        # it out of the collector's full passes, which otherwise stall a frame by tens of ms.
+        gc.freeze()
         note = ""
         if self.session.reconciled:
             note = f"recovered {len(self.session.reconciled)} keep(s) a crash had not recorded"
@@ -118,6 +124,10 @@ class ReviewScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="prefetch")
     def _prefetch(self) -> None:
         self.session.prefetch_cards()
+        # Their rows and first preview drawn ahead too: the UI thread only shows them.
+        cards = self.session.prefetched()
+        self._passages.prepare(cards)
+        self._preview_text.prepare([card.rows[0].text for card in cards if card.rows])
 
     @work(thread=True, exclusive=True, group="decide")
     def _decide(self, action: str, card: Card) -> None:

@@ -2,7 +2,8 @@
 
 Each widget has a fixed height in curator.tcss, so a new card repaints them without a
 layout pass (`update(..., layout=False)`): re-laying-out the screen for every card was a
-third of a keypress's frame.
+third of a keypress's frame. Text is assembled from (text, style) pieces, not parsed
+from markup (markup parsing was most of the rest of a new card's time on the UI thread).
 """
 
 from __future__ import annotations
@@ -24,37 +25,33 @@ class Provenance(Static):
     def show(self, card: Card) -> None:
         cand, case = card.candidate, card.case
         if case is not None:
-            text = Content.from_markup(
-                "[b]case[/b] $qid rev $rev · $kind", qid=case.query_id, rev=str(case.rev),
-                kind=case.source.kind,
-            )
+            text = Content.assemble(("case", "b"), f" {case.query_id} rev {case.rev} · {case.source.kind}")
         elif cand is None:
             text = Content("")
         elif cand.source_kind == "log":
             p = cand.provenance
             variants = p.get("variants") or []
-            text = Content.from_markup(
-                "[b]log[/b] asked $count× · $first → $last$variants",
-                count=str(p.get("count", cand.count)), first=_day(p.get("first_seen")),
-                last=_day(p.get("last_seen")),
-                variants=f" · {len(variants)} variants" if variants else "",
+            text = Content.assemble(
+                ("log", "b"),
+                f" asked {p.get('count', cand.count)}× · {_day(p.get('first_seen'))} → "
+                f"{_day(p.get('last_seen'))}" + (f" · {len(variants)} variants" if variants else ""),
             )
         elif cand.source_kind == "generated":
             p = cand.provenance
             sources = ", ".join(
                 str(s.get("id", s)) if isinstance(s, dict) else str(s) for s in (p.get("passages") or [])[:3]
             )
-            text = Content.from_markup(
-                "[b]generated[/b] $model · prompt $prompt v$version · from $src",
-                model=str(p.get("model", "?")), prompt=str(p.get("prompt", "?")),
-                version=str(p.get("prompt_version", "?")), src=sources or "?",
+            text = Content.assemble(
+                ("generated", "b"),
+                f" {p.get('model', '?')} · prompt {p.get('prompt', '?')} v{p.get('prompt_version', '?')}"
+                f" · from {sources or '?'}",
             )
             if cand.rationale:
-                text = text + Content.from_markup("\n[i]$r[/i]", r=cand.rationale)
+                text = Content.assemble(text, "\n", (cand.rationale, "i"))
         else:
-            text = Content.from_markup("[b]$kind[/b]", kind=cand.source_kind)
+            text = Content.styled(cand.source_kind, "b")
         if cand is not None and cand.suggested_slice:
-            text = text + Content.from_markup(" · suggested [b]$s[/b]", s=cand.suggested_slice)
+            text = Content.assemble(text, " · suggested ", (cand.suggested_slice, "b"))
         self.update(text, layout=False)
 
 
@@ -65,11 +62,11 @@ class LabelState(Static):
         primaries = sum(1 for r in card.labels.values() if r == "primary")
         secondaries = len(card.labels) - primaries
         bits = [
-            Content.from_markup("slice [b]$s[/b]", s=card.slice or "–"),
+            Content.assemble("slice ", (card.slice or "–", "b")),
             Content(f"{primaries} primary, {secondaries} secondary"),
         ]
         if card.expect_empty:
-            bits.append(Content.from_markup("[b $warning]negative[/]"))
+            bits.append(Content.styled("negative", "b $warning"))
         if card.require_all:
             bits.append(Content("all required"))
         if card.pinned:
@@ -82,7 +79,7 @@ class LabelState(Static):
             bits.append(Content("explained"))
         line = Content(" · ").join(bits)
         keys = "  ".join(f"{i}:{name}" for i, name in enumerate(slices[:9], 1))
-        self.update(line + Content.from_markup("\n[dim]$k[/]", k=keys), layout=False)
+        self.update(Content.assemble(line, "\n", (keys, "dim")), layout=False)
 
 
 def _day(value: object) -> str:

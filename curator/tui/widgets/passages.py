@@ -92,12 +92,27 @@ class PassageList(Static, can_focus=True):
         self._lines: list[list[Content]] = []  # per row, unhighlighted
         self._width = 0
         self._line_count = 0
+        # card id -> (card, width, its labels then, its rows' lines), built by `prepare`
+        self._prepared: dict[int, tuple[Card, int, dict[str, str], list[list[Content]]]] = {}
+
+    def prepare(self, cards: list[Card]) -> None:
+        """Build the rows of upcoming cards ahead (from the prefetch worker, off the UI
+        thread), so showing one of them only joins its lines."""
+        width = self._width
+        if width:
+            self._prepared = {
+                id(card): (card, width, dict(card.labels),
+                           [row_lines(r, card.labels.get(r.id), width) for r in card.rows])
+                for card in cards
+            }
 
     def show_card(self, card: Card, keep_index: bool = False) -> None:
         self.card = card
         index = self.highlighted if keep_index else 0
         self.highlighted = min(index or 0, len(card.rows) - 1) if card.rows else None
-        self._lines = []
+        ready = self._prepared.get(id(card))
+        fresh = ready is not None and ready[0] is card and ready[1] == self._width and ready[2] == card.labels
+        self._lines = ready[3] if fresh else []  # else _draw builds them
         self._draw()
         self._scroll()  # the owner shows the preview of row `highlighted` in the same frame
 

@@ -28,6 +28,14 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")  # never let passage text driv
 WHEEL_LINES = 3
 
 
+def wrap_text(text: str, width: int) -> list[str]:
+    """`text` as lines of at most `width - 1` cells, paragraph by paragraph."""
+    lines: list[str] = []
+    for paragraph in _CONTROL.sub("\ufffd", text.expandtabs()).splitlines():
+        lines.extend(textwrap.wrap(paragraph, width=width - 1) or [""])
+    return lines
+
+
 class PassageText(Widget, can_focus=True):
     """Pre-wrapped lines, drawn from `top`; the last row says how many lines are below
     (when the preview is taller than two lines)."""
@@ -49,20 +57,26 @@ class PassageText(Widget, can_focus=True):
         self.lines: list[str] = []
         self.top = 0
         self._style = Style()
+        self._prepared: tuple[int, dict[str, list[str]]] = (0, {})
+
+    def prepare(self, texts: list[str]) -> None:
+        """Wrap texts about to be shown (from the prefetch worker, off the UI thread)."""
+        width = self._width()
+        self._prepared = (width, {text: wrap_text(text, width) for text in texts})
 
     def show(self, text: str) -> None:
         self.text, self.top = text, 0
-        self._wrap()
-
-    def _wrap(self) -> None:
-        width = max(10, self.size.width or self.app.size.width // 2 - 4)
-        self.lines = []
-        for paragraph in _CONTROL.sub("\ufffd", self.text.expandtabs()).splitlines():
-            self.lines.extend(textwrap.wrap(paragraph, width=width - 1) or [""])
+        width, ready = self._prepared
+        lines = ready.get(text) if width == self._width() else None
+        self.lines = lines if lines is not None else wrap_text(text, self._width())
         self.refresh()  # a repaint only: the widget's size does not depend on its text
 
+    def _width(self) -> int:
+        return max(10, self.size.width or self.app.size.width // 2 - 4)
+
     def on_resize(self) -> None:
-        self._wrap()
+        self.lines = wrap_text(self.text, self._width())
+        self.refresh()
 
     def render_lines(self, crop: Region) -> list[Strip]:
         self._style = self.rich_style  # once per paint: it walks the DOM (0.1 ms a line)
@@ -108,8 +122,7 @@ class Preview(Vertical):
             head.update("", layout=False)
             body.show("")
             return
-        head.update(Content.from_markup(
-            "[b]$id[/b]\n[dim]revision $rev$when[/]\n[i]$heading[/i]", id=row.id, rev=row.revision,
-            when=f" · {row.committed_at[:10]}" if row.committed_at else "", heading=row.heading,
-        ), layout=False)  # fixed height in curator.tcss
+        when = f" · {row.committed_at[:10]}" if row.committed_at else ""
+        head.update(Content.assemble((row.id, "b"), "\n", (f"revision {row.revision}{when}", "dim"), "\n",
+                                     (row.heading, "i")), layout=False)  # fixed height in curator.tcss
         body.show(row.text)

@@ -13,10 +13,8 @@ class StatsBar(Static):
 
     def show(self, stats: Stats, set_name: str, reviewer: str) -> None:
         parts = [
-            Content.from_markup(
-                "[b]$set[/b] · $who · reviewed [b]$done[/b]/$queue",
-                set=set_name, who=reviewer, done=str(stats.reviewed), queue=str(stats.queue),
-            )
+            Content.assemble((set_name, "b"), f" · {reviewer} · reviewed ", (str(stats.reviewed), "b"),
+                             f"/{stats.queue}")
         ]
         rate = stats.keep_rate
         parts.append(Content(f" · keep {rate:.0%}" if rate is not None else " · keep –"))
@@ -25,8 +23,7 @@ class StatsBar(Static):
         for name, target in stats.targets.items():
             have = stats.per_slice.get(name, 0)
             style = "$success" if target and have >= target else "$text-muted"
-            slices.append(Content.from_markup(f"[{style}]$name $have/$target[/]",
-                                              name=_short(name), have=str(have), target=str(target)))
+            slices.append(Content.styled(f"{_short(name)} {have}/{target}", style))
         line = Content("").join(parts)
         self.update(Content("\n").join([line, Content("  ").join(slices)]), layout=False)  # fixed height
 
