@@ -6,23 +6,10 @@ Case and ChangeEntry are the records of `cases.jsonl` and `changelog.jsonl`
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime
-from functools import cache
-from types import UnionType
-from typing import (  # pydantic needs these on 3.11
-    Annotated,
-    Any,
-    Literal,
-    NotRequired,
-    Required,
-    Union,
-    get_args,
-    get_origin,
-)
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
-from typing_extensions import TypedDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Role = Literal["primary", "secondary"]
 CaseStatus = Literal["active", "retired"]
@@ -79,19 +66,6 @@ class CaseSource(BaseModel):
     candidate_id: int | None = None
 
 
-def labels_problem(status: str, expect_empty: bool, passages: list[tuple[str, str]]) -> str | None:
-    """What is wrong with a case's labels ((passage id, role) pairs), or None: the rule of
-    `Case` and of its fast line check (`line_check`)."""
-    if status == "active":
-        if expect_empty and passages:
-            return "a case with expect_empty must not list relevant passages"
-        if not expect_empty and not any(role == "primary" for _, role in passages):
-            return "an active case needs a primary passage or expect_empty"
-    if len(passages) > 1 and len({pid for pid, _ in passages}) != len(passages):
-        return "a passage is listed twice in relevant"
-    return None
-
-
 class Case(_Strict):
     query_id: str = Field(min_length=1, pattern=r"^[a-z0-9][a-z0-9-]*$")
     rev: int = Field(1, ge=1)
@@ -111,9 +85,18 @@ class Case(_Strict):
 
     @model_validator(mode="after")
     def _labels_agree(self) -> Case:
-        problem = labels_problem(self.status, self.expect_empty, [(rel.id, rel.role) for rel in self.relevant])
-        if problem:
-            raise ValueError(problem)
+        # Runs for every line verify reads: one pass over `relevant`, no lists built.
+        relevant = self.relevant
+        primary = False
+        for rel in relevant:
+            primary = primary or rel.role == "primary"
+        if self.status == "active":
+            if self.expect_empty and relevant:
+                raise ValueError("a case with expect_empty must not list relevant passages")
+            if not self.expect_empty and not primary:
+                raise ValueError("an active case needs a primary passage or expect_empty")
+        if len(relevant) > 1 and len({rel.id for rel in relevant}) != len(relevant):
+            raise ValueError("a passage is listed twice in relevant")
         return self
 
     @property
@@ -141,82 +124,6 @@ class ChangeEntry(_Strict):
 
     def line(self) -> str:
         return self.model_dump_json()
-
-
-# ---- checking lines without building models ----------------------------------------------
-#
-# `curator verify` schema-checks every line of a set and uses few of them. `line_check(Case)`
-# validates a line against a TypedDict made from the model's fields (the same FieldInfo:
-# types, constraints, defaults; the same `extra` setting), then runs the model's rules on the
-# plain values: about a third cheaper than building the model. Only acceptance is fast: a
-# line it refuses goes to the model itself, so every error is the model's own.
-
-
-def _case_rules(case: dict[str, Any]) -> bool:
-    freshness = case["freshness"]
-    if freshness is not None and freshness["revision"] is None and freshness["max_age_days"] is None:
-        return False  # Freshness._one_constraint
-    # Relevant._default_grade only fills in a grade: it rejects nothing.
-    passages = [(rel["id"], rel["role"]) for rel in case["relevant"]]
-    return labels_problem(case["status"], case["expect_empty"], passages) is None
-
-
-def _change_rules(entry: dict[str, Any]) -> bool:
-    return entry["action"] == "add" or bool(entry["reason"].strip())  # _reason_required
-
-
-# The validators line_check mirrors, per model: adding one to a model without teaching the
-# rules above about it must fail loudly, not let verify accept what the model rejects.
-_MIRRORED: dict[type[BaseModel], set[str]] = {
-    Case: {"_labels_agree"},
-    Relevant: {"_default_grade"},
-    Freshness: {"_one_constraint"},
-    CaseSource: set(),
-    ChangeEntry: {"_reason_required"},
-}
-
-
-@cache
-def line_check(model: type[Case] | type[ChangeEntry]) -> Callable[[bytes | str], dict[str, Any]]:
-    """A function from a JSON line to its fields as a dict (with the fields' defaults, not
-    what validators compute, such as a passage's grade from its role) that raises the
-    model's ValidationError for any line the model rejects."""
-    validate = TypeAdapter(_record_type(model)).validator.validate_json
-    rules = _case_rules if model is Case else _change_rules
-
-    def check(line: bytes | str) -> dict[str, Any]:
-        try:
-            record = validate(line)
-        except ValidationError:
-            record = None
-        if record is not None and rules(record):
-            return record
-        return model.model_validate_json(line).model_dump()
-
-    return check
-
-
-def _record_type(hint: Any) -> Any:
-    """`hint` with every model in it replaced by a TypedDict of the same fields."""
-    if isinstance(hint, type) and issubclass(hint, BaseModel):
-        decorators = hint.__pydantic_decorators__
-        validators = {*decorators.model_validators, *decorators.field_validators, *decorators.validators,
-                      *decorators.root_validators}
-        if hint not in _MIRRORED or validators != _MIRRORED[hint]:
-            raise TypeError(f"line_check does not mirror the validators of {hint.__name__}: {sorted(validators)}")
-        fields = {}
-        for name, info in hint.model_fields.items():
-            field_type = Annotated[_record_type(info.annotation), info]
-            fields[name] = Required[field_type] if info.is_required() else NotRequired[field_type]
-        record = TypedDict(f"{hint.__name__}Record", fields)  # type: ignore[operator]
-        record.__pydantic_config__ = ConfigDict(extra=hint.model_config.get("extra"), cache_strings="keys")  # type: ignore[attr-defined]
-        return record
-    args = get_args(hint)
-    if not args or get_origin(hint) is Literal:
-        return hint
-    if get_origin(hint) in (Union, UnionType):
-        return Union[tuple(_record_type(arg) for arg in args)]  # noqa: UP007
-    return get_origin(hint)[tuple(_record_type(arg) for arg in args)]
 
 
 class Passage(BaseModel):

@@ -14,11 +14,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import ValidationError, field_validator
 
-from curator import models, questionset
+from curator import questionset
 from curator.errors import CuratorError
-from curator.models import Case, ChangeEntry, line_check
+from curator.models import Case, ChangeEntry
 from curator.questionset import QuestionSet, verify
 
 
@@ -356,58 +355,3 @@ def test_checkpoint_describes_the_file_as_verified(tmp_path: Path) -> None:
     with open(qs.cases_path, "a") as fh:
         fh.write('{"query_id":"zz","rev":1,"query":"","slice":"s"}\n')
     assert any(p.line == 5 and "not a valid case" in p.message for p in verify(qs).problems)
-
-
-_relevant = st.fixed_dictionaries(
-    {"id": st.sampled_from(["", "a.md#x", "b.md#y"])},
-    optional={"role": st.sampled_from(["primary", "secondary", "other"]), "grade": st.sampled_from([None, 0, 3, 4]),
-              "revision": st.sampled_from([None, "abc"])},
-)
-_case_dicts = st.fixed_dictionaries(
-    {"query_id": st.sampled_from(["q1", "Q1", "", "q-2"]), "query": st.sampled_from(["x", ""]),
-     "slice": st.sampled_from(["s", ""])},
-    optional={
-        "rev": st.sampled_from([0, 1, 2]), "status": st.sampled_from(["active", "retired", "gone"]),
-        "relevant": st.lists(_relevant, max_size=3), "expect_empty": st.booleans(),
-        "max_rank": st.sampled_from([None, 0, 1]), "require_all": st.booleans(),
-        "freshness": st.one_of(st.none(), st.fixed_dictionaries(
-            {}, optional={"revision": st.sampled_from([None, "r1"]), "max_age_days": st.sampled_from([None, -1, 5])})),
-        "source": st.fixed_dictionaries({}, optional={"kind": st.sampled_from(["log", "nope"]), "extra": st.just(1)}),
-        "tags": st.lists(st.sampled_from(["regression", ""]), max_size=2), "surprise": st.just(1),
-    },
-)
-_change_dicts = st.fixed_dictionaries(
-    {"query_id": st.sampled_from(["q1", ""]), "rev": st.sampled_from([0, 1]),
-     "action": st.sampled_from(["add", "edit", "retire", "nope"])},
-    optional={"reason": st.sampled_from(["", "  ", "why"]), "versions": st.sampled_from([{}, {"a": "b"}, {"a": 1}]),
-              "oops": st.just(1)},
-)
-
-
-@settings(max_examples=400, deadline=None)
-@given(data=st.one_of(_case_dicts.map(lambda d: (Case, d)), _change_dicts.map(lambda d: (ChangeEntry, d))))
-def test_line_check_accepts_exactly_what_the_model_accepts(data) -> None:
-    model, fields = data
-    line = json.dumps(fields)
-    try:
-        expected = model.model_validate_json(line).model_dump()
-    except ValidationError as exc:
-        with pytest.raises(ValidationError) as raised:
-            line_check(model)(line)
-        assert str(raised.value) == str(exc)  # the model's own error
-        return
-    checked = line_check(model)(line)
-    for name in ("query_id", "rev", "status", "action", "reason", "expect_empty"):
-        assert checked.get(name) == expected.get(name)
-    assert [r["id"] for r in checked.get("relevant", [])] == [r["id"] for r in expected.get("relevant", [])]
-
-
-def test_line_check_refuses_a_model_with_validators_it_does_not_mirror() -> None:
-    class Stricter(Case):
-        @field_validator("query")
-        @classmethod
-        def _no_shouting(cls, value: str) -> str:
-            return value
-
-    with pytest.raises(TypeError, match="does not mirror the validators of Stricter"):
-        models._record_type(Stricter)
