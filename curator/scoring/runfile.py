@@ -104,6 +104,7 @@ class RunFile:
         found.update(theirs["found"])
         self.split = True
         self.run.problems += [Problem(self.run.path, line, message, fatal=False) for line, message in theirs["problems"]]
+        report("read", size, size)  # the worker may have finished before anyone asked
         report("score", len(specs), len(specs))
         return self.run, seen, found
 
