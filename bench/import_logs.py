@@ -111,7 +111,7 @@ def main() -> int:
     print(f"{log.name}: {size_mb:,.0f} MB")
 
     work = Path(tempfile.mkdtemp(prefix="bench-logs-"))
-    rss: dict[str, list[int]] = {"curator": [], "curator-q": [], "duckdb": [], "jq": []}
+    rss: dict[str, list[int]] = {"curator": [], "curator-q": [], "curator-py": [], "duckdb": [], "jq": []}
     runs = itertools.count()
     last_json: dict = {}
 
@@ -154,9 +154,14 @@ def main() -> int:
         rss["jq"].append(peak)
         return seconds
 
+    def curator_python_engine() -> float:
+        # the reference reader (what the import did before the DuckDB engine)
+        return run_curator(["--engine", "python"], "curator-py")
+
     sides = {
         "curator import-logs": curator,
         "curator import-logs, query only": curator_queries_only,
+        "curator import-logs --engine python": curator_python_engine,
         "duckdb group-by": duck,
     }
     if jq:
@@ -171,13 +176,14 @@ def main() -> int:
     cur_q = times["curator import-logs, query only"]
     duck_ratio_q = median([c / d for c, d in zip(cur_q, times["duckdb group-by"], strict=True)])
     jq_ratio_q = median([j / c for c, j in zip(cur_q, times[JQ], strict=True)]) if jq else None
+    py_ratio = median([p / c for c, p in zip(cur, times["curator import-logs --engine python"], strict=True)])
     peak_mb = max(rss["curator"]) / 1024
     goal_duck, goal_jq, goal_mb = duck_ratio <= 1.5, (jq_ratio or 0) >= 3, peak_mb < 500
     rows = [
         "| side | median s | spread s | peak RSS MB |",
         "|---|---|---|---|",
     ]
-    keys = dict(zip(sides, ["curator", "curator-q", "duckdb", "jq"], strict=False))
+    keys = dict(zip(sides, ["curator", "curator-q", "curator-py", "duckdb", "jq"], strict=False))
     for name, values in times.items():
         key = keys[name]
         rows.append(f"| {name} | {median(values):.2f} | {spread(values)} | {max(rss[key]) / 1024:.0f} |")
@@ -189,6 +195,7 @@ def main() -> int:
         f"- without first/last seen and users (`--time-field '' --user-field ''`): "
         f"{duck_ratio_q:.2f}x DuckDB, jq / curator {jq_ratio_q or 0:.2f}x",
         f"- curator peak RSS (largest process): **{peak_mb:.0f} MB** (goal < 500 MB: {'met' if goal_mb else 'NOT met'})",
+        f"- the DuckDB engine (default) is {py_ratio:.2f}x faster than `--engine python` on this log",
         f"- what the import did: {last_json.get('lines', 0):,} lines, "
         f"{last_json.get('distinct_queries', 0):,} distinct queries, "
         f"{last_json.get('distinct_normalised', 0):,} normalised, {last_json.get('clusters', 0):,} clusters, "

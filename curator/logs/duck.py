@@ -40,6 +40,7 @@ _TRAILING_COMMA = r",\s*[\]}]"
 _ISO = r'"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d{1,6})?(Z|\+00(:00)?)?"'
 _NUMBER = r"-?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d{1,3})?"
 _PROGRESS_SECONDS = 0.1
+_BITMAP = 1 << 20  # bits in the filter of the queries whose users are looked up
 
 
 # The users of a query asked by USERS_CAP people or more: one shared stand-in (negative,
@@ -64,7 +65,8 @@ class Scan:
     """What DuckDB counted, and how many lines it left to the python reader."""
 
     agg: Aggregate
-    doubtful: int  # lines of kind "other": for the python reader
+    doubtful: int  # lines DuckDB did not count: for the python reader
+    hashes: dict[int, str]  # DuckDB's hash of a query's JSON text -> the query
 
 
 def json_path(field: str) -> str:
@@ -180,7 +182,7 @@ class Reader:
     def close(self) -> None:
         self.con.close()
 
-    def query(self, sql: str, label: str, share: tuple[float, float] = (0.0, 1.0)) -> Any:
+    def query(self, sql: str, label: str, share: tuple[float, float] = (0.0, 1.0), params=None) -> Any:
         """Run `sql` to completion, reporting progress as `share` of the whole read."""
         done = threading.Event()
 
@@ -196,7 +198,7 @@ class Reader:
         watcher = threading.Thread(target=watch, daemon=True)
         watcher.start()
         try:
-            return self.con.execute(sql)
+            return self.con.execute(sql, params)
         except self.duckdb.OutOfMemoryException:
             raise CuratorError(
                 f"{label}: DuckDB ran out of its {MEMORY_LIMIT} while counting queries "
@@ -246,11 +248,11 @@ def parquet_head(source, rows: int = 200) -> bytes:
 
 
 def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> Scan:
-    """Pass 1 counts per query; a pass for users and one for hit/click ids when the log
-    has them (DISTINCT over (query, user) pairs needs its own hash table)."""
+    """Pass 1 counts per query; a second pass for hit/click ids when the log has them.
+    Users are counted later, and only for the queries that are queued (`users_of`)."""
     fields = sql.fields
     rows = f"({sql.rows(source_sql)})"
-    passes = 1 + bool(fields.user) + bool(fields.hits or fields.clicks)
+    passes = 1 + bool(fields.hits or fields.clicks)
     step = 1 / passes
     result = reader.query(
         f"""SELECT *, hash(q) FROM (
@@ -289,20 +291,6 @@ def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> Scan:
                 acc[1] += lat_n
     del result
     done = step
-    if fields.user:
-        # Users as DuckDB hashes of their JSON text: (query, user) pairs are the biggest
-        # table of the whole read, and 8-byte keys keep it within the memory limit.
-        users = reader.query(
-            f"""SELECT hq, CASE WHEN count(*) < {USERS_CAP} THEN list(hu) END FROM (
-                  SELECT DISTINCT hash(q) AS hq, hash(u) AS hu FROM {rows}
-                  WHERE ok AND inside AND u IS NOT NULL AND u NOT IN ('null', '""'))
-                GROUP BY hq""",
-            label, (done, done + step),
-        )
-        while chunk := users.fetchmany(50_000):
-            for hq, hashes in chunk:
-                agg.users[by_hash[hq]] = FULL if hashes is None else set(hashes)
-        done += step
     if fields.hits or fields.clicks:
         roles = [agg.hits if fields.hits else None, agg.clicks if fields.clicks else None]
         ids = reader.query(
@@ -316,7 +304,46 @@ def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> Scan:
                     found = id_list(loads(text))
                     if found:
                         _add_ids(target.setdefault(q, Counter()), found, n)
-    return Scan(agg, doubtful)
+    return Scan(agg, doubtful, by_hash)
+
+
+class UsersOf:
+    """Distinct users of some queries, found by another DuckDB pass over the file.
+
+    DISTINCT over every (query, user) pair of a big log is the biggest table of the whole
+    read (4M pairs for 5M lines: seconds, and hundreds of MB without spilling), while
+    only the few hundred queued clusters show their users. So the pipeline asks for
+    those once it knows them. Users are DuckDB hashes of their JSON text; a set of
+    USERS_CAP or more is the shared FULL stand-in."""
+
+    def __init__(self, source_sql: str, sql: JsonSql, label: str, hashes: dict[int, str]):
+        self.source_sql, self.sql, self.label = source_sql, sql, label
+        self.hash_of = {q: h for h, q in hashes.items()}
+
+    def __call__(self, queries: set[str]) -> dict[str, frozenset[int] | set[int]]:
+        wanted = [self.hash_of[q] for q in queries if q in self.hash_of]
+        if not wanted:
+            return {}
+        # A bitmap of the wanted hashes filters the lines in O(1) each; an IN (subquery)
+        # would be planned as a join that may hold the whole log in memory.
+        bits = bytearray(b"0" * _BITMAP)
+        for h in wanted:
+            bits[h % _BITMAP] = ord("1")
+        reader = Reader(lambda _fraction: None)
+        try:
+            rows = reader.query(
+                f"""SELECT hq, CASE WHEN count(*) < {USERS_CAP} THEN list(hu) END FROM (
+                      SELECT DISTINCT hash(q) AS hq, hash(u) AS hu FROM ({self.sql.rows(self.source_sql)})
+                      WHERE ok AND inside AND u IS NOT NULL AND u NOT IN ('null', '""')
+                        AND get_bit($1::BIT, (hash(q) % {_BITMAP})::INTEGER) = 1)
+                    GROUP BY hq""",
+                self.label, params=[bits.decode()],
+            ).fetchall()
+        finally:
+            reader.close()
+        asked = set(wanted)
+        queries_of = {h: q for q, h in self.hash_of.items() if h in asked}
+        return {queries_of[hq]: FULL if users is None else set(users) for hq, users in rows if hq in asked}
 
 
 def hash_users(reader: Reader, agg: Aggregate) -> None:
@@ -402,7 +429,8 @@ def read(source, fmt: str, head: bytes, fields: Fields, window, max_line: int, p
     finally:
         reader.close()
         hashing.join()
-    return FileRead(source, fmt, _combine(hasher), agg, handler.fields.given(), engine="duckdb")
+    users_of = UsersOf(source_sql, sql, source.label, scanned.hashes) if sql.fields.user else None
+    return FileRead(source, fmt, _combine(hasher), agg, handler.fields.given(), "duckdb", users_of)
 
 
 def _hash_file(path: Path, hasher) -> None:

@@ -239,6 +239,7 @@ def import_logs(
             continue
         chosen.append(kept[index])
     summary.sampled = len(chosen)
+    _look_up_users(chosen, [r.users_of for r in reads if r.users_of])
 
     files = [r.source.label for r in reads]
     import_id = sha256_hex("".join(sorted(r.fingerprint for r in reads)))[:12]
@@ -365,10 +366,12 @@ class _Group:
     """One normalised (and redacted) query with everything its exact forms carried.
     A plain slotted class: there is one per distinct query, so it must be cheap."""
 
-    __slots__ = ("surfaces", "count", "first", "last", "users", "hits", "clicks", "zero_results", "latency", "top")
+    __slots__ = ("surfaces", "raws", "count", "first", "last", "users", "hits", "clicks", "zero_results",
+                 "latency", "top")
 
     def __init__(self) -> None:
         self.surfaces: dict[str, int] = {}
+        self.raws: list[str] = []  # the exact queries (as logged) grouped here
         self.count = 0
         self.first: str | None = None
         self.last: str | None = None
@@ -378,6 +381,14 @@ class _Group:
         self.zero_results = 0
         self.latency: list[float] | None = None
         self.top = ""  # most frequent surface form
+
+    def add_users(self, users) -> None:
+        if not users:
+            return
+        if not self.users:
+            self.users = users  # shared, not copied: most groups have one form
+        elif len(self.users) < USERS_CAP:
+            self.users = self.users | set(list(users)[: USERS_CAP - len(self.users)])
 
     def surface(self) -> str:
         if not self.top:
@@ -406,6 +417,7 @@ def _group(agg: Aggregate, redactor: Redactor, summary: ImportSummary) -> dict[s
         if g is None:
             g = groups[norm] = _Group()
         g.surfaces[text] = g.surfaces.get(text, 0) + n
+        g.raws.append(raw)
         g.count += n
         ts = first.get(raw)
         if ts and (g.first is None or ts < g.first):
@@ -413,12 +425,7 @@ def _group(agg: Aggregate, redactor: Redactor, summary: ImportSummary) -> dict[s
         ts = last.get(raw)
         if ts and (g.last is None or ts > g.last):
             g.last = ts
-        users = all_users.get(raw)
-        if users:
-            if not g.users:
-                g.users = users  # shared, not copied: most groups have one form
-            elif len(g.users) < USERS_CAP:
-                g.users = g.users | set(list(users)[: USERS_CAP - len(g.users)])
+        g.add_users(all_users.get(raw))
         if hits and raw in hits:
             g.hits = g.hits or Counter()
             g.hits.update(hits[raw])
@@ -434,6 +441,16 @@ def _group(agg: Aggregate, redactor: Redactor, summary: ImportSummary) -> dict[s
             g.latency[1] += lat[1]
     summary.distinct_normalised = len(groups)
     return groups
+
+
+def _look_up_users(chosen: list[_ClusterItem], lookups) -> None:
+    """Users of the queued clusters, from readers that count them on demand (duckdb)."""
+    if not lookups:
+        return
+    group_of = {raw: g for item in chosen for g in item.groups for raw in g.raws}
+    for users_of in lookups:
+        for raw, users in users_of(set(group_of)).items():
+            group_of[raw].add_users(users)
 
 
 def _keep(norm: str, g: _Group, min_length: int, max_length: int, noise, summary: ImportSummary) -> bool:

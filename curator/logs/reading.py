@@ -17,10 +17,11 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from curator.errors import InputError
 from curator.logs.access import AccessHandler, guess_param, looks_like_access_log
@@ -234,6 +235,9 @@ class FileRead:
     agg: Aggregate
     fields: dict[str, str]
     engine: str = "python"
+    # duckdb engine: users of the given queries, looked up on demand (agg.users has
+    # only those of the lines the python reader handled)
+    users_of: Callable[[set[str]], dict[str, AbstractSet[Any]]] | None = None
 
 
 def read_source(
