@@ -73,6 +73,7 @@ def prepare(
 ) -> list[CaseSpec]:
     """Turn active cases into the lookups the scoring loop needs."""
     specs = []
+    ideals: dict[tuple[int, ...], dict[int, float]] = {}  # few cases differ in their grades
     for case in cases:
         if case.status != "active":
             continue
@@ -115,7 +116,8 @@ def prepare(
             required_rev=required,
             newer=newer,
         )
-        spec.ideal = m.ideal_dcgs(grades.values(), ks)
+        graded = tuple(sorted(grades.values()))
+        spec.ideal = ideals.get(graded) or ideals.setdefault(graded, m.ideal_dcgs(graded, ks))
         specs.append(spec)
     return specs
 
