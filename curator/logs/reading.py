@@ -257,7 +257,7 @@ def read_source(
     head = _head(source)
     if fmt == "auto":
         fmt = detect_format(source, head)
-    if engine != "python" and fmt in ("jsonl", "ubi", "parquet"):
+    if engine != "python" and fmt in ("jsonl", "ubi", "parquet") and source.path is not None:
         from curator.logs import duck
 
         try:
