@@ -398,7 +398,8 @@ def verify(qs: QuestionSet, *, known_ids: Callable[[set[str]], set[str]] | None 
     trusted, keys = _trusted_keys(checkpoint, cases, "lines", "sha256", _KEY)
     trusted_changes, change_keys = _trusted_keys(checkpoint, changelog, "changelog_lines", "changelog_sha256", _CHANGE_KEY)
     checked, checked_changes = _in_two_processes(
-        [(_check_cases, cases.lines[trusted:]), (_check_changes, changelog.lines[trusted_changes:])]
+        [(_check_cases, cases.lines[trusted:]), (_check_changes, changelog.lines[trusted_changes:])],
+        meanwhile=lambda: (cases.digest(), changelog.digest()),  # for the checkpoint and freezes
     )
     hashes = checkpoint["line_hashes"][:trusted] if checkpoint and trusted else []
     if len(hashes) != trusted:
@@ -514,25 +515,35 @@ PARALLEL_MIN_LINES = 10_000
 Columns = tuple[list[Any], ...]
 
 
-def _in_two_processes(jobs: list[tuple[Callable[[list[bytes]], Columns], list[bytes]]]) -> list[Columns]:
-    """`[check(lines) for check, lines in jobs]` (each gives columns, one entry per line), the
-    second half of every job's lines checked by a forked child on another core: schema checks
-    are pure Python under the GIL, so threads would not help. The child sends its columns
-    back with `marshal` (plain lists, tuples, strings and ints: several times faster than
-    pickle); if it fails in any way, its halves are checked here. A process with other
-    threads running never forks (a lock one of them held would stay held in the child)."""
+# The child's share of the lines: a little over half, as the parent also has `meanwhile`.
+CHILD_SHARE = 0.55
 
-    def run(halves: list[tuple[Callable[[list[bytes]], Columns], list[bytes]]]) -> list[Columns]:
-        return [check(lines) for check, lines in halves]
+
+def _in_two_processes(
+    jobs: list[tuple[Callable[[list[bytes]], Columns], list[bytes]]], meanwhile: Callable[[], object] = lambda: None
+) -> list[Columns]:
+    """`[check(lines) for check, lines in jobs]` (each gives columns, one entry per line),
+    the last part of every job's lines checked by a forked child on another core (schema
+    checks are pure Python under the GIL, so threads would not help), while this process
+    checks the rest and then runs `meanwhile`. The child sends its columns back with
+    `marshal` (plain lists, tuples, strings and ints: several times faster than pickle); if
+    it fails in any way, its part is checked here. A process with other threads running
+    never forks (a lock one of them held would stay held in the child)."""
+
+    def run(parts: list[tuple[Callable[[list[bytes]], Columns], list[bytes]]]) -> list[Columns]:
+        return [check(lines) for check, lines in parts]
 
     can_fork = hasattr(os, "fork") and (os.cpu_count() or 1) > 1 and threading.active_count() == 1
     if sum(len(lines) for _, lines in jobs) < PARALLEL_MIN_LINES or not can_fork:
-        return run(jobs)
-    mine = [(check, lines[: len(lines) // 2]) for check, lines in jobs]
-    theirs = [(check, lines[len(lines) // 2 :]) for check, lines in jobs]
+        columns = run(jobs)
+        meanwhile()
+        return columns
+    cuts = [round(len(lines) * (1 - CHILD_SHARE)) for _, lines in jobs]
+    mine = [(check, lines[:cut]) for (check, lines), cut in zip(jobs, cuts, strict=True)]
+    theirs = [(check, lines[cut:]) for (check, lines), cut in zip(jobs, cuts, strict=True)]
     reader, writer = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the child: check the second halves, send them, exit without any cleanup
+    if pid == 0:  # the child: check its part, send it, exit without any cleanup
         os.close(reader)
         code = 1
         try:
@@ -545,6 +556,7 @@ def _in_two_processes(jobs: list[tuple[Callable[[list[bytes]], Columns], list[by
     try:
         with open(reader, "rb") as pipe:
             first = run(mine)
+            meanwhile()
             sent = pipe.read()
     finally:  # leaving the block closed the pipe: a child still writing gets an error, not a hang
         _, status = os.waitpid(pid, 0)
