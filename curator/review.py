@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from curator.errors import CuratorError
-from curator.models import Candidate, Case, Passage
+from curator.models import GRADE_FOR_ROLE, Candidate, Case, Passage
 from curator.workspace import HL_END, HL_START, Workspace
 
 SNIPPET_CHARS = 160
@@ -49,10 +49,12 @@ class Card:
     rows: list[Row]
     slice: str | None = None
     labels: dict[str, str] = field(default_factory=dict)  # passage id -> primary | secondary
+    grades: dict[str, int] = field(default_factory=dict)  # passage id -> grade set by hand
     expect_empty: bool = False
     require_all: bool = False
     pinned: bool = False  # pin primaries to the revision shown
     max_age_days: int | None = None
+    max_rank: int | None = None  # the first primary must rank at or above this
     explanation: str = ""
     tags: list[str] = field(default_factory=list)
     case: Case | None = None  # set when the card revises an existing case
@@ -67,10 +69,28 @@ class Card:
         return next((r for r in self.rows if r.id == passage_id), None)
 
     def set_label(self, passage_id: str, role: str | None) -> None:
+        self.grades.pop(passage_id, None)  # a new role starts from its own default grade
         if role is None:
             self.labels.pop(passage_id, None)
         else:
             self.labels[passage_id] = role
+
+    def grade(self, passage_id: str) -> int | None:
+        """The labelled passage's grade: set by hand, else its role's default."""
+        role = self.labels.get(passage_id)
+        return None if role is None else self.grades.get(passage_id, GRADE_FOR_ROLE[role])
+
+    def cycle_grade(self, passage_id: str) -> int | None:
+        """Next grade of a labelled passage, 1 -> 2 -> 3 -> 1; None when it is not labelled."""
+        current = self.grade(passage_id)
+        if current is None:
+            return None
+        new = current % 3 + 1
+        if new == GRADE_FOR_ROLE[self.labels[passage_id]]:
+            self.grades.pop(passage_id, None)
+        else:
+            self.grades[passage_id] = new
+        return new
 
     def toggle_tag(self, tag: str) -> None:
         if tag in self.tags:
@@ -95,7 +115,7 @@ class Card:
     def relevant(self) -> list[dict[str, Any]]:
         out = []
         for pid, role in self.labels.items():
-            item: dict[str, Any] = {"id": pid, "role": role}
+            item: dict[str, Any] = {"id": pid, "role": role, "grade": self.grades.get(pid)}
             row = self.row(pid)
             if self.pinned and role == "primary" and row is not None:
                 item["revision"] = row.revision
@@ -369,6 +389,8 @@ class ReviewSession:
             "source": {k: v for k, v in source.items() if v is not None},
             "tags": list(card.tags),
         }
+        if card.max_rank is not None and not card.expect_empty:
+            data["max_rank"] = card.max_rank
         with self._lock:
             started = time.perf_counter()
             case = self.qs.add(data, reviewer=self.reviewer, versions=self.ws.versions())
@@ -465,10 +487,13 @@ class ReviewSession:
             rows=rows,
             slice=case.slice,
             labels={r.id: r.role for r in case.relevant},
+            grades={r.id: r.grade for r in case.relevant
+                    if r.grade is not None and r.grade != GRADE_FOR_ROLE[r.role]},
             expect_empty=case.expect_empty,
             require_all=case.require_all,
             pinned=bool(case.freshness and case.freshness.revision),
             max_age_days=case.freshness.max_age_days if case.freshness else None,
+            max_rank=case.max_rank,
             explanation=case.explanation,
             tags=list(case.tags),
             case=case,
@@ -488,6 +513,7 @@ class ReviewSession:
             "relevant": [] if card.expect_empty else card.relevant(),
             "expect_empty": card.expect_empty,
             "require_all": card.require_all and not card.expect_empty,
+            "max_rank": None if card.expect_empty else card.max_rank,
             "freshness": card.freshness(),
             "explanation": card.explanation.strip(),
             "tags": list(card.tags),
@@ -549,9 +575,10 @@ def _previous_state(ws: Workspace, candidate_id: int) -> str:
 
 
 def _same_labels(old: Case, changes: dict[str, Any]) -> bool:
-    before = sorted((r.id, r.role) for r in old.relevant)
-    after = sorted((r["id"], r["role"]) for r in changes["relevant"])
-    return before == after and old.expect_empty == changes["expect_empty"]
+    before = sorted((r.id, r.role, r.grade) for r in old.relevant)
+    after = sorted((r["id"], r["role"], r.get("grade", GRADE_FOR_ROLE[r["role"]])) for r in changes["relevant"])
+    return (before == after and old.expect_empty == changes["expect_empty"]
+            and old.max_rank == changes["max_rank"])
 
 
 def _row(passage: Passage, reason: str) -> Row:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from curator.models import Case
 from curator.tui.app import ReviewApp
 from tests.tui.conftest import set_files, settle, type_text
 
@@ -172,6 +173,33 @@ async def test_freshness_pin_and_max_age(rws):
     assert first["freshness"] == {"revision": "rev1aaaa"}
     assert first["relevant"][0]["revision"] == "rev1aaaa" and first["slice"] == "freshness"
     assert second["freshness"] == {"max_age_days": 30}
+
+
+async def test_grade_and_max_rank(rws):
+    app = ReviewApp(rws, blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("g")  # nothing labelled yet: refused
+        await pilot.pause()
+        assert "primary (p) or secondary (o) first" in message(app)
+        await pilot.press("p", "g")  # primary: 2 -> 3
+        await pilot.press("down", "o", "g", "g", "g")  # secondary: 1 -> 2 -> 3 -> 1 (its default)
+        await pilot.press("up", "o", "p", "g", "g")  # a new role starts again from its default: 2 -> 3 -> 1
+        await pilot.press("m")
+        await type_text(pilot, "0")
+        await pilot.press("enter")  # refused: ranks start at 1
+        await pilot.press("ctrl+u")
+        await type_text(pilot, "5")
+        await pilot.press("enter", "k")
+        await settle(pilot)
+    (case,), _ = set_files(rws)
+    assert case["relevant"] == [
+        {"id": E1042, "role": "primary", "grade": 1},
+        {"id": "faq.md#pickups", "role": "secondary", "grade": 1},
+    ]
+    assert case["max_rank"] == 5
+    relabel = ReviewApp(rws, blink=False).session.card_for_case(Case.model_validate(case))
+    assert relabel.grades == {E1042: 1} and relabel.max_rank == 5  # the browser's relabel starts from them
 
 
 async def test_keymap_remaps_keep(rws):

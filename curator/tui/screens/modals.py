@@ -82,3 +82,9 @@ def max_age_check(text: str) -> str | None:
     if not text.isdigit():
         return "a whole number of days (empty clears the max age)"
     return None
+
+
+def max_rank_check(text: str) -> str | None:
+    if text == "" or (text.isdigit() and int(text) >= 1):
+        return None
+    return "a rank of 1 or more (empty clears the max rank)"

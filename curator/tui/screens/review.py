@@ -21,7 +21,7 @@ from textual.widgets import Footer, Static
 
 from curator.errors import CuratorError
 from curator.review import Card, ReviewSession
-from curator.tui.screens.modals import TextModal, max_age_check, reason_modal
+from curator.tui.screens.modals import TextModal, max_age_check, max_rank_check, reason_modal
 from curator.tui.widgets.card import LabelState, Provenance, Question
 from curator.tui.widgets.passages import PassageList
 from curator.tui.widgets.preview import PassageText, Preview
@@ -47,6 +47,10 @@ class ReviewScreen(Screen[None]):
         Binding("p", "mark_primary", "primary", id="primary", tooltip="Mark the highlighted passage primary (the answer)"),
         Binding("o", "mark_secondary", "secondary", id="secondary", tooltip="Mark the highlighted passage secondary (acceptable)"),
         Binding("c", "clear_label", "clear", show=False, id="clear", tooltip="Clear the highlighted passage's label"),
+        Binding("g", "cycle_grade", "grade", show=False, id="grade",
+                tooltip="Grade the highlighted labelled passage 1, 2 or 3 (cycles)"),
+        Binding("m", "set_max_rank", "max rank", show=False, id="max-rank",
+                tooltip="Max rank: the first primary must rank at or above N"),
         *_slice_bindings(),
         Binding("n", "toggle_negative", "negative", show=False, id="negative", tooltip="Negative: the corpus has no answer (expect_empty)"),
         Binding("r", "toggle_require_all", "all", show=False, id="require-all", tooltip="Multi-hop: every primary is required"),
@@ -274,6 +278,38 @@ class ReviewScreen(Screen[None]):
 
     def action_clear_label(self) -> None:
         self._label(None)
+
+    def action_cycle_grade(self) -> None:
+        card = self._ready()
+        if card is None:
+            return
+        index = self.query_one(PassageList).highlighted
+        if index is None or not card.rows:
+            self._say("no passage highlighted", error=True)
+            return
+        row = card.rows[index]
+        grade = card.cycle_grade(row.id)
+        if grade is None:
+            self._say("grade a labelled passage: mark it primary (p) or secondary (o) first", error=True)
+            return
+        self.query_one(PassageList).refresh_row(card, index)
+        self._labels()
+        self._say(f"grade {grade} for {row.id}")
+
+    def action_set_max_rank(self) -> None:
+        card = self._ready()
+        if card is None:
+            return
+
+        def done(value: str | None) -> None:
+            if value is not None:
+                card.max_rank = int(value) if value else None
+                self._labels()
+
+        current = "" if card.max_rank is None else str(card.max_rank)
+        self.app.push_screen(
+            TextModal("The first primary must rank at or above (empty clears)", current,
+                      check=max_rank_check, blink=self.blink), done)
 
     def action_choose_slice(self, number: int) -> None:
         card = self._ready()

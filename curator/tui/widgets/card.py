@@ -73,6 +73,8 @@ class LabelState(Static):
             bits.append(Content("pinned to revision"))
         if card.max_age_days is not None:
             bits.append(Content(f"max age {card.max_age_days}d"))
+        if card.max_rank is not None:
+            bits.append(Content(f"max rank {card.max_rank}"))
         if card.tags:
             bits.append(Content("tags: " + ", ".join(card.tags)))
         if card.explanation:

@@ -51,10 +51,11 @@ def _wrap(content: Content, width: int, lines: int) -> list[Content]:
     return out
 
 
-def row_lines(row: Row, role: str | None, width: int) -> list[Content]:
+def row_lines(row: Row, card: Card, width: int) -> list[Content]:
     """A row as fixed-height lines: header, heading, snippet (SNIPPET_LINES)."""
-    head = Content.assemble(MARK.get(role or "", NO_MARK), " ", (row.id, "b"), " ",
-                            (f"@{row.revision[:10]} · {row.reason}", "dim"))
+    graded = f" · grade {card.grades[row.id]}" if row.id in card.grades else ""
+    head = Content.assemble(MARK.get(card.labels.get(row.id) or "", NO_MARK), " ", (row.id, "b"), " ",
+                            (f"@{row.revision[:10]} · {row.reason}{graded}", "dim"))
     heading = Content.assemble("  ", (row.heading, "i")) if row.heading else Content("")
     if row.missing:
         body = [Content.assemble("  ", ("not in the corpus", "$error"))]
@@ -92,8 +93,8 @@ class PassageList(Static, can_focus=True):
         self._lines: list[list[Content]] = []  # per row, unhighlighted
         self._width = 0
         self._line_count = 0
-        # card id -> (card, width, its labels then, its rows' lines), built by `prepare`
-        self._prepared: dict[int, tuple[Card, int, dict[str, str], list[list[Content]]]] = {}
+        # card id -> (card, width, its labels and grades then, its rows' lines), by `prepare`
+        self._prepared: dict[int, tuple[Card, int, tuple[dict, dict], list[list[Content]]]] = {}
 
     def prepare(self, cards: list[Card]) -> None:
         """Build the rows of upcoming cards ahead (from the prefetch worker, off the UI
@@ -101,8 +102,8 @@ class PassageList(Static, can_focus=True):
         width = self._width
         if width:
             self._prepared = {
-                id(card): (card, width, dict(card.labels),
-                           [row_lines(r, card.labels.get(r.id), width) for r in card.rows])
+                id(card): (card, width, (dict(card.labels), dict(card.grades)),
+                           [row_lines(r, card, width) for r in card.rows])
                 for card in cards
             }
 
@@ -111,7 +112,7 @@ class PassageList(Static, can_focus=True):
         index = self.highlighted if keep_index else 0
         self.highlighted = min(index or 0, len(card.rows) - 1) if card.rows else None
         ready = self._prepared.get(id(card))
-        fresh = ready is not None and ready[0] is card and ready[1] == self._width and ready[2] == card.labels
+        fresh = ready is not None and ready[0] is card and ready[1] == self._width and ready[2] == (card.labels, card.grades)
         self._lines = ready[3] if fresh else []  # else _draw builds them
         self._draw()
         self._scroll()  # the owner shows the preview of row `highlighted` in the same frame
@@ -122,7 +123,7 @@ class PassageList(Static, can_focus=True):
 
     def refresh_row(self, card: Card, index: int) -> None:
         if index < len(self._lines):
-            self._lines[index] = row_lines(card.rows[index], card.labels.get(card.rows[index].id), self._width)
+            self._lines[index] = row_lines(card.rows[index], card, self._width)
         self._draw()
 
     def _draw(self) -> None:
@@ -132,7 +133,7 @@ class PassageList(Static, can_focus=True):
         width = max(20, (self.scrollable_content_region.width or self.app.size.width // 2) - 1)
         if width != self._width or len(self._lines) != len(card.rows):
             self._width = width
-            self._lines = [row_lines(r, card.labels.get(r.id), width) for r in card.rows]
+            self._lines = [row_lines(r, card, width) for r in card.rows]
         out: list[Content] = []
         for i, lines in enumerate(self._lines):
             if i == self.highlighted:
