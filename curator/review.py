@@ -426,13 +426,14 @@ class ReviewSession:
                 self.stats.skipped += 1
 
     def undo(self) -> Card | None:
-        """Take back the last decision of this session and return its card to show again.
+        """Take back the last decision of this session and return its card to show again;
+        once this session's are all undone, this reviewer's last one from earlier sessions.
 
         A keep is taken back by appending a retiring revision with reason "undo" (the files
         stay append-only); the candidate returns to pending, leased to this reviewer."""
         with self._lock:
             if not self.undo_stack:
-                return None
+                return self._undo_earlier()
             step = self.undo_stack.pop()
             cand = step.card.candidate
             assert cand is not None
@@ -455,6 +456,42 @@ class ReviewSession:
             self.stats.reviewed -= 1
             self.stats.remaining = self._remaining()
             return step.card
+
+    def _undo_earlier(self) -> Card | None:
+        """Undo this reviewer's latest decision that still stands (the candidate's last one),
+        as recorded in the workspace: a decision of an earlier session."""
+        decisions = self.ws.decisions()
+        last = {d.candidate_id: d for d in decisions}
+        standing = (d for d in reversed(decisions) if d.reviewer == self.reviewer
+                    and d.action in ("keep", "bin", "skip") and last[d.candidate_id] is d)
+        decision = next(standing, None)
+        if decision is None:
+            return None
+        cand = self.ws.candidate(decision.candidate_id)
+        assert cand is not None
+        detail: dict[str, Any] = {"undid": decision.action, "earlier_session": True}
+        if decision.action == "keep" and decision.query_id:
+            qs = self.ws.question_set(decision.set_name or self.set_name)
+            case = qs.latest_rev(decision.query_id)
+            if case is None or case.status != "active" or case.rev != decision.detail.get("rev", case.rev):
+                raise CuratorError(
+                    f"{decision.query_id} was changed after it was kept; change or retire it "
+                    "in the set browser (b)"
+                )
+            qs.retire(decision.query_id, reason="undo", reviewer=self.reviewer, versions=self.ws.versions())
+            detail.update(query_id=decision.query_id, rev=case.rev + 1)
+            card = self.card_for_case(case)  # back with the labels it was kept with
+            card.candidate, card.case = cand, None
+            self._count_set()
+        else:
+            card = self.prepare(cand)
+        previous = "skipped" if _previous_state(self.ws, cand.id) == "skipped" else "pending"
+        self.ws.decide(cand.id, "undo", self.reviewer, state=previous, detail=detail)
+        if self.ws.lease_candidate(cand.id, self.reviewer):
+            self._held.add(cand.id)
+        self._shown.add(cand.id)  # on screen now: not served again by the queue
+        self.stats.remaining = self._remaining()
+        return card
 
     # ---- the set browser -----------------------------------------------------------------
 

@@ -120,6 +120,44 @@ async def test_undo_after_keep_appends_a_retiring_rev_and_restores_the_card(rws)
     assert rws.candidate(2).state == "pending"
 
 
+async def test_undo_after_a_restart_takes_back_the_last_sessions_decisions(rws):
+    first = ReviewApp(rws, blink=False)
+    async with first.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("p", "g", "k")  # keep the first (primary, grade 3)
+        await settle(pilot)
+        await pilot.press("x")  # bin the second
+        await settle(pilot)
+    again = ReviewApp(rws, blink=False)  # a new session: its own undo stack is empty
+    async with again.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "drain a label backlog" in question(again)
+        await pilot.press("u")  # the bin of the last session
+        await settle(pilot)
+        assert "dhl cutoff" in question(again)
+        await pilot.press("u")  # then its keep: retired, the card back with its labels
+        await settle(pilot)
+        assert "CARRIER-E1042" in question(again)
+        assert "1 primary" in str(again.screen.query_one("#labels").render())
+        await pilot.press("u")  # nothing earlier stands
+        await settle(pilot)
+        assert "nothing to undo" in message(again)
+        await pilot.press("k")  # kept again with the labels it had, under a new query_id
+        await settle(pilot)
+    cases, changes = set_files(rws)
+    assert [(c["query_id"], c["rev"], c["status"]) for c in cases] == [
+        ("what-does-carrier-e1042-mean", 1, "active"),
+        ("what-does-carrier-e1042-mean", 2, "retired"),
+        ("what-does-carrier-e1042-mean-2", 1, "active"),
+    ]
+    assert cases[2]["relevant"] == [{"id": E1042, "role": "primary", "grade": 3}]
+    assert [(e["action"], e["reason"]) for e in changes] == [("add", ""), ("retire", "undo"), ("add", "")]
+    assert [d.action for d in rws.decisions(1)] == ["keep", "undo", "keep"]
+    assert [d.action for d in rws.decisions(2)] == ["bin", "undo"]
+    assert rws.candidate(2).state == "pending"
+    assert rws.decisions(2)[-1].detail["earlier_session"] is True
+
+
 async def test_edit_explanation_and_search(rws):
     app = ReviewApp(rws, blink=False)
     async with app.run_test(size=SIZE) as pilot:

@@ -248,9 +248,6 @@ class ReviewScreen(Screen[None]):
         if self.busy:
             self.app.bell()
             return
-        if not self.session.undo_stack:
-            self._say("nothing to undo", error=True)
-            return
         self.busy = True
         self._decide("undo", self.card or Card(candidate=None, query="", rows=[]))
 
