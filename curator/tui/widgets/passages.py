@@ -53,9 +53,10 @@ def _wrap(content: Content, width: int, lines: int) -> list[Content]:
 
 def row_lines(row: Row, card: Card, width: int) -> list[Content]:
     """A row as fixed-height lines: header, heading, snippet (SNIPPET_LINES)."""
-    graded = f" · grade {card.grades[row.id]}" if row.id in card.grades else ""
-    head = Content.assemble(MARK.get(card.labels.get(row.id) or "", NO_MARK), " ", (row.id, "b"), " ",
-                            (f"@{row.revision[:10]} · {row.reason}{graded}", "dim"))
+    mark, style = MARK.get(card.labels.get(row.id) or "", NO_MARK)
+    mark += str(card.grades.get(row.id, ""))  # a grade set by hand follows the mark: P3
+    head = Content.assemble((mark, style), " ", (row.id, "b"), " ",
+                            (f"@{row.revision[:10]} · {row.reason}", "dim"))
     heading = Content.assemble("  ", (row.heading, "i")) if row.heading else Content("")
     if row.missing:
         body = [Content.assemble("  ", ("not in the corpus", "$error"))]
