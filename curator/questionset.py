@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import count
 from pathlib import Path
 from typing import Any
@@ -397,16 +398,19 @@ def verify(qs: QuestionSet, *, known_ids: Callable[[set[str]], set[str]] | None 
     # lines give only their key, read off the line.
     trusted, keys = _trusted_keys(checkpoint, cases, "lines", "sha256", _KEY)
     trusted_changes, change_keys = _trusted_keys(checkpoint, changelog, "changelog_lines", "changelog_sha256", _CHANGE_KEY)
-    checked, checked_changes = _in_two_processes(
-        [(_check_cases, cases.lines[trusted:]), (_check_changes, changelog.lines[trusted_changes:])],
+    untrusted = cases.lines[trusted:]
+    checked, checked_changes, (more_hashes,) = _in_two_processes(
+        [(partial(_check_lines, Case), untrusted), (partial(_check_lines, ChangeEntry), changelog.lines[trusted_changes:]),
+         (_hash_lines, untrusted)],
         meanwhile=lambda: (cases.digest(), changelog.digest()),  # for the checkpoint and freezes
     )
     hashes = checkpoint["line_hashes"][:trusted] if checkpoint and trusted else []
     if len(hashes) != trusted:
         hashes = _line_hashes(cases.lines[:trusted])
+    hashes += more_hashes
     ids, revs = [key[1].decode() for key in keys], [int(key[2]) for key in keys]
     details: list[Any] = [None] * trusted
-    for column, more in zip((hashes, ids, revs, details), checked, strict=True):
+    for column, more in zip((ids, revs, details), checked, strict=True):
         column += more
 
     last_rev: dict[str, int] = {}
@@ -427,7 +431,7 @@ def verify(qs: QuestionSet, *, known_ids: Callable[[set[str]], set[str]] | None 
     latest.pop(None, None)  # type: ignore[call-overload]
     # A trusted case's latest line still has to be read for its status and labels.
     unread = [index for index in latest.values() if details[index] is None]
-    ((_, unread_ids, _, unread_details),) = _in_two_processes([(_check_cases, [cases.lines[i] for i in unread])])
+    ((unread_ids, _, unread_details),) = _in_two_processes([(partial(_check_lines, Case), [cases.lines[i] for i in unread])])
     for index, query_id, detail in zip(unread, unread_ids, unread_details, strict=True):
         if query_id is None:  # only if the schema changed without a version bump
             report.problems.append(Problem(cases_path, index + 1, detail))
@@ -471,48 +475,37 @@ def verify(qs: QuestionSet, *, known_ids: Callable[[set[str]], set[str]] | None 
     return report
 
 
-def _check_cases(lines: list[bytes]) -> tuple[list[str], list[str | None], list[int], list[Any]]:
-    """Schema-check cases.jsonl lines. Columns, one entry per line: hash, query_id (None if
-    the line is invalid), rev (0), and (status, relevant passage ids) (the error message)."""
-    validate = Case.__pydantic_validator__.validate_json  # Case.model_validate_json, minus a call
-    ids, revs, details = [], [], []
+Columns = tuple[list[Any], ...]  # one entry per line in each
+
+
+def _check_lines(model: type[Case] | type[ChangeEntry], lines: list[bytes]) -> Columns:
+    """Schema-check lines of `model`. Columns, one entry per line: query_id (None if the line
+    is invalid), rev (0), and a case's (status, relevant passage ids) (the error message)."""
+    validate = model.__pydantic_validator__.validate_json  # model_validate_json, minus a call
+    noun = "case" if model is Case else "change entry"
+    ids: list[str | None] = []
+    revs: list[int] = []
+    details: list[Any] = []
     for line in lines:
         try:
-            case = validate(line)
+            record = validate(line)
         except ValidationError as exc:
             ids.append(None)
             revs.append(0)
-            details.append(f"not a valid case: {_errors(exc)}")
+            details.append(f"not a valid {noun}: {_errors(exc)}")
             continue
-        ids.append(case.query_id)
-        revs.append(case.rev)
-        details.append((case.status, [rel.id for rel in case.relevant]))
-    return _line_hashes(lines), ids, revs, details
+        ids.append(record.query_id)
+        revs.append(record.rev)
+        details.append((record.status, [rel.id for rel in record.relevant]) if model is Case else None)
+    return ids, revs, details
 
 
-def _check_changes(lines: list[bytes]) -> tuple[list[str | None], list[int], list[str]]:
-    """Schema-check changelog.jsonl lines. Columns, one entry per line: query_id (None if the
-    line is invalid), rev (0), and "" (the error message)."""
-    validate = ChangeEntry.__pydantic_validator__.validate_json
-    ids, revs, messages = [], [], []
-    for line in lines:
-        try:
-            entry = validate(line)
-        except ValidationError as exc:
-            ids.append(None)
-            revs.append(0)
-            messages.append(f"not a valid change entry: {_errors(exc)}")
-            continue
-        ids.append(entry.query_id)
-        revs.append(entry.rev)
-        messages.append("")
-    return ids, revs, messages
+def _hash_lines(lines: list[bytes]) -> Columns:
+    return (_line_hashes(lines),)
 
 
 # Below this many lines in all a second process costs more than it saves.
 PARALLEL_MIN_LINES = 10_000
-
-Columns = tuple[list[Any], ...]
 
 
 # The child's share of the lines: a little over half, as the parent also has `meanwhile`.
