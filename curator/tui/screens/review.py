@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
@@ -96,7 +96,7 @@ class ReviewScreen(Screen[None]):
             yield Provenance(id="provenance")
             yield LabelState(id="labels")
         with Horizontal(id="body"):
-            with VerticalScroll(id="passages-box"):
+            with Vertical(id="passages-box"):
                 yield PassageList(id="passages")
             yield Preview(id="preview-box")
         yield Static(id="message")

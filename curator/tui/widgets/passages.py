@@ -2,7 +2,9 @@
 
 A single Static drawn line by line (each row has a known height), not an OptionList:
 re-measuring eight wrapped options cost tens of milliseconds per card at 100k
-passages, which is most of a keypress (bench/review_latency.py).
+passages, which is most of a keypress (bench/review_latency.py). It fills its box and
+scrolls itself (it draws only the rows that fit), so a card with a different number of
+rows repaints it instead of re-laying-out the whole screen.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 
 from textual.binding import Binding
 from textual.content import Content
+from textual.events import MouseScrollDown, MouseScrollUp
 from textual.message import Message
 from textual.widgets import Static
 
@@ -93,7 +96,7 @@ class PassageList(Static, can_focus=True):
         self.highlighted: int | None = None
         self._lines: list[list[Content]] = []  # per row, unhighlighted
         self._width = 0
-        self._line_count = 0
+        self.top = 0  # first row drawn
         # card id -> (card, width, its labels and grades then, its rows' lines), by `prepare`
         self._prepared: dict[int, tuple[Card, int, tuple[dict, dict], list[list[Content]]]] = {}
 
@@ -112,38 +115,51 @@ class PassageList(Static, can_focus=True):
         self.card = card
         index = self.highlighted if keep_index else 0
         self.highlighted = min(index or 0, len(card.rows) - 1) if card.rows else None
+        if not keep_index:
+            self.top = 0
         ready = self._prepared.get(id(card))
-        fresh = ready is not None and ready[0] is card and ready[1] == self._width and ready[2] == (card.labels, card.grades)
+        fresh = (ready is not None and ready[0] is card and ready[1] == self._width
+                 and ready[2] == (card.labels, card.grades))
         self._lines = ready[3] if fresh else []  # else _draw builds them
         self._draw()
-        self._scroll()  # the owner shows the preview of row `highlighted` in the same frame
 
     def clear_rows(self) -> None:
-        self.card, self.highlighted, self._lines, self._line_count = None, None, [], 0
-        self.update("")
+        self.card, self.highlighted, self._lines, self.top = None, None, [], 0
+        self.parent.border_subtitle = ""
+        self.update("", layout=False)
 
     def refresh_row(self, card: Card, index: int) -> None:
         if index < len(self._lines):
             self._lines[index] = row_lines(card.rows[index], card, self._width)
         self._draw()
 
+    def _visible_rows(self) -> int:
+        return max(1, (self.size.height or ROW_HEIGHT) // ROW_HEIGHT)
+
     def _draw(self) -> None:
+        """Draw the rows that fit, from `top`, keeping the highlighted one in view. Only
+        those lines are rendered, and the widget's size never depends on them."""
         card = self.card
         if card is None:
             return
-        width = max(20, (self.scrollable_content_region.width or self.app.size.width // 2) - 1)
+        width = max(20, (self.size.width or self.app.size.width // 2) - 1)
         if width != self._width or len(self._lines) != len(card.rows):
             self._width = width
             self._lines = [row_lines(r, card, width) for r in card.rows]
+        shown = self._visible_rows()
+        if self.highlighted is not None:
+            self.top = min(self.top, self.highlighted)
+            self.top = max(self.top, self.highlighted - shown + 1)
         out: list[Content] = []
-        for i, lines in enumerate(self._lines):
+        for i in range(self.top, min(len(self._lines), self.top + shown)):
+            lines = self._lines[i]
             if i == self.highlighted:
                 lines = [line.pad_right(width - line.cell_length).stylize("on $boost") for line in lines]
                 lines[0] = lines[0].stylize("b")
             out.extend(lines)
-        # Rows have a fixed height: lay the screen out again only when their number changes.
-        self.update(Content("\n").join(out), layout=len(out) != self._line_count)
-        self._line_count = len(out)
+        self.update(Content("\n").join(out), layout=False)
+        position = f"{(self.highlighted or 0) + 1}/{len(card.rows)}" if card.rows else ""
+        self.parent.border_subtitle = position  # which row of how many: the list scrolls
 
     def on_resize(self) -> None:
         self._draw()
@@ -156,20 +172,7 @@ class PassageList(Static, can_focus=True):
         if new != self.highlighted:
             self.highlighted = new
             self._draw()
-            self._scroll()
             self.post_message(self.Highlighted(new))
-
-    def _scroll(self) -> None:
-        parent = self.parent
-        if self.highlighted is None or parent is None:
-            return
-        top = self.highlighted * ROW_HEIGHT
-        view = parent.scrollable_content_region.height
-        y = parent.scroll_y
-        if top < y:
-            parent.scroll_to(y=top, animate=False)
-        elif top + ROW_HEIGHT > y + view:
-            parent.scroll_to(y=top + ROW_HEIGHT - view, animate=False)
 
     def action_cursor_down(self) -> None:
         self._move(1)
@@ -178,7 +181,15 @@ class PassageList(Static, can_focus=True):
         self._move(-1)
 
     def action_page_down(self) -> None:
-        self._move(max(1, (self.parent.scrollable_content_region.height if self.parent else 8) // ROW_HEIGHT))
+        self._move(self._visible_rows())
 
     def action_page_up(self) -> None:
-        self._move(-max(1, (self.parent.scrollable_content_region.height if self.parent else 8) // ROW_HEIGHT))
+        self._move(-self._visible_rows())
+
+    def on_mouse_scroll_down(self, event: MouseScrollDown) -> None:
+        event.stop()
+        self._move(1)
+
+    def on_mouse_scroll_up(self, event: MouseScrollUp) -> None:
+        event.stop()
+        self._move(-1)
