@@ -508,20 +508,17 @@ def _hash_lines(lines: list[bytes]) -> Columns:
 PARALLEL_MIN_LINES = 10_000
 
 
-# The child's share of the lines: a little over half, as the parent also has `meanwhile`.
-CHILD_SHARE = 0.55
-
-
 def _in_two_processes(
     jobs: list[tuple[Callable[[list[bytes]], Columns], list[bytes]]], meanwhile: Callable[[], object] = lambda: None
 ) -> list[Columns]:
     """`[check(lines) for check, lines in jobs]` (each gives columns, one entry per line),
-    the last part of every job's lines checked by a forked child on another core (schema
+    the second half of every job's lines checked by a forked child on another core (schema
     checks are pure Python under the GIL, so threads would not help), while this process
-    checks the rest and then runs `meanwhile`. The child sends its columns back with
-    `marshal` (plain lists, tuples, strings and ints: several times faster than pickle); if
-    it fails in any way, its part is checked here. A process with other threads running
-    never forks (a lock one of them held would stay held in the child)."""
+    checks the first half and then runs `meanwhile` (the child has its results to send).
+    The child sends its columns back with `marshal` (plain lists, tuples, strings and ints:
+    several times faster than pickle); if it fails in any way, its half is checked here. A
+    process with other threads running never forks (a lock one of them held would stay
+    held in the child)."""
 
     def run(parts: list[tuple[Callable[[list[bytes]], Columns], list[bytes]]]) -> list[Columns]:
         return [check(lines) for check, lines in parts]
@@ -531,12 +528,11 @@ def _in_two_processes(
         columns = run(jobs)
         meanwhile()
         return columns
-    cuts = [round(len(lines) * (1 - CHILD_SHARE)) for _, lines in jobs]
-    mine = [(check, lines[:cut]) for (check, lines), cut in zip(jobs, cuts, strict=True)]
-    theirs = [(check, lines[cut:]) for (check, lines), cut in zip(jobs, cuts, strict=True)]
+    mine = [(check, lines[: len(lines) // 2]) for check, lines in jobs]
+    theirs = [(check, lines[len(lines) // 2 :]) for check, lines in jobs]
     reader, writer = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the child: check its part, send it, exit without any cleanup
+    if pid == 0:  # the child: check its half, send it, exit without any cleanup
         os.close(reader)
         code = 1
         try:
