@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from operator import gt, itemgetter
+from operator import gt, itemgetter, methodcaller
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,8 @@ except ImportError:  # pragma: no cover - depends on the environment
     _loads = json.loads
 
 FORMATS = ("jsonl", "trec", "ranx")
+_get_id, _get_score, _get_revision = itemgetter("id"), methodcaller("get", "score"), methodcaller("get", "revision")
+_SCORE_TYPES, _REVISION_TYPES = {float, int, type(None)}, {str, type(None)}
 CHUNK = 1 << 20  # bytes decoded and parsed at a time, between progress reports
 _first, _second = itemgetter(0), itemgetter(1)
 
@@ -200,6 +202,24 @@ class _JsonlReader:
 
 
 def _ranked_from_dicts(results: list[Any]) -> Ranked:
+    """A JSONL results list: checked in bulk when it is the usual dicts with a string id and
+    a number (or no) score; anything else goes through the item-by-item check."""
+    try:
+        ids = list(map(_get_id, results))
+        scores = list(map(_get_score, results))
+        revisions = list(map(_get_revision, results))
+    except (TypeError, KeyError, AttributeError):
+        return _ranked_checked(results)
+    score_types = set(map(type, scores))
+    if set(map(type, ids)) - {str} or "" in ids or score_types - _SCORE_TYPES \
+            or set(map(type, revisions)) - _REVISION_TYPES:
+        return _ranked_checked(results)
+    if int in score_types:
+        scores = [None if score is None else float(score) for score in scores]
+    return Ranked(ids, scores, None if revisions.count(None) == len(revisions) else revisions)
+
+
+def _ranked_checked(results: list[Any]) -> Ranked:
     ids: list[str] = []
     scores: list[float | None] = []
     revisions: list[str | None] = []

@@ -8,13 +8,14 @@ import random
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import curator
 from curator.errors import InputError
 from curator.models import Case, Relevant
 from curator.scoring import metrics as m
+from curator.scoring import runs
 from curator.scoring.runfile import RunFile
 
 QUERIES = 300
@@ -124,3 +125,30 @@ def test_progress_counts_bytes_then_questions(tmp_path: Path, parallel: bool) ->
 @given(st.lists(st.integers(0, 3), max_size=8), st.lists(st.integers(1, 12), min_size=1, max_size=4))
 def test_ideal_dcg_from_one_sort_equals_one_sort_per_k(grades, ks) -> None:
     assert m.ideal_dcgs(grades, ks) == {k: m.ideal_dcg(grades, k) for k in ks}
+
+
+_good = st.fixed_dictionaries(
+    {"id": st.sampled_from(["a", "b", "c"])},
+    optional={"score": st.one_of(st.none(), st.floats(allow_nan=False), st.integers(-5, 5)),
+              "revision": st.one_of(st.none(), st.sampled_from(["abc1234", "def5678"]))})
+_bad = st.one_of(
+    st.fixed_dictionaries({"id": st.sampled_from(["", 7, None])}),
+    st.fixed_dictionaries({"id": st.just("a"), "score": st.sampled_from([True, "1.0", [1]])}),
+    st.fixed_dictionaries({"id": st.just("a"), "revision": st.integers(0, 3)}),
+    st.fixed_dictionaries({"score": st.just(1.0)}),
+    st.sampled_from(["a", "c"]),
+    st.integers(),
+)
+
+
+@example([{"id": "a", "score": 3}, {"id": "b"}])
+@given(st.lists(st.one_of(_good, _good, _good, _bad), max_size=6))
+def test_jsonl_results_checked_in_bulk_equal_the_item_by_item_check(results) -> None:
+    """The fast path of a JSONL results list gives what the careful path gives, errors included."""
+    outcomes = []
+    for read in (runs._ranked_from_dicts, runs._ranked_checked):
+        try:
+            outcomes.append(read(results))
+        except ValueError as exc:
+            outcomes.append(str(exc))
+    assert repr(outcomes[0]) == repr(outcomes[1])  # repr: 5 and 5.0 are equal, not the same
