@@ -404,7 +404,7 @@ def verify(qs: QuestionSet, *, known_ids: Callable[[set[str]], set[str]] | None 
          (_hash_lines, untrusted)],
         meanwhile=lambda: (cases.digest(), changelog.digest()),  # for the checkpoint and freezes
     )
-    hashes = checkpoint["line_hashes"][:trusted] if checkpoint and trusted else []
+    hashes = checkpoint.get("line_hashes", [])[:trusted] if checkpoint and trusted else []
     if len(hashes) != trusted:
         hashes = _line_hashes(cases.lines[:trusted])
     hashes += more_hashes
