@@ -31,7 +31,8 @@ from curator.logs.aggregate import USERS_CAP, Aggregate, _add_ids
 from curator.logs.fields import Fields, id_list
 from curator.logs.jsonl import JsonlHandler, loads
 
-MEMORY_LIMIT = "320MB"
+MEMORY_LIMIT = "256MB"  # counting per query (pass 1)
+USERS_MEMORY_LIMIT = "192MB"  # users of the queued queries only
 FORMATS = ("jsonl", "ubi", "parquet")
 # Valid JSON to DuckDB but not to the python reader (NaN, Infinity, trailing commas), or
 # \u escapes (lone surrogates): such lines go to the python reader.
@@ -40,7 +41,7 @@ _TRAILING_COMMA = r",\s*[\]}]"
 _ISO = r'"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d{1,6})?(Z|\+00(:00)?)?"'
 _NUMBER = r"-?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d{1,3})?"
 _PROGRESS_SECONDS = 0.1
-_BITMAP = 1 << 20  # bits in the filter of the queries whose users are looked up
+_BITMAP = 1 << 16  # bits in the filter of the queries whose users are looked up
 
 
 # The users of a query asked by USERS_CAP people or more: one shared stand-in (negative,
@@ -166,23 +167,26 @@ class JsonSql:
 class Reader:
     """One DuckDB connection reading one file; `progress(fraction)` while it works."""
 
-    def __init__(self, progress):
+    def __init__(self, progress, memory_limit: str = MEMORY_LIMIT):
         import duckdb
 
         self.duckdb = duckdb
         self.con = duckdb.connect(":memory:")
         threads = max(1, min(os.cpu_count() or 1, 8))
         self.con.execute(
-            f"SET threads = {threads}; SET memory_limit = '{MEMORY_LIMIT}'; SET temp_directory = ''; "
+            f"SET threads = {threads}; SET memory_limit = '{memory_limit}'; SET temp_directory = ''; "
             "SET enable_progress_bar = true; SET enable_progress_bar_print = false; "
-            "SET preserve_insertion_order = false"  # less memory; only `leftovers` needs order
+            "SET preserve_insertion_order = false; "  # less memory; only `leftovers` needs order
+            # give memory back as soon as a task is done: Python needs it next
+            "SET allocator_flush_threshold = '16MB'; SET allocator_bulk_deallocation_flush_threshold = '16MB'"
         )
         self.progress = progress
+        self.memory_limit = memory_limit
 
     def close(self) -> None:
         self.con.close()
 
-    def query(self, sql: str, label: str, share: tuple[float, float] = (0.0, 1.0), params=None) -> Any:
+    def query(self, sql: str, label: str, share: tuple[float, float] = (0.0, 1.0)) -> Any:
         """Run `sql` to completion, reporting progress as `share` of the whole read."""
         done = threading.Event()
 
@@ -198,10 +202,10 @@ class Reader:
         watcher = threading.Thread(target=watch, daemon=True)
         watcher.start()
         try:
-            return self.con.execute(sql, params)
+            return self.con.execute(sql)
         except self.duckdb.OutOfMemoryException:
             raise CuratorError(
-                f"{label}: DuckDB ran out of its {MEMORY_LIMIT} while counting queries "
+                f"{label}: DuckDB ran out of its {self.memory_limit} while counting queries "
                 "(and never spills log data to disk)",
                 hint="Read it with --engine python.",
             ) from None
@@ -225,6 +229,7 @@ def lines_source(path: Path, compression: str | None, max_line: int) -> str:
         "columns = {'line': 'VARCHAR'}", "delim = '\\0'", "quote = ''", "escape = ''", "header = false",
         "new_line = '\\n'", "auto_detect = false", "strict_mode = true", "ignore_errors = true",
         "store_rejects = true", f"max_line_size = {max_line + 1}",  # longer lines are refused
+        f"buffer_size = {4 * (max_line + 1)}",  # smaller than the default 16x: memory
         f"compression = '{ {'gz': 'gzip', 'zst': 'zstd'}.get(compression or '', 'none') }'",
     ]
     return f"read_csv({_quote(str(path))}, {', '.join(options)})"
@@ -293,12 +298,14 @@ def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> Scan:
     done = step
     if fields.hits or fields.clicks:
         roles = [agg.hits if fields.hits else None, agg.clicks if fields.clicks else None]
-        ids = reader.query(
-            f"SELECT q, ids, sum(n)::BIGINT FROM {rows} WHERE ok AND inside GROUP BY ALL",
+        ids = reader.query(  # no WHERE: see UsersOf
+            f"SELECT ok AND inside, q, ids, sum(n)::BIGINT FROM {rows} GROUP BY ALL",
             label, (done, 1.0),
         )
         while chunk := ids.fetchmany(50_000):
-            for raw, texts, n in chunk:
+            for counted, raw, texts, n in chunk:
+                if not counted:
+                    continue
                 q = loads(raw)
                 for target, text in zip([r for r in roles if r is not None], texts.split("\n"), strict=True):
                     found = id_list(loads(text))
@@ -324,20 +331,26 @@ class UsersOf:
         wanted = [self.hash_of[q] for q in queries if q in self.hash_of]
         if not wanted:
             return {}
-        # A bitmap of the wanted hashes filters the lines in O(1) each; an IN (subquery)
-        # would be planned as a join that may hold the whole log in memory.
+        # A bitmap of the wanted hashes (a literal: parsed once) picks their lines in O(1)
+        # each; IN (subquery) is planned as a join that may hold the whole log in memory.
+        # The few other queries it lets through are dropped below.
         bits = bytearray(b"0" * _BITMAP)
         for h in wanted:
             bits[h % _BITMAP] = ord("1")
-        reader = Reader(lambda _fraction: None)
+        reader = Reader(lambda _fraction: None, USERS_MEMORY_LIMIT)
         try:
             rows = reader.query(
-                f"""SELECT hq, CASE WHEN count(*) < {USERS_CAP} THEN list(hu) END FROM (
-                      SELECT DISTINCT hash(q) AS hq, hash(u) AS hu FROM ({self.sql.rows(self.source_sql)})
-                      WHERE ok AND inside AND u IS NOT NULL AND u NOT IN ('null', '""')
-                        AND get_bit($1::BIT, (hash(q) % {_BITMAP})::INTEGER) = 1)
-                    GROUP BY hq""",
-                self.label, params=[bits.decode()],
+                # list + list_distinct, not DISTINCT: 8 bytes per line of these queries
+                # instead of a hash table of every pair. FILTER, not WHERE: a WHERE is
+                # pushed below the projections and would parse every line twice.
+                f"""SELECT hq, CASE WHEN len(users) < {USERS_CAP} THEN users END FROM (
+                      SELECT hash(q) AS hq, list_distinct(list(hash(u)) FILTER (
+                          WHERE ok AND inside AND u IS NOT NULL AND u NOT IN ('null', '""')
+                            AND get_bit('{bits.decode()}'::BIT, (hash(q) % {_BITMAP})::INTEGER) = 1
+                      )) AS users
+                      FROM ({self.sql.rows(self.source_sql)}) GROUP BY hq)
+                    WHERE len(users) > 0""",
+                self.label,
             ).fetchall()
         finally:
             reader.close()
