@@ -398,31 +398,36 @@ def verify(qs: QuestionSet, *, known_ids: Callable[[set[str]], set[str]] | None 
     # lines give only their key, read off the line.
     trusted, keys = _trusted_keys(checkpoint, cases, "lines", "sha256", _KEY)
     trusted_changes, change_keys = _trusted_keys(checkpoint, changelog, "changelog_lines", "changelog_sha256", _CHANGE_KEY)
-    untrusted = cases.lines[trusted:]
-    checked, checked_changes, (more_hashes,) = _in_two_processes(
-        [(partial(_check_lines, Case), untrusted), (partial(_check_lines, ChangeEntry), changelog.lines[trusted_changes:]),
-         (_hash_lines, untrusted)],
-        meanwhile=lambda: (cases.digest(), changelog.digest()),  # for the checkpoint and freezes
-    )
     hashes = checkpoint.get("line_hashes", [])[:trusted] if checkpoint and trusted else []
     if len(hashes) != trusted:
         hashes = _line_hashes(cases.lines[:trusted])
-    hashes += more_hashes
     ids, revs = [key[1].decode() for key in keys], [int(key[2]) for key in keys]
     details: list[Any] = [None] * trusted
-    for column, more in zip((ids, revs, details), checked, strict=True):
-        column += more
-
     last_rev: dict[str, int] = {}
-    for number, query_id, rev in zip(count(1), ids, revs, strict=False):
-        if query_id is None:
-            report.problems.append(Problem(cases_path, number, details[number - 1]))
-            continue
-        previous = last_rev.get(query_id, 0)
-        if rev != previous + 1:
-            report.problems.append(Problem(cases_path, number, f"{query_id}: rev {rev} where {previous + 1} was expected"))
-        if rev > previous:
-            last_rev[query_id] = rev
+    _check_revs(report, cases_path, 1, (ids, revs, details), last_rev)
+    case_keys = set(zip(ids, revs, strict=True))
+    paired = {(key[1].decode(), int(key[2])) for key in change_keys}
+    change_problems: list[Problem] = []
+    changes_seen = trusted_changes
+    untrusted = cases.lines[trusted:]
+    jobs = [(partial(_check_lines, Case), untrusted), (partial(_check_lines, ChangeEntry), changelog.lines[trusted_changes:]),
+            (_hash_lines, untrusted)]
+    for checked, (change_ids, change_revs, messages), (more_hashes,) in _in_two_processes(jobs):
+        _check_revs(report, cases_path, len(ids) + 1, checked, last_rev)
+        for column, more in zip((ids, revs, details), checked, strict=True):
+            column += more
+        case_keys.update(zip(checked[0], checked[1], strict=True))
+        hashes += more_hashes
+        if None in change_ids:
+            change_problems += [
+                Problem(changelog_path, number, message)
+                for number, query_id, message in zip(count(changes_seen + 1), change_ids, messages, strict=False)
+                if query_id is None
+            ]
+        changes_seen += len(change_ids)
+        paired.update(zip(change_ids, change_revs, strict=True))
+        for file in (cases, changelog):  # digests for the checkpoint and freezes, computed once:
+            file.digest()  # after the first part, while the child still works
     if cases.torn:
         report.problems.append(
             Problem(cases_path, len(cases.lines) + 1, "torn last line (interrupted write); the next append repairs it", fatal=False)
@@ -431,24 +436,19 @@ def verify(qs: QuestionSet, *, known_ids: Callable[[set[str]], set[str]] | None 
     latest.pop(None, None)  # type: ignore[call-overload]
     # A trusted case's latest line still has to be read for its status and labels.
     unread = [index for index in latest.values() if details[index] is None]
-    ((unread_ids, _, unread_details),) = _in_two_processes([(partial(_check_lines, Case), [cases.lines[i] for i in unread])])
-    for index, query_id, detail in zip(unread, unread_ids, unread_details, strict=True):
-        if query_id is None:  # only if the schema changed without a version bump
-            report.problems.append(Problem(cases_path, index + 1, detail))
-            del latest[ids[index]]
-        details[index] = detail
-    case_keys = set(zip(ids, revs, strict=True))
+    done = 0
+    for ((unread_ids, _, unread_details),) in _in_two_processes([(partial(_check_lines, Case), [cases.lines[i] for i in unread])]):
+        for index, query_id, detail in zip(unread[done:], unread_ids, unread_details, strict=False):
+            if query_id is None:  # only if the schema changed without a version bump
+                report.problems.append(Problem(cases_path, index + 1, detail))
+                del latest[ids[index]]
+            details[index] = detail
+        done += len(unread_ids)
     case_keys.discard((None, 0))  # type: ignore[arg-type]
 
-    change_ids, change_revs, messages = checked_changes
-    if None in change_ids:
-        for number, query_id, message in zip(count(trusted_changes + 1), change_ids, messages, strict=False):
-            if query_id is None:
-                report.problems.append(Problem(changelog_path, number, message))
+    report.problems += change_problems
     if changelog.torn:
         report.problems.append(Problem(changelog_path, len(changelog.lines) + 1, "torn last line ignored", fatal=False))
-    paired = {(key[1].decode(), int(key[2])) for key in change_keys}
-    paired.update(zip(change_ids, change_revs, strict=True))
     paired.discard((None, 0))  # type: ignore[arg-type]
     if case_keys != paired:  # much cheaper than the two differences when they are empty
         for query_id, rev in sorted(case_keys - paired):
@@ -477,6 +477,21 @@ def verify(qs: QuestionSet, *, known_ids: Callable[[set[str]], set[str]] | None 
 
 
 Columns = tuple[list[Any], ...]  # one entry per line in each
+
+
+def _check_revs(report: VerifyReport, path: str, first: int, checked: Columns, last_rev: dict[str, int]) -> None:
+    """Report the invalid lines and the revs out of order (each case's run 1, 2, 3...) among
+    checked cases.jsonl lines numbered from `first`; `last_rev` carries on across calls."""
+    ids, revs, details = checked
+    for number, query_id, rev in zip(count(first), ids, revs, strict=False):
+        if query_id is None:
+            report.problems.append(Problem(path, number, details[number - first]))
+            continue
+        previous = last_rev.get(query_id, 0)
+        if rev != previous + 1:
+            report.problems.append(Problem(path, number, f"{query_id}: rev {rev} where {previous + 1} was expected"))
+        if rev > previous:
+            last_rev[query_id] = rev
 
 
 def _check_lines(model: type[Case] | type[ChangeEntry], lines: list[bytes]) -> Columns:
@@ -509,31 +524,34 @@ def _hash_lines(lines: list[bytes]) -> Columns:
 PARALLEL_MIN_LINES = 10_000
 
 
-def _in_two_processes(
-    jobs: list[tuple[Callable[[list[bytes]], Columns], list[bytes]]], meanwhile: Callable[[], object] = lambda: None
-) -> list[Columns]:
+# The child's share of the lines: over half, as this process also reads the files, hashes
+# them whole and works through the first part while the child finishes the rest.
+CHILD_SHARE = 0.55
+
+
+def _in_two_processes(jobs: list[tuple[Callable[[list[bytes]], Columns], list[bytes]]]) -> Iterator[list[Columns]]:
     """`[check(lines) for check, lines in jobs]` (each gives columns, one entry per line),
-    the second half of every job's lines checked by a forked child on another core (schema
-    checks are pure Python under the GIL, so threads would not help), while this process
-    checks the first half and then runs `meanwhile` (the child has its results to send).
-    The child sends its columns back with `marshal` (plain lists, tuples, strings and ints:
-    several times faster than pickle); if it fails in any way, its half is checked here. A
-    process with other threads running never forks (a lock one of them held would stay
-    held in the child)."""
+    yielded in parts in line order. The last part of every job's lines is checked by a
+    forked child on another core (schema checks are pure Python under the GIL, so threads
+    would not help), the first part here; the first part is yielded as soon as it is ready,
+    so what the caller does with it overlaps the child's work. The child sends its columns
+    back with `marshal` (plain lists, tuples, strings and ints: several times faster than
+    pickle); if it fails in any way, its part is checked here. A process with other threads
+    running never forks (a lock one of them held would stay held in the child)."""
 
     def run(parts: list[tuple[Callable[[list[bytes]], Columns], list[bytes]]]) -> list[Columns]:
         return [check(lines) for check, lines in parts]
 
     can_fork = hasattr(os, "fork") and (os.cpu_count() or 1) > 1 and threading.active_count() == 1
     if sum(len(lines) for _, lines in jobs) < PARALLEL_MIN_LINES or not can_fork:
-        columns = run(jobs)
-        meanwhile()
-        return columns
-    mine = [(check, lines[: len(lines) // 2]) for check, lines in jobs]
-    theirs = [(check, lines[len(lines) // 2 :]) for check, lines in jobs]
+        yield run(jobs)
+        return
+    cuts = [round(len(lines) * (1 - CHILD_SHARE)) for _, lines in jobs]
+    mine = [(check, lines[:cut]) for (check, lines), cut in zip(jobs, cuts, strict=True)]
+    theirs = [(check, lines[cut:]) for (check, lines), cut in zip(jobs, cuts, strict=True)]
     reader, writer = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the child: check its half, send it, exit without any cleanup
+    if pid == 0:  # the child: check its part, send it, exit without any cleanup
         os.close(reader)
         code = 1
         try:
@@ -545,8 +563,7 @@ def _in_two_processes(
     os.close(writer)
     try:
         with open(reader, "rb") as pipe:
-            first = run(mine)
-            meanwhile()
+            yield run(mine)
             sent = pipe.read()
     finally:  # leaving the block closed the pipe: a child still writing gets an error, not a hang
         _, status = os.waitpid(pid, 0)
@@ -554,9 +571,7 @@ def _in_two_processes(
         second = marshal.loads(sent) if status == 0 else None
     except (EOFError, ValueError, TypeError):
         second = None
-    if second is None:
-        second = run(theirs)
-    return [tuple(a + b for a, b in zip(x, y, strict=True)) for x, y in zip(first, second, strict=True)]
+    yield second if second is not None else run(theirs)
 
 
 def _check_history(checkpoint: dict[str, Any] | None, cases: JsonLines, hashes: list[str], report: VerifyReport) -> None:
