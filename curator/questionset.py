@@ -456,21 +456,7 @@ def verify(qs: QuestionSet, *, known_ids: Callable[[set[str]], set[str]] | None 
         for query_id, rev in sorted(paired - case_keys):
             report.problems.append(Problem(cases_path, None, f"change-log entry for {query_id} rev {rev} has no case line"))
 
-    report.cases = len(latest)
-    labelled: dict[str, list[str]] = {}
-    for query_id, index in latest.items():
-        status, passage_ids = details[index]
-        if status == "active":
-            report.active += 1
-            for pid in passage_ids:
-                labelled.setdefault(pid, []).append(query_id)
-    if known_ids is not None:
-        found = known_ids(set(labelled))
-        report.unknown_ids = {pid: qids for pid, qids in sorted(labelled.items()) if pid not in found}
-        for pid, qids in report.unknown_ids.items():
-            report.problems.append(
-                Problem(cases_path, None, f"passage {pid!r} (in {', '.join(qids)}) is not in the corpus", fatal=strict)
-            )
+    _check_labels(report, cases_path, {query_id: details[index] for query_id, index in latest.items()}, known_ids, strict)
     _check_history(checkpoint, cases, hashes, report)
     report.scan = SetScan(cases, changelog, hashes, set(latest))
     return report
@@ -572,6 +558,30 @@ def _in_two_processes(jobs: list[tuple[Callable[[list[bytes]], Columns], list[by
     except (EOFError, ValueError, TypeError):
         second = None
     yield second if second is not None else run(theirs)
+
+
+def _check_labels(
+    report: VerifyReport,
+    path: str,
+    labels: dict[str, tuple[str, list[str]]],  # query_id -> latest rev's (status, relevant ids)
+    known_ids: Callable[[set[str]], set[str]] | None,
+    strict: bool,
+) -> None:
+    report.cases = len(labels)
+    labelled: dict[str, list[str]] = {}
+    for query_id, (status, passage_ids) in labels.items():
+        if status == "active":
+            report.active += 1
+            for pid in passage_ids:
+                labelled.setdefault(pid, []).append(query_id)
+    if known_ids is None:
+        return
+    found = known_ids(set(labelled))
+    report.unknown_ids = {pid: qids for pid, qids in sorted(labelled.items()) if pid not in found}
+    for pid, qids in report.unknown_ids.items():
+        report.problems.append(
+            Problem(path, None, f"passage {pid!r} (in {', '.join(qids)}) is not in the corpus", fatal=strict)
+        )
 
 
 def _check_history(checkpoint: dict[str, Any] | None, cases: JsonLines, hashes: list[str], report: VerifyReport) -> None:
