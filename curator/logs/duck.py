@@ -229,7 +229,6 @@ def lines_source(path: Path, compression: str | None, max_line: int) -> str:
         "columns = {'line': 'VARCHAR'}", "delim = '\\0'", "quote = ''", "escape = ''", "header = false",
         "new_line = '\\n'", "auto_detect = false", "strict_mode = true", "ignore_errors = true",
         "store_rejects = true", f"max_line_size = {max_line + 1}",  # longer lines are refused
-        f"buffer_size = {4 * (max_line + 1)}",  # smaller than the default 16x: memory
         f"compression = '{ {'gz': 'gzip', 'zst': 'zstd'}.get(compression or '', 'none') }'",
     ]
     return f"read_csv({_quote(str(path))}, {', '.join(options)})"
@@ -427,7 +426,8 @@ def read(source, fmt: str, head: bytes, fields: Fields, window, max_line: int, p
     sql = JsonSql(handler.fields, window, max_line)
 
     hasher = BlockHasher()
-    hashing = threading.Thread(target=_hash_file, args=(source.path, hasher), daemon=True)
+    counted: dict[str, int | None] = {}
+    hashing = threading.Thread(target=_fingerprint, args=(source, fmt, hasher, counted), daemon=True)
     hashing.start()
     reader = Reader(_as_bytes(progress, source.size() or 0))
     try:
@@ -442,16 +442,42 @@ def read(source, fmt: str, head: bytes, fields: Fields, window, max_line: int, p
     finally:
         reader.close()
         hashing.join()
+    if counted.get("damaged"):
+        raise NotForDuckDB("it cannot be read to the end")
+    if counted.get("lines") is not None and counted["lines"] != agg.lines:
+        # DuckDB's reader drops a line longer than its buffer without a word
+        raise NotForDuckDB(f"DuckDB read {agg.lines:,} of its {counted['lines']:,} lines")
     users_of = UsersOf(source_sql, sql, source.label, scanned.hashes) if sql.fields.user else None
     return FileRead(source, fmt, _combine(hasher), agg, handler.fields.given(), "duckdb", users_of)
 
 
-def _hash_file(path: Path, hasher) -> None:
-    from curator.logs.reading import BLOCK
+def _fingerprint(source, fmt: str, hasher, counted: dict[str, int | None]) -> None:
+    """Hash the stored bytes and count the lines (to check DuckDB skipped none);
+    hashlib and zlib let go of the GIL, so this runs beside DuckDB."""
+    from curator.logs.reading import BLOCK, open_stream
 
-    with path.open("rb") as fh:
-        while block := fh.read(BLOCK):
-            hasher.update(block)  # hashlib lets go of the GIL for big updates
+    counted["lines"] = None
+    if fmt == "parquet" or source.compression == "zst" and not _has("zstandard"):
+        with source.path.open("rb") as fh:  # hash only: no lines to count (or no decoder)
+            while block := fh.read(BLOCK):
+                hasher.update(block)
+        return
+    newlines, last = 0, b"\n"
+    try:
+        with open_stream(source, hasher, lambda _n: None) as stream:
+            while block := stream.read(BLOCK):
+                newlines += block.count(b"\n")
+                last = block[-1:]
+    except (OSError, EOFError):  # damaged compressed data: DuckDB fails on it too
+        counted["damaged"] = 1
+        return
+    counted["lines"] = newlines + (last != b"\n")
+
+
+def _has(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
 
 
 def _combine(hasher) -> str:

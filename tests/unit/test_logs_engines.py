@@ -175,6 +175,18 @@ def test_carriage_returns_send_the_file_to_the_python_reader(tmp_path: Path) -> 
         read_source(Source(str(path), path), engine="duckdb")
 
 
+def test_a_line_longer_than_duckdbs_buffer_is_not_lost(tmp_path: Path) -> None:
+    """DuckDB drops a line longer than its read buffer (a few tens of MB) without a
+    word; the line count taken while hashing catches it and python reads the file."""
+    path = tmp_path / "huge.jsonl"
+    path.write_bytes(b"\n".join([_line(query="before"), _line(query="y" * (48 * MiB)), _line(query="after")]))
+    read = read_source(Source(str(path), path))
+    assert read.engine == "python"
+    assert read.agg.lines == 3 and read.agg.rejected["line too long"].lines == [2]
+    with pytest.raises(InputError, match=r"huge.jsonl: the duckdb engine cannot read it exactly .*2 of its 3 lines"):
+        read_source(Source(str(path), path), engine="duckdb")
+
+
 def test_the_duckdb_engine_names_what_it_cannot_read() -> None:
     csv = DATA / "searches.csv"
     with pytest.raises(InputError, match=r"searches.csv: the duckdb engine reads JSON Lines and Parquet"):
