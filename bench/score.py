@@ -7,8 +7,11 @@ Whole processes, each reading the same TREC run file (1,000,000 lines):
   ndcg_cut_10, recall_5 and recip_rank on the run cut at 10 (MRR@10);
 - ranx: a script with `Qrels.from_file`, `Run.from_file` and `evaluate(...)`; every
   process is ranx's first call in that process (numba compiles or loads its cache).
-Goal: curator no slower than pytrec_eval, and faster than ranx's first call.
-The means of the three are printed side by side, so a mismatch shows.
+Goal: curator no slower than pytrec_eval, and faster than ranx's first call (wall time
+of whole processes). curator reads a file this big in two processes, so CPU seconds
+(user + system, children included) are reported beside the wall times, with the load
+average before and after. The means of the three are printed side by side, so a
+mismatch shows.
 """
 
 from __future__ import annotations
@@ -167,7 +170,7 @@ writes its full artefact each time ({artefact_mb:.1f} MB). Load average {load_be
 nDCG@10 {ours['ndcg@10']:.4f}, Recall@5 {ours['recall@5']:.4f}, MRR@10 {ours['mrr@10']:.4f}.
 
 curator reads a run file this big in two processes (a forked worker reads and scores the
-second part while the first process reads the question set, then the first part);
+second half while the first process reads the question set, then the first half);
 pytrec_eval's script and ranx use one core. The goal compares whole-process wall time,
 so the wall ratio is the verdict; CPU seconds (user + system, both processes) show the cost.
 
