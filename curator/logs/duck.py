@@ -34,12 +34,12 @@ from curator.logs.jsonl import JsonlHandler, loads
 MEMORY_LIMIT = "256MB"  # counting per query (pass 1)
 USERS_MEMORY_LIMIT = "192MB"  # users of the queued queries only
 FORMATS = ("jsonl", "ubi", "parquet")
-# Valid JSON to DuckDB but not to the python reader (NaN, Infinity, trailing commas), or
-# \u escapes (lone surrogates): such lines go to the python reader.
+# Valid JSON to DuckDB but not to the python reader (NaN, Infinity, trailing commas):
+# such lines go to the python reader.
 _DOUBTFUL = ("NaN", "Infinity")
 _TRAILING_COMMA = r",\s*[\]}]"
 _ISO = r'"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d{1,6})?(Z|\+00(:00)?)?"'
-_NUMBER = r"-?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d{1,3})?"
+_NUMBER = r"-?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d{1,2})?"  # 1e400 is no number to orjson
 _PROGRESS_SECONDS = 0.1
 _BITMAP = 1 << 16  # bits in the filter of the queries whose users are looked up
 
@@ -83,10 +83,10 @@ def _quote(text: str) -> str:
 
 
 class JsonSql:
-    """The SQL that turns raw lines into (kind, q, n, ts, u, hits, clicks, results, lat)."""
+    """The SQL that turns raw lines into (ok, inside, empty, q, n, ts, u, ids, results, lat)."""
 
-    def __init__(self, fields: Fields, window, max_line: int):
-        self.fields, self.window, self.max_line = fields, window, max_line
+    def __init__(self, fields: Fields, window):
+        self.fields, self.window = fields, window
         paths = ["$._source"]
         self.index: dict[str, int] = {}
         for role, field in fields.given().items():
@@ -423,7 +423,7 @@ def read(source, fmt: str, head: bytes, fields: Fields, window, max_line: int, p
         source_sql = lines_source(source.path, source.compression, max_line)
     handler = make_handler(source, "jsonl" if fmt == "parquet" else fmt, head, fields, None, window, max_line)
     assert isinstance(handler, JsonlHandler)
-    sql = JsonSql(handler.fields, window, max_line)
+    sql = JsonSql(handler.fields, window)
 
     hasher = BlockHasher()
     counted: dict[str, int | None] = {}

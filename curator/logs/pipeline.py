@@ -36,14 +36,22 @@ from curator.text import sha256_hex
 
 # Cheap test for "could this contain personal data at all": most queries cannot, and
 # skipping them keeps redaction off the hot path.
-_MAYBE_PERSONAL = re.compile(
-    # A superset of what any built-in redaction pattern can match (tests check this):
-    # e-mail @, phone +1 / (0 / 1-2, IPv4 1.2, IPv6 hex:hex or ::, 13+ digits (cards),
-    # and the prefixes of tokens and keys. `CARRIER-E1042` does not trigger it.
+# A superset of what any built-in redaction pattern can match (tests check this):
+# e-mail @, phone +1 / (0 / 1-2, IPv4 1.2, IPv6 hex:hex or ::, 13+ digits (cards),
+# and the prefixes of tokens and keys. `CARRIER-E1042` does not trigger it.
+_PERSONAL = (
     r"@|\+\d|\(\d|\d[.-]\d|[0-9a-f]:[0-9a-f]|::|(?:\d[ -]?){12}\d"
-    r"|eyJ|bearer|token|secret|passw|pwd|api|sk[-_]|pk[-_]|rk[-_]|gh[pousr]_|xox|aiza|akia|asia",
-    re.I,
+    r"|eyj|bearer|token|secret|passw|pwd|api|sk[-_]|pk[-_]|rk[-_]|gh[pousr]_|xox|aiza|akia|asia"
 )
+_MAYBE_PERSONAL = re.compile(_PERSONAL, re.I)
+_MAYBE_PERSONAL_LOWER = re.compile(_PERSONAL)  # for lower-cased ASCII: 8x faster than re.I
+
+
+def _maybe_personal(text: str) -> bool:
+    """Could redaction change this text? (For ASCII, lower() is exactly what re.I does.)"""
+    if text.isascii():
+        return _MAYBE_PERSONAL_LOWER.search(text.lower()) is not None
+    return _MAYBE_PERSONAL.search(text) is not None
 _BUILTIN_NOISE = re.compile(
     r"^(?:https?://|www\.)\S*$"  # a pasted URL
     r"|<script|\bunion\s+(?:all\s+)?select\b|'\s*or\s+'?1'?\s*=\s*'?1"  # probes
@@ -400,7 +408,6 @@ def _group(agg: Aggregate, redactor: Redactor, summary: ImportSummary) -> dict[s
     groups: dict[str, _Group] = {}
     summary.distinct_queries = len(agg.counts)
     custom = bool(redactor.extra)  # user patterns cannot be pre-screened
-    maybe_personal = _MAYBE_PERSONAL.search
     first, last, all_users = agg.first, agg.last, agg.users
     hits, clicks, zero, latency = agg.hits, agg.clicks, agg.zero_results, agg.latency
     for raw, n in agg.counts.items():
@@ -408,7 +415,7 @@ def _group(agg: Aggregate, redactor: Redactor, summary: ImportSummary) -> dict[s
         if not text:
             _bump(summary.filtered, "empty query", n)
             continue
-        if custom or maybe_personal(text):
+        if custom or _maybe_personal(text):
             text = redactor.redact(text, n)
         # `text` is already stripped with single spaces: for ASCII, NFKC is the identity
         # and casefold is lower(), so this equals normalize_query(text), much faster.
