@@ -478,8 +478,9 @@ class ReviewSession:
                     f"{decision.query_id} was changed after it was kept; change or retire it "
                     "in the set browser (b)"
                 )
-            qs.retire(decision.query_id, reason="undo", reviewer=self.reviewer, versions=self.ws.versions())
-            detail.update(query_id=decision.query_id, rev=case.rev + 1)
+            retired = qs.retire(decision.query_id, reason="undo", reviewer=self.reviewer,
+                                versions=self.ws.versions())
+            detail.update(query_id=decision.query_id, rev=retired.rev)
             card = self.card_for_case(case)  # back with the labels it was kept with
             card.candidate, card.case = cand, None
             self._count_set()

@@ -90,6 +90,22 @@ async def test_bin_and_skip_are_recorded_and_skip_comes_back_last(rws):
         assert "CARRIER-E1042" in question(app)
 
 
+def kept_undone_kept_again(ws) -> list[dict]:
+    """The files and the database after: keep card 1, bin card 2, undo both, keep 1 again."""
+    cases, changes = set_files(ws)
+    assert [(c["query_id"], c["rev"], c["status"]) for c in cases] == [
+        ("what-does-carrier-e1042-mean", 1, "active"),
+        ("what-does-carrier-e1042-mean", 2, "retired"),
+        ("what-does-carrier-e1042-mean-2", 1, "active"),  # ids are never reused
+    ]
+    assert [(e["action"], e["reason"]) for e in changes] == [("add", ""), ("retire", "undo"), ("add", "")]
+    assert [d.action for d in ws.decisions(1)] == ["keep", "undo", "keep"]
+    assert ws.candidate(1).query_id == "what-does-carrier-e1042-mean-2"
+    assert [d.action for d in ws.decisions(2)] == ["bin", "undo"]
+    assert ws.candidate(2).state == "pending"
+    return cases
+
+
 async def test_undo_after_keep_appends_a_retiring_rev_and_restores_the_card(rws):
     app = ReviewApp(rws, blink=False)
     async with app.run_test(size=SIZE) as pilot:
@@ -107,17 +123,7 @@ async def test_undo_after_keep_appends_a_retiring_rev_and_restores_the_card(rws)
         assert "1 primary" in str(app.screen.query_one("#labels").render())  # labels kept
         await pilot.press("k")  # keep again: a new query_id, never a reused one
         await settle(pilot)
-    cases, changes = set_files(rws)
-    assert [(c["query_id"], c["rev"], c["status"]) for c in cases] == [
-        ("what-does-carrier-e1042-mean", 1, "active"),
-        ("what-does-carrier-e1042-mean", 2, "retired"),
-        ("what-does-carrier-e1042-mean-2", 1, "active"),
-    ]
-    assert [(e["action"], e["reason"]) for e in changes] == [("add", ""), ("retire", "undo"), ("add", "")]
-    assert [d.action for d in rws.decisions(1)] == ["keep", "undo", "keep"]
-    assert rws.candidate(1).query_id == "what-does-carrier-e1042-mean-2"
-    assert [d.action for d in rws.decisions(2)] == ["bin", "undo"]
-    assert rws.candidate(2).state == "pending"
+    kept_undone_kept_again(rws)
 
 
 async def test_undo_after_a_restart_takes_back_the_last_sessions_decisions(rws):
@@ -144,17 +150,8 @@ async def test_undo_after_a_restart_takes_back_the_last_sessions_decisions(rws):
         assert "nothing to undo" in message(again)
         await pilot.press("k")  # kept again with the labels it had, under a new query_id
         await settle(pilot)
-    cases, changes = set_files(rws)
-    assert [(c["query_id"], c["rev"], c["status"]) for c in cases] == [
-        ("what-does-carrier-e1042-mean", 1, "active"),
-        ("what-does-carrier-e1042-mean", 2, "retired"),
-        ("what-does-carrier-e1042-mean-2", 1, "active"),
-    ]
+    cases = kept_undone_kept_again(rws)
     assert cases[2]["relevant"] == [{"id": E1042, "role": "primary", "grade": 3}]
-    assert [(e["action"], e["reason"]) for e in changes] == [("add", ""), ("retire", "undo"), ("add", "")]
-    assert [d.action for d in rws.decisions(1)] == ["keep", "undo", "keep"]
-    assert [d.action for d in rws.decisions(2)] == ["bin", "undo"]
-    assert rws.candidate(2).state == "pending"
     assert rws.decisions(2)[-1].detail["earlier_session"] is True
 
 

@@ -8,6 +8,7 @@ lands on a card the reviewer has not seen.
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from textual import on, work
@@ -251,20 +252,25 @@ class ReviewScreen(Screen[None]):
         self.busy = True
         self._decide("undo", self.card or Card(candidate=None, query="", rows=[]))
 
-    def _label(self, role: str | None) -> None:
+    def _highlighted(self) -> tuple[Card, int] | None:
+        """The card and its highlighted row's index, or None (said why) when there is none."""
         card = self._ready()
         if card is None:
-            return
-        passages = self.query_one(PassageList)
-        index = passages.highlighted
+            return None
+        index = self.query_one(PassageList).highlighted
         if index is None or not card.rows:
             self._say("no passage highlighted", error=True)
+            return None
+        return card, index
+
+    def _label(self, role: str | None) -> None:
+        if (target := self._highlighted()) is None:
             return
-        row = card.rows[index]
-        card.set_label(row.id, role)
+        card, index = target
+        card.set_label(card.rows[index].id, role)
         if role and card.expect_empty:
             card.expect_empty = False
-        passages.refresh_row(card, index)
+        self.query_one(PassageList).refresh_row(card, index)
         self._labels()
 
     def action_mark_primary(self) -> None:
@@ -277,13 +283,9 @@ class ReviewScreen(Screen[None]):
         self._label(None)
 
     def action_cycle_grade(self) -> None:
-        card = self._ready()
-        if card is None:
+        if (target := self._highlighted()) is None:
             return
-        index = self.query_one(PassageList).highlighted
-        if index is None or not card.rows:
-            self._say("no passage highlighted", error=True)
-            return
+        card, index = target
         row = card.rows[index]
         grade = card.cycle_grade(row.id)
         if grade is None:
@@ -294,19 +296,8 @@ class ReviewScreen(Screen[None]):
         self._say(f"grade {grade} for {row.id}")
 
     def action_set_max_rank(self) -> None:
-        card = self._ready()
-        if card is None:
-            return
-
-        def done(value: str | None) -> None:
-            if value is not None:
-                card.max_rank = int(value) if value else None
-                self._labels()
-
-        current = "" if card.max_rank is None else str(card.max_rank)
-        self.app.push_screen(
-            TextModal("The first primary must rank at or above (empty clears)", current,
-                      check=max_rank_check, blink=self.blink), done)
+        self._ask_number("max_rank", "The first primary must rank at or above (empty clears it)",
+                         max_rank_check)
 
     def action_choose_slice(self, number: int) -> None:
         card = self._ready()
@@ -349,19 +340,23 @@ class ReviewScreen(Screen[None]):
             self._labels()
 
     def action_set_max_age(self) -> None:
+        self._ask_number("max_age_days", "Maximum age of the answer, in days (empty clears it)",
+                         max_age_check)
+
+    def _ask_number(self, field: str, title: str, check: Callable[[str], str | None]) -> None:
+        """Ask for the card's whole-number `field` in a modal; empty clears it."""
         card = self._ready()
         if card is None:
             return
 
         def done(value: str | None) -> None:
             if value is not None:
-                card.max_age_days = int(value) if value else None
+                setattr(card, field, int(value) if value else None)
                 self._labels()
 
-        current = "" if card.max_age_days is None else str(card.max_age_days)
+        current = getattr(card, field)
         self.app.push_screen(
-            TextModal("Maximum age of the answer, in days (empty clears it)", current,
-                      check=max_age_check, blink=self.blink), done)
+            TextModal(title, "" if current is None else str(current), check=check, blink=self.blink), done)
 
     def action_edit_question(self) -> None:
         card = self._ready()
