@@ -151,13 +151,13 @@ class PassageList(Static, can_focus=True):
             self.top = min(self.top, self.highlighted)
             self.top = max(self.top, self.highlighted - shown + 1)
         out: list[Content] = []
-        for i in range(self.top, min(len(self._lines), self.top + shown)):
+        for i in range(self.top, min(len(self._lines), self.top + shown + 1)):  # + a partial row
             lines = self._lines[i]
             if i == self.highlighted:
                 lines = [line.pad_right(width - line.cell_length).stylize("on $boost") for line in lines]
                 lines[0] = lines[0].stylize("b")
             out.extend(lines)
-        self.update(Content("\n").join(out), layout=False)
+        self.update(Content("\n").join(out[: self.size.height or None]), layout=False)
         position = f"{(self.highlighted or 0) + 1}/{len(card.rows)}" if card.rows else ""
         self.parent.border_subtitle = position  # which row of how many: the list scrolls
 
