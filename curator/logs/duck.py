@@ -239,16 +239,17 @@ def parquet_source(path: Path) -> str:
     return f"(SELECT to_json(t)::VARCHAR AS line FROM read_parquet({_quote(str(path))}) t)"
 
 
-def parquet_head(source, rows: int = 200) -> bytes:
-    """The first rows as JSON lines (for guessing field names)."""
+def first_lines(source, source_sql: str, what: str, rows: int = 2000) -> bytes:
+    """The first lines (Parquet: rows as JSON) as DuckDB reads them, for guessing field
+    names where Python cannot look itself (Parquet; zstd without `zstandard`)."""
     import duckdb
 
     with duckdb.connect(":memory:") as con:
         try:
-            lines = con.execute(f"SELECT line FROM {parquet_source(source.path)} LIMIT {rows}").fetchall()
+            lines = con.execute(f"SELECT line FROM {source_sql} LIMIT {rows}").fetchall()
         except duckdb.Error as exc:
-            raise InputError(source.label, f"not a readable Parquet file ({str(exc).splitlines()[0]})") from None
-    return "\n".join(line for (line,) in lines).encode()
+            raise InputError(source.label, f"not a readable {what} ({str(exc).splitlines()[0]})") from None
+    return "\n".join(line or "" for (line,) in lines).encode()
 
 
 def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> Scan:
@@ -417,10 +418,12 @@ def read(source, fmt: str, head: bytes, fields: Fields, window, max_line: int, p
     if not available():
         raise NotForDuckDB("the duckdb package is not installed")
     if fmt == "parquet":
-        head = parquet_head(source)
         source_sql = parquet_source(source.path)
+        head = first_lines(source, source_sql, "Parquet file")
     else:
         source_sql = lines_source(source.path, source.compression, max_line)
+        if not head and source.compression == "zst":
+            head = first_lines(source, source_sql, "zstd file")
     handler = make_handler(source, "jsonl" if fmt == "parquet" else fmt, head, fields, None, window, max_line)
     assert isinstance(handler, JsonlHandler)
     sql = JsonSql(handler.fields, window)
@@ -512,7 +515,10 @@ class _RawLines:
         if self.seekable:
             self.stream = source.path.open("rb")
         else:
-            self.stream = open_stream(source, BlockHasher(), lambda _n: None)
+            try:
+                self.stream = open_stream(source, BlockHasher(), lambda _n: None)
+            except InputError as exc:  # zstd without `zstandard`: the python reader says so
+                raise NotForDuckDB(str(exc)) from None
         self.position = 0
 
     def __enter__(self):

@@ -570,7 +570,7 @@ def _candidates(ws, chosen: list[_ClusterItem], files: list[str], import_id: str
         suggestions: list[Suggestion] = []
         taken: set[str] = set()
         for counter, role, reason in ((clicks, "primary", "clicked"), (hits, "secondary", "hit")):
-            for pid, _n in counter.most_common():
+            for pid, _n in _most_common(counter):
                 target = resolved.get(pid)
                 if target and target not in taken and len(suggestions) < budget:
                     taken.add(target)
@@ -583,7 +583,7 @@ def _candidates(ws, chosen: list[_ClusterItem], files: list[str], import_id: str
             "first_seen": iso_z(min(firsts)) if firsts else None,
             "last_seen": iso_z(max(lasts)) if lasts else None,
             "users": len(users) if users else None,
-            "variants": [{"query": q, "count": n} for q, n in surfaces.most_common(VARIANTS)],
+            "variants": [{"query": q, "count": n} for q, n in _most_common(surfaces, VARIANTS)],
             "distinct_forms": len(surfaces),
         }
         if len(users) >= USERS_CAP:
@@ -593,7 +593,7 @@ def _candidates(ws, chosen: list[_ClusterItem], files: list[str], import_id: str
         if lat[1]:
             provenance["latency_ms_mean"] = round(lat[0] / lat[1], 1)
         if clicks:
-            provenance["clicks"] = dict(clicks.most_common(10))
+            provenance["clicks"] = dict(_most_common(clicks, 10))
         out.append(
             CandidateIn(
                 query=display,
@@ -605,3 +605,9 @@ def _candidates(ws, chosen: list[_ClusterItem], files: list[str], import_id: str
             )
         )
     return out
+
+
+def _most_common(counter: Counter[str], n: int | None = None) -> list[tuple[str, int]]:
+    """Counter.most_common with ties in key order, not in the order the reader met them
+    (which differs between engines and, for DuckDB, between runs)."""
+    return sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:n]

@@ -156,6 +156,19 @@ def test_parquet_rows_are_read_like_json_lines(tmp_path: Path, ws, run_cli) -> N
     assert "mail <EMAIL> about the outage" in by_query
 
 
+def test_zstd_logs_are_read_by_duckdb_without_the_zstandard_package(tmp_path: Path) -> None:
+    packed = tmp_path / "search.jsonl.zst"
+    lines = [_line(timestamp=f"2026-10-0{d}T08:00:00Z", query=q).decode()
+             for d, q in [(1, "dhl cutoff time"), (2, "label backlog"), (3, "dhl cutoff time")]]
+    with duckdb.connect() as con:  # DuckDB writes zstd itself: no extra package for the test
+        con.execute("CREATE TABLE t AS SELECT unnest($1::VARCHAR[]) AS line", [lines])
+        con.execute(f"COPY t TO '{packed}' (FORMAT csv, HEADER false, QUOTE '', COMPRESSION zstd)")
+    read = read_source(Source(str(packed), packed))
+    assert read.engine == "duckdb" and read.fields["query"] == "query"
+    assert read.agg.counts == {"dhl cutoff time": 2, "label backlog": 1}
+    assert read.agg.last["dhl cutoff time"] == "2026-10-03T08:00:00"
+
+
 def test_a_damaged_parquet_file_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "broken.parquet"
     path.write_bytes(b"PAR1 not really")
