@@ -222,31 +222,8 @@ def import_logs(
     groups = _group(total or Aggregate(), redactor, summary)
     del total
     summary.redactions = dict(redactor.counts)
-    norms = [n for n in groups if _keep(n, groups[n], min_length, max_length, noise, summary)]
-    counts = [groups[n].count for n in norms]
-    clusters = cluster(norms, counts, similarity)
-    summary.clusters = len(clusters)
-    items = [_ClusterItem([groups[norms[i]] for i in c.members], [norms[i] for i in c.members]) for c in clusters]
-    del groups
-    kept = []
-    for item in items:
-        if item.count < min_count:
-            _bump(summary.filtered, f"asked fewer than {min_count} times")
-        else:
-            kept.append(item)
-    summary.eligible = len(kept)
-
-    dedupe = _Existing(ws, similarity)
-    chosen: list[_ClusterItem] = []
-    for index in sample_order([k.count for k in kept], opts.sample, opts.seed):
-        if opts.limit and len(chosen) >= opts.limit:
-            break
-        why = dedupe.duplicate_of(kept[index])
-        if why:
-            _bump(summary.duplicates, why)
-            continue
-        chosen.append(kept[index])
-    summary.sampled = len(chosen)
+    chosen = _choose(ws, groups, opts, similarity, (min_count, min_length, max_length), noise, summary)
+    del groups  # all but the chosen groups: freed before DuckDB counts their users
     _look_up_users(chosen, [r.users_of for r in reads if r.users_of])
 
     files = [r.source.label for r in reads]
@@ -269,6 +246,36 @@ def import_logs(
         summary.candidate_ids = result.added
         _record_imports(ws, reads, summary.queued)
     return summary
+
+
+def _choose(ws, groups: dict[str, _Group], opts: ImportOptions, similarity: float, limits, noise,
+            summary: ImportSummary) -> list[_ClusterItem]:
+    """Filter, cluster, drop what is already known and sample to the budget."""
+    min_count, min_length, max_length = limits
+    norms = [n for n in groups if _keep(n, groups[n], min_length, max_length, noise, summary)]
+    clusters = cluster(norms, [groups[n].count for n in norms], similarity)
+    summary.clusters = len(clusters)
+    kept = []
+    for c in clusters:
+        item = _ClusterItem([groups[norms[i]] for i in c.members], [norms[i] for i in c.members])
+        if item.count < min_count:
+            _bump(summary.filtered, f"asked fewer than {min_count} times")
+        else:
+            kept.append(item)
+    summary.eligible = len(kept)
+
+    dedupe = _Existing(ws, similarity)
+    chosen: list[_ClusterItem] = []
+    for index in sample_order([k.count for k in kept], opts.sample, opts.seed):
+        if opts.limit and len(chosen) >= opts.limit:
+            break
+        why = dedupe.duplicate_of(kept[index])
+        if why:
+            _bump(summary.duplicates, why)
+            continue
+        chosen.append(kept[index])
+    summary.sampled = len(chosen)
+    return chosen
 
 
 # ---- reading helpers -----------------------------------------------------------------
