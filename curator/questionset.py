@@ -19,8 +19,10 @@ import gc
 import hashlib
 import json
 import marshal
+import mmap
 import os
 import re
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -510,54 +512,67 @@ def _hash_lines(lines: list[bytes]) -> Columns:
 PARALLEL_MIN_LINES = 10_000
 
 
-# The child's share of the lines: over half, as this process also reads the files, hashes
-# them whole and works through the first part while the child finishes the rest.
-CHILD_SHARE = 0.55
+# Work is split into this many chunks: this process takes them from the front, the child
+# from the back, until they meet, so each does as much as its core allows (on a shared
+# machine the child may get far less than half a core).
+CHUNKS = 64
 
 
 def _in_two_processes(jobs: list[tuple[Callable[[list[bytes]], Columns], list[bytes]]]) -> Iterator[list[Columns]]:
     """`[check(lines) for check, lines in jobs]` (each gives columns, one entry per line),
-    yielded in parts in line order. The last part of every job's lines is checked by a
-    forked child on another core (schema checks are pure Python under the GIL, so threads
-    would not help), the first part here; the first part is yielded as soon as it is ready,
-    so what the caller does with it overlaps the child's work. The child sends its columns
-    back with `marshal` (plain lists, tuples, strings and ints: several times faster than
-    pickle); if it fails in any way, its part is checked here. A process with other threads
-    running never forks (a lock one of them held would stay held in the child)."""
+    yielded in parts in line order, with a forked child on another core checking parts
+    too: schema checks are pure Python under the GIL, so threads would not help. Each part
+    this process checks is yielded at once, so what the caller does with it overlaps the
+    child's work (and leaves the child more parts). The two claim parts through a shared
+    page (each writes only its own end; at worst both check the same part, never neither).
+    The child sends its columns back with `marshal` (plain lists, tuples, strings and ints:
+    several times faster than pickle); if it fails in any way, its parts are checked here.
+    A process with other threads running never forks (a lock one of them held would stay
+    held in the child)."""
 
-    def run(parts: list[tuple[Callable[[list[bytes]], Columns], list[bytes]]]) -> list[Columns]:
-        return [check(lines) for check, lines in parts]
+    def part(index: int) -> list[Columns]:
+        return [check(lines[len(lines) * index // CHUNKS : len(lines) * (index + 1) // CHUNKS]) for check, lines in jobs]
 
     can_fork = hasattr(os, "fork") and (os.cpu_count() or 1) > 1 and threading.active_count() == 1
     if sum(len(lines) for _, lines in jobs) < PARALLEL_MIN_LINES or not can_fork:
-        yield run(jobs)
+        yield [check(lines) for check, lines in jobs]
         return
-    cuts = [round(len(lines) * (1 - CHILD_SHARE)) for _, lines in jobs]
-    mine = [(check, lines[:cut]) for (check, lines), cut in zip(jobs, cuts, strict=True)]
-    theirs = [(check, lines[cut:]) for (check, lines), cut in zip(jobs, cuts, strict=True)]
+    ends = mmap.mmap(-1, 16)  # shared with the child: [last part claimed here, first claimed there]
+    struct.pack_into("qq", ends, 0, -1, CHUNKS)
     reader, writer = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the child: check its part, send it, exit without any cleanup
+    if pid == 0:  # the child: claim parts from the back until the two meet, send them, exit
         os.close(reader)
         code = 1
         try:
+            done = {}
+            for index in range(CHUNKS - 1, -1, -1):
+                if index <= struct.unpack_from("q", ends, 0)[0]:
+                    break
+                struct.pack_into("q", ends, 8, index)
+                done[index] = part(index)
             with open(writer, "wb") as out:
-                out.write(marshal.dumps(run(theirs)))
+                out.write(marshal.dumps(done))
             code = 0
         finally:
             os._exit(code)
     os.close(writer)
+    index = 0
     try:
         with open(reader, "rb") as pipe:
-            yield run(mine)
+            while index < struct.unpack_from("q", ends, 8)[0]:
+                struct.pack_into("q", ends, 0, index)
+                yield part(index)
+                index += 1
             sent = pipe.read()
     finally:  # leaving the block closed the pipe: a child still writing gets an error, not a hang
         _, status = os.waitpid(pid, 0)
     try:
-        second = marshal.loads(sent) if status == 0 else None
+        theirs = marshal.loads(sent) if status == 0 else {}
     except (EOFError, ValueError, TypeError):
-        second = None
-    yield second if second is not None else run(theirs)
+        theirs = {}
+    for rest in range(index, CHUNKS):
+        yield theirs[rest] if rest in theirs else part(rest)
 
 
 def _check_labels(
