@@ -130,7 +130,10 @@ class JsonSql:
                       f"AND TRY_CAST({j}[2:20] AS TIMESTAMP) IS NOT NULL))")
             values["ts"] = f"replace({j}[2:20], ' ', 'T')"
         if f.user:
-            values["u"] = self._j("user")  # decoded in Python (strings, numbers, null)
+            # a string or a whole number, whose text is what str() gives in the python reader
+            j = self._j("user")
+            ok.append(f"({j} IS NULL OR starts_with({j}, '\"') OR regexp_full_match({j}, '0|-?[1-9][0-9]{{0,30}}'))")
+            values["u"] = j
         if f.hits or f.clicks:
             values["ids"] = " || '\n' || ".join(
                 f"coalesce({self._j(r)}, 'null')" for r in ("hits", "clicks") if getattr(f, r)
@@ -320,7 +323,7 @@ class UsersOf:
     DISTINCT over every (query, user) pair of a big log is the biggest table of the whole
     read (4M pairs for 5M lines: seconds, and hundreds of MB without spilling), while
     only the few hundred queued clusters show their users. So the pipeline asks for
-    those once it knows them. Users are DuckDB hashes of their JSON text; a set of
+    those once it knows them. Users are DuckDB hashes of their names; a set of
     USERS_CAP or more is the shared FULL stand-in."""
 
     def __init__(self, source_sql: str, sql: JsonSql, label: str, hashes: dict[int, str]):
@@ -348,7 +351,7 @@ class UsersOf:
                 f"""SELECT hq, CASE WHEN count(*) < {USERS_CAP} THEN list(hu) END FROM (
                       SELECT CASE WHEN ok AND inside AND u IS NOT NULL AND u NOT IN ('null', '""')
                                    AND get_bit('{bits.decode()}'::BIT, (hash(q) % {_BITMAP})::INTEGER) = 1
-                                  THEN hash(q) END AS hq, hash(u) AS hu
+                                  THEN hash(q) END AS hq, hash(json_extract_string(u, '$')) AS hu
                       FROM ({self.sql.rows(self.source_sql)}) GROUP BY ALL)
                     WHERE hq IS NOT NULL GROUP BY hq""",
                 self.label,
@@ -361,13 +364,13 @@ class UsersOf:
 
 
 def hash_users(reader: Reader, agg: Aggregate) -> None:
-    """The python reader's user names as the hashes the users pass keeps (of the JSON
-    text of a string), so a user seen on both kinds of line counts once."""
+    """The python reader's user names as the hashes the users pass keeps (of the
+    name as text), so a user seen on both kinds of line counts once."""
     names = sorted({u for users in agg.users.values() for u in users})
     if not names:
         return
     hashed = dict(reader.con.execute(
-        "SELECT name, hash(to_json(name)::VARCHAR) FROM (SELECT unnest($1::VARCHAR[]) AS name)", [names]
+        "SELECT name, hash(name) FROM (SELECT unnest($1::VARCHAR[]) AS name)", [names]
     ).fetchall())
     agg.users = {q: {hashed[u] for u in users} for q, users in agg.users.items()}
 

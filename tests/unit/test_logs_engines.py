@@ -62,6 +62,17 @@ def _counted_log(path: Path) -> Path:
     return path
 
 
+def _many_users_log(path: Path) -> Path:
+    """One query asked by more people than are counted (USERS_CAP), one by a few (named
+    in different ways), and one query no one is named for."""
+    lines = [_line(query="label printer offline", user_id=f"u{i % 130}") for i in range(400)]
+    lines += [_line(query="dhl cutoff time", user_id=u) for u in ("a", "b", "c", "a", 7, "7", "café")]
+    lines.append('{"query": "dhl cutoff time", "user_id": "café", "n": NaN}'.encode())  # python reads it
+    lines += [_line(query="anonymous question", user_id=None), _line(query="anonymous question", user_id="")]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
 CASES = {
     "search.jsonl": (lambda tmp: DATA / "search.jsonl", {}),
     "search.jsonl, a window": (lambda tmp: DATA / "search.jsonl", {"since": "2026-10-04", "until": "2026-10-07"}),
@@ -73,6 +84,7 @@ CASES = {
     "awkward lines": (lambda tmp: _awkward_log(tmp / "awkward.jsonl"), {}),
     "awkward lines, a window": (lambda tmp: _awkward_log(tmp / "awkward.jsonl"), {"since": "2026-10-01T08:00:00"}),
     "pre-aggregated counts": (lambda tmp: _counted_log(tmp / "counts.jsonl"), {"count_field": "n"}),
+    "many users": (lambda tmp: _many_users_log(tmp / "users.jsonl"), {}),
 }
 
 
@@ -102,6 +114,17 @@ def test_duckdb_and_python_engines_give_the_same_import(tmp_path: Path, case: st
     for key in py_summary:
         assert duck_summary[key] == py_summary[key], key
     assert duck_candidates == py_candidates
+
+
+def test_users_are_counted_exactly_up_to_the_cap(tmp_path: Path) -> None:
+    """What the `many users` comparison leans on: distinct users per queued query."""
+    _, _, candidates = _import(tmp_path, "duckdb", _many_users_log(tmp_path / "users.jsonl"), {})
+    users = {query: (prov.get("users"), prov.get("users_at_least")) for query, _, _, prov, _ in candidates}
+    assert users == {
+        "label printer offline": (100, True),
+        "dhl cutoff time": (5, None),  # 7 and "7" are one user, as in the python reader; so is café
+        "anonymous question": (None, None),
+    }
 
 
 def test_the_awkward_log_really_is_awkward(tmp_path: Path) -> None:
