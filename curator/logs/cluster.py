@@ -29,7 +29,10 @@ def cluster(norms: list[str], counts: list[int], similarity: float) -> list[Clus
     """Clusters of `norms` (normalised, distinct); each member index appears once.
     `similarity` is a rapidfuzz ratio (0-100) over the comparison forms; 100 joins
     only word-order and punctuation variants."""
-    order = sorted(range(len(norms)), key=lambda i: (-counts[i], norms[i]))
+    # most frequent first, ties by text: two sorts (the second is stable, also reversed)
+    # with C-level keys are three times faster than one with a tuple key
+    order = sorted(range(len(norms)), key=norms.__getitem__)
+    order.sort(key=counts.__getitem__, reverse=True)
     exact: dict[str, int] = {}  # comparison form -> cluster number
     blocks: dict[tuple[str, str], tuple[list[str], list[int]]] = {}
     clusters: list[Cluster] = []

@@ -28,6 +28,8 @@ _IDENTIFIER = re.compile(
 
 def compare_key(norm: str) -> str:
     """Punctuation-free, word-sorted form of a normalised query, for fuzzy matching."""
+    if norm.replace(" ", "").isalnum():  # no punctuation (\w is isalnum() or `_`): skip the regex
+        return " ".join(sorted(norm.split()))
     return " ".join(sorted(_PUNCT.sub(" ", norm).split()))
 
 
