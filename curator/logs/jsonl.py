@@ -12,6 +12,7 @@ carry, odd timestamps, over-long lines) is parsed line by line with a JSON parse
 from __future__ import annotations
 
 import json
+import math
 import re
 from itertools import compress
 from operator import not_
@@ -27,8 +28,45 @@ try:  # optional speed-up; not a dependency
     loads: Any = orjson.loads
     JSON_ERRORS: tuple[type[Exception], ...] = (orjson.JSONDecodeError, ValueError)
 except ImportError:  # pragma: no cover - depends on the environment
-    loads = json.loads
+    loads = None
     JSON_ERRORS = (ValueError,)
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"number {text[:20]} is out of range")
+    return value
+
+
+def _int_like_orjson(text: str) -> int | float:
+    value = int(text)
+    return value if -(2**63) <= value < 2**64 else float(text)
+
+
+_STRICT = json.JSONDecoder(
+    parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_int_like_orjson
+)
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def strict_loads(data: bytes | str) -> Any:
+    """The standard library's parser held to what orjson accepts, so a log reads the same
+    with or without orjson: NaN, Infinity, out-of-range numbers and lone surrogates
+    (`"\\ud800"`) are broken JSON, and integers past 64 bits become floats."""
+    raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
+    value = _STRICT.decode(raw.decode("utf-8"))
+    if _SURROGATE_ESCAPE.search(raw):
+        json.dumps(value, ensure_ascii=False).encode("utf-8")  # UnicodeEncodeError on a lone one
+    return value
+
+
+if loads is None:  # pragma: no cover - depends on the environment
+    loads = strict_loads
 
 _SIMPLE_KEY = re.compile(r"^[A-Za-z_@][\w@-]*$")
 

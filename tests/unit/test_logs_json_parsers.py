@@ -1,0 +1,70 @@
+"""The standard-library JSON parser, held to what orjson accepts, so a log reads the same
+on a plain install (no orjson) as with the optional speed-up."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from curator.logs.jsonl import strict_loads
+
+REFUSED = [
+    b'{"latency_ms": NaN}',
+    b'{"latency_ms": -Infinity}',
+    b'{"latency_ms": 1e400}',
+    b'{"query": "lone \\ud800 surrogate"}',
+    b'{"query": "lone \\uDC00 low surrogate"}',
+    b'{"query": "trailing comma",}',
+    b'{"query": "caf\xe9"}',
+]
+
+ACCEPTED = {
+    b'{"query": "caf\\u00e9 \\ud83d\\ude00"}': {"query": "caf\u00e9 \U0001f600"},
+    b'{"query": "first", "query": "second"}': {"query": "second"},
+    b'{"n": 99999999999999999999999}': {"n": 1e23},
+    b'{"n": 18446744073709551615, "m": -9223372036854775808}': {"n": 2**64 - 1, "m": -(2**63)},
+    b'{"x": 1.5e3}': {"x": 1500.0},
+}
+
+
+@pytest.mark.parametrize("line", REFUSED)
+def test_lines_orjson_refuses_are_broken_json_to_the_fallback_too(line: bytes) -> None:
+    with pytest.raises(ValueError):
+        strict_loads(line)
+
+
+@pytest.mark.parametrize("line,value", ACCEPTED.items())
+def test_lines_orjson_reads_read_the_same(line: bytes, value: object) -> None:
+    assert strict_loads(line) == value
+
+
+def test_the_fallback_agrees_with_orjson_line_for_line() -> None:
+    orjson = pytest.importorskip("orjson")
+    for line in [*REFUSED, *ACCEPTED]:
+        try:
+            expected = orjson.loads(line)
+        except ValueError:
+            expected = ValueError
+        try:
+            got = strict_loads(line)
+        except ValueError:
+            got = ValueError
+        assert got == expected, line
+
+
+@given(st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
+    max_leaves=10,
+))
+def test_any_json_value_round_trips(value: object) -> None:
+    for ensure_ascii in (True, False):
+        line = json.dumps(value, ensure_ascii=ensure_ascii).encode("utf-8", "surrogatepass")
+        if any(0xD800 <= ord(c) <= 0xDFFF for c in json.dumps(value, ensure_ascii=False)):
+            with pytest.raises(ValueError):
+                strict_loads(line)
+        else:
+            assert strict_loads(line) == value
