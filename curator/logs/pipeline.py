@@ -8,10 +8,8 @@ run once per distinct query, not once per line.
 
 from __future__ import annotations
 
-import gc
 import re
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +32,7 @@ from curator.logs.reading import ENGINES, FORMATS, FileRead, Progress, Source, e
 from curator.logs.redact import Redactor
 from curator.logs.sample import SAMPLERS, sample_order
 from curator.models import CandidateIn, Suggestion
+from curator.questionset import paused_gc
 from curator.text import sha256_hex
 
 # Cheap test for "could this contain personal data at all": most queries cannot, and
@@ -225,7 +224,7 @@ def import_logs(
         read.agg = Aggregate(lines=read.agg.lines, parsed=read.agg.parsed)  # free the copy
         summary.files.append(fs)
 
-    with _without_gc():
+    with paused_gc():  # millions of small containers, no cycles: a third faster
         groups = _group(total or Aggregate(), redactor, summary)
         del total
         summary.redactions = dict(redactor.counts)
@@ -284,20 +283,6 @@ def _choose(ws, groups: dict[str, _Group], opts: ImportOptions, similarity: floa
         chosen.append(item)
     summary.sampled = len(chosen)
     return chosen
-
-
-@contextmanager
-def _without_gc():
-    """Grouping and clustering make millions of small containers and no reference
-    cycles; the cyclic collector would walk the growing heap again and again (a third
-    of these stages' time on a log with 200k distinct queries)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 # ---- reading helpers -----------------------------------------------------------------
