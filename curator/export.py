@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from curator._gc import paused_gc
 from curator.errors import EXIT_USAGE, CuratorError
 from curator.models import Case
-from curator.questionset import paused_gc
 
 if TYPE_CHECKING:
     from curator.questionset import QuestionSet

@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curator import __version__
+from curator._gc import paused_gc
 from curator.errors import CuratorError, InputError
 from curator.models import Case
-from curator.questionset import Problem, QuestionSet, SetScan, VerifyReport, _fsync_dir, paused_gc
+from curator.questionset import Problem, QuestionSet, SetScan, VerifyReport, _fsync_dir
 
 if TYPE_CHECKING:
     from curator.workspace import Workspace

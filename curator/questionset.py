@@ -15,7 +15,6 @@ Writing rules (docs/formats.md):
 from __future__ import annotations
 
 import fcntl
-import gc
 import hashlib
 import json
 import marshal
@@ -36,25 +35,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from curator import __version__
+from curator._gc import paused_gc
 from curator.errors import CuratorError
 from curator.models import Case, ChangeAction, ChangeEntry, utcnow
 from curator.text import query_slug
 
 CASES = "cases.jsonl"
 CHANGELOG = "changelog.jsonl"
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while parsing many records: they hold no cycles,
-    and at 200k lines its repeated full scans cost more than the parsing (docs/export.md)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 @dataclass

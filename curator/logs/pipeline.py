@@ -17,6 +17,7 @@ from typing import Any
 
 from rapidfuzz import fuzz, process
 
+from curator._gc import paused_gc
 from curator.errors import InputError
 from curator.logs.aggregate import USERS_CAP, Aggregate, iso_z, parse_time
 from curator.logs.cluster import cluster
@@ -32,7 +33,6 @@ from curator.logs.reading import ENGINES, FORMATS, FileRead, Progress, Source, e
 from curator.logs.redact import Redactor
 from curator.logs.sample import SAMPLERS, sample_order
 from curator.models import CandidateIn, Suggestion
-from curator.questionset import paused_gc
 from curator.text import sha256_hex
 
 # Cheap test for "could this contain personal data at all": most queries cannot, and

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from curator._gc import paused_gc
 from curator.config import Gate, ScoringConfig
 from curator.errors import CuratorError
 from curator.models import Case, utcnow
@@ -25,7 +26,7 @@ from curator.scoring.artefact import SCHEMA, git_state, write_artefact
 from curator.scoring.evaluate import CHOICES, prepare, score_queries, summarise
 from curator.scoring.gates import evaluate_gates, gate_ks
 from curator.scoring.runfile import Progress, RunFile
-from curator.scoring.runs import coerce_run, gc_paused
+from curator.scoring.runs import coerce_run
 
 __all__ = ["ScoreResult", "score", "score_run"]
 
@@ -147,7 +148,7 @@ def score(
     revisions_of = workspace.revisions_of if workspace is not None else None
     source = RunFile(ranked) if isinstance(ranked, str | Path) else ranked
     git = git_state(workspace.root) if workspace is not None else lambda: (None, None)
-    with gc_paused(), source if isinstance(source, RunFile) else nullcontext():
+    with paused_gc(), source if isinstance(source, RunFile) else nullcontext():
         cases, set_info = _cases_from(set_or_cases)  # meanwhile a worker may read the run file
         specs = prepare(cases, ks, level, revisions_of)
         if isinstance(source, RunFile):

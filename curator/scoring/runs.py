@@ -12,17 +12,16 @@ A bad line is reported (file, line, what was expected) and skipped; the rest is 
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from operator import gt, itemgetter, methodcaller
 from pathlib import Path
 from typing import Any
 
+from curator._gc import paused_gc
 from curator.errors import InputError
 from curator.questionset import Problem
 
@@ -66,7 +65,7 @@ def read_run(path: str | Path, fmt: str | None = None) -> RunData:
     data = read_run_bytes(path)
     run = new_run(path, data, fmt)
     run.sha256 = hashlib.sha256(data).hexdigest()
-    with gc_paused():
+    with paused_gc():
         parse_range(run, data, 0, len(data))
     return run
 
@@ -117,23 +116,6 @@ def _decode(run: RunData, data: bytes, start: int, end: int) -> str:
         return data[start:end].decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(run.path, f"not UTF-8 text (byte {start + exc.start})") from None
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Millions of small tuples and strings make the cyclic GC rescan them over and over
-    (it tripled the time of reading a 1M-line run); nothing here creates cycles."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            # Hand what was made meanwhile to the oldest generation: left in the youngest,
-            # the next allocation scans all of it (0.1 s after a 1M-line run).
-            gc.freeze()
-            gc.unfreeze()
-            gc.enable()
 
 
 def detect_format(data: bytes) -> str:
