@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from curator._gc import paused_gc
+from curator._process import paused_gc
 from curator.errors import EXIT_USAGE, CuratorError
 from curator.models import Case
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curator import __version__
-from curator._gc import paused_gc
+from curator._process import paused_gc
 from curator.errors import CuratorError, InputError
 from curator.models import Case
 from curator.questionset import Problem, QuestionSet, SetScan, VerifyReport, _fsync_dir

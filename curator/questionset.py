@@ -22,7 +22,6 @@ import mmap
 import os
 import re
 import struct
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -35,7 +34,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from curator import __version__
-from curator._gc import paused_gc
+from curator._process import can_fork, paused_gc
 from curator.errors import CuratorError
 from curator.models import Case, ChangeAction, ChangeEntry, utcnow
 from curator.text import query_slug
@@ -520,8 +519,7 @@ def _in_two_processes(jobs: list[tuple[Callable[[list[bytes]], Columns], list[by
     def part(index: int) -> list[Columns]:
         return [check(lines[len(lines) * index // CHUNKS : len(lines) * (index + 1) // CHUNKS]) for check, lines in jobs]
 
-    can_fork = hasattr(os, "fork") and (os.cpu_count() or 1) > 1 and threading.active_count() == 1
-    if sum(len(lines) for _, lines in jobs) < PARALLEL_MIN_LINES or not can_fork:
+    if sum(len(lines) for _, lines in jobs) < PARALLEL_MIN_LINES or not can_fork():
         yield [check(lines) for check, lines in jobs]
         return
     ends = mmap.mmap(-1, 16)  # shared with the child: [last part claimed here, first claimed there]

@@ -449,12 +449,8 @@ class ReviewSession:
                 self.stats.binned -= 1
             else:
                 self.stats.skipped -= 1
-            previous = "skipped" if _previous_state(self.ws, cand.id) == "skipped" else "pending"
-            self.ws.decide(cand.id, "undo", self.reviewer, state=previous, detail=detail)
-            if self.ws.lease_candidate(cand.id, self.reviewer):
-                self._held.add(cand.id)
+            self._reopen(cand.id, detail)
             self.stats.reviewed -= 1
-            self.stats.remaining = self._remaining()
             return step.card
 
     def _undo_earlier(self) -> Card | None:
@@ -486,13 +482,18 @@ class ReviewSession:
             self._count_set()
         else:
             card = self.prepare(cand)
-        previous = "skipped" if _previous_state(self.ws, cand.id) == "skipped" else "pending"
-        self.ws.decide(cand.id, "undo", self.reviewer, state=previous, detail=detail)
-        if self.ws.lease_candidate(cand.id, self.reviewer):
-            self._held.add(cand.id)
         self._shown.add(cand.id)  # on screen now: not served again by the queue
-        self.stats.remaining = self._remaining()
+        self._reopen(cand.id, detail)
         return card
+
+    def _reopen(self, candidate_id: int, detail: dict[str, Any]) -> None:
+        """Record the undo and put the candidate back (pending, or skipped if it was),
+        leased to this reviewer."""
+        previous = "skipped" if _previous_state(self.ws, candidate_id) == "skipped" else "pending"
+        self.ws.decide(candidate_id, "undo", self.reviewer, state=previous, detail=detail)
+        if self.ws.lease_candidate(candidate_id, self.reviewer):
+            self._held.add(candidate_id)
+        self.stats.remaining = self._remaining()
 
     # ---- the set browser -----------------------------------------------------------------
 

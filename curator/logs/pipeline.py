@@ -17,7 +17,7 @@ from typing import Any
 
 from rapidfuzz import fuzz, process
 
-from curator._gc import paused_gc
+from curator._process import paused_gc
 from curator.errors import InputError
 from curator.logs.aggregate import USERS_CAP, Aggregate, iso_z, parse_time
 from curator.logs.cluster import cluster

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from curator._gc import paused_gc
+from curator._process import paused_gc
 from curator.config import Gate, ScoringConfig
 from curator.errors import CuratorError
 from curator.models import Case, utcnow

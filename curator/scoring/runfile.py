@@ -27,6 +27,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+from curator._process import can_fork
 from curator.questionset import Problem
 from curator.scoring.evaluate import CaseSpec, score_queries
 from curator.scoring.runs import RunData, new_run, parse_range, read_run_bytes
@@ -41,23 +42,19 @@ Progress = Callable[[str, int, int], None]
 Found = dict[str, dict[str, Any]]
 
 
-def _can_fork() -> bool:
-    """Linux with a second core for us (fork elsewhere is fragile or slow)."""
-    return hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) > 1
-
-
 class RunFile:
     """Use as a context manager around reading the set, then call `score(specs, ...)`.
 
-    `parallel`: None decides by size and cores; False never forks; True forks whenever
-    the format allows it (TREC, JSONL) and the platform has `fork`.
+    `parallel`: None decides by size and `can_fork()` (a second core, no other thread
+    running); False never forks; True forks whenever the format allows it (TREC, JSONL)
+    and the platform has `fork`.
     """
 
     def __init__(self, path: str | Path, fmt: str | None = None, parallel: bool | None = None):
         self.data = read_run_bytes(path)
         self.run = new_run(path, self.data, fmt)
         if parallel is None:
-            parallel = len(self.data) >= PARALLEL_MIN_BYTES and _can_fork()
+            parallel = len(self.data) >= PARALLEL_MIN_BYTES and can_fork()
         self.cut = _cut_point(self.data, self.run.format) if parallel and hasattr(os, "fork") else None
         self.worker: _Worker | None = None
         self.split = False  # True once the worker's part was scored and used

@@ -21,7 +21,7 @@ from operator import gt, itemgetter, methodcaller
 from pathlib import Path
 from typing import Any
 
-from curator._gc import paused_gc
+from curator._process import paused_gc
 from curator.errors import InputError
 from curator.questionset import Problem
 

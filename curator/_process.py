@@ -1,8 +1,11 @@
-"""Pausing Python's cyclic garbage collector around bulk parsing."""
+"""Process-level helpers for bulk work: pausing the cyclic garbage collector, and
+whether to fork a second process."""
 
 from __future__ import annotations
 
 import gc
+import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -27,3 +30,15 @@ def paused_gc() -> Iterator[None]:
                 gc.freeze()
                 gc.unfreeze()
             gc.enable()
+
+
+def can_fork() -> bool:
+    """Whether a forked helper process would pay: `fork` exists, this process may run
+    on a second core, and no other thread is running (a lock one of them held would
+    stay held forever in the child)."""
+    return (
+        hasattr(os, "fork")
+        and hasattr(os, "sched_getaffinity")
+        and len(os.sched_getaffinity(0)) > 1
+        and threading.active_count() == 1
+    )
