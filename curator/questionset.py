@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 from itertools import count
 from pathlib import Path
 from typing import Any
@@ -379,7 +379,7 @@ def verify(qs: QuestionSet, *, known_ids: Callable[[set[str]], set[str]] | None 
     checkpoint = qs.load_checkpoint()
     cases, changelog = JsonLines.read(qs.cases_path), JsonLines.read(qs.changelog_path)
     cases_path, changelog_path = str(qs.cases_path), str(qs.changelog_path)
-    report.lines = len(cases.lines)
+    report.lines = cases.count
 
     # Per cases.jsonl line: hash, query_id (None if invalid), rev, and (status, relevant ids)
     # or the error message; per change-log line: query_id, rev, error message. Trusted
@@ -393,56 +393,47 @@ def verify(qs: QuestionSet, *, known_ids: Callable[[set[str]], set[str]] | None 
     details: list[Any] = [None] * trusted
     last_rev: dict[str, int] = {}
     _check_revs(report, cases_path, 1, (ids, revs, details), last_rev)
-    case_keys = set(zip(ids, revs, strict=True))
-    paired = {(key[1].decode(), int(key[2])) for key in change_keys}
+    change_ids, change_revs = [key[1].decode() for key in change_keys], [int(key[2]) for key in change_keys]
     change_problems: list[Problem] = []
-    changes_seen = trusted_changes
-    untrusted = cases.lines[trusted:]
-    jobs = [(partial(_check_lines, Case), untrusted), (partial(_check_lines, ChangeEntry), changelog.lines[trusted_changes:]),
-            (_hash_lines, untrusted)]
-    for checked, (change_ids, change_revs, messages), (more_hashes,) in _in_two_processes(jobs):
+    jobs = [(_check_cases, cases.blob[cases.offset(trusted):]),
+            (partial(_check_lines, ChangeEntry), changelog.blob[changelog.offset(trusted_changes):])]
+    for (*checked, more_hashes), (more_ids, more_revs, messages) in _in_two_processes(jobs):
         _check_revs(report, cases_path, len(ids) + 1, checked, last_rev)
         for column, more in zip((ids, revs, details), checked, strict=True):
             column += more
-        case_keys.update(zip(checked[0], checked[1], strict=True))
         hashes += more_hashes
-        if None in change_ids:
+        if None in more_ids:
             change_problems += [
                 Problem(changelog_path, number, message)
-                for number, query_id, message in zip(count(changes_seen + 1), change_ids, messages, strict=False)
+                for number, query_id, message in zip(count(len(change_ids) + 1), more_ids, messages, strict=False)
                 if query_id is None
             ]
-        changes_seen += len(change_ids)
-        paired.update(zip(change_ids, change_revs, strict=True))
+        change_ids += more_ids
+        change_revs += more_revs
         for file in (cases, changelog):  # digests for the checkpoint and freezes, computed once:
             file.digest()  # after the first part, while the child still works
     if cases.torn:
         report.problems.append(
-            Problem(cases_path, len(cases.lines) + 1, "torn last line (interrupted write); the next append repairs it", fatal=False)
+            Problem(cases_path, cases.count + 1, "torn last line (interrupted write); the next append repairs it", fatal=False)
         )
     latest = dict(zip(ids, range(len(ids)), strict=True))  # query_id -> index of its latest valid rev
     latest.pop(None, None)  # type: ignore[call-overload]
     # A trusted case's latest line still has to be read for its status and labels.
     unread = [index for index in latest.values() if details[index] is None]
+    unread_lines = b"".join(cases.lines[i] + b"\n" for i in unread)
     done = 0
-    for ((unread_ids, _, unread_details),) in _in_two_processes([(partial(_check_lines, Case), [cases.lines[i] for i in unread])]):
+    for ((unread_ids, _, unread_details),) in _in_two_processes([(partial(_check_lines, Case), unread_lines)]):
         for index, query_id, detail in zip(unread[done:], unread_ids, unread_details, strict=False):
             if query_id is None:  # only if the schema changed without a version bump
                 report.problems.append(Problem(cases_path, index + 1, detail))
                 del latest[ids[index]]
             details[index] = detail
         done += len(unread_ids)
-    case_keys.discard((None, 0))  # type: ignore[arg-type]
 
     report.problems += change_problems
     if changelog.torn:
-        report.problems.append(Problem(changelog_path, len(changelog.lines) + 1, "torn last line ignored", fatal=False))
-    paired.discard((None, 0))  # type: ignore[arg-type]
-    if case_keys != paired:  # much cheaper than the two differences when they are empty
-        for query_id, rev in sorted(case_keys - paired):
-            report.problems.append(Problem(changelog_path, None, f"{query_id} rev {rev} has no change-log entry"))
-        for query_id, rev in sorted(paired - case_keys):
-            report.problems.append(Problem(cases_path, None, f"change-log entry for {query_id} rev {rev} has no case line"))
+        report.problems.append(Problem(changelog_path, changelog.count + 1, "torn last line ignored", fatal=False))
+    _check_pairing(report, cases_path, changelog_path, (ids, revs), (change_ids, change_revs))
 
     _check_labels(report, cases_path, {query_id: details[index] for query_id, index in latest.items()}, known_ids, strict)
     _check_history(checkpoint, cases, hashes, report)
@@ -468,6 +459,29 @@ def _check_revs(report: VerifyReport, path: str, first: int, checked: Columns, l
             last_rev[query_id] = rev
 
 
+def _check_pairing(
+    report: VerifyReport, cases_path: str, changelog_path: str, case_keys: tuple[list[Any], list[int]],
+    change_keys: tuple[list[Any], list[int]]
+) -> None:
+    """Each valid case line (query_id, rev) needs a valid change-log line and the other way
+    round. Curator appends the two in the same order, so equal columns settle it without
+    building sets; a union merge may interleave them differently, which is no problem."""
+    if case_keys == change_keys:
+        return
+    cases, changes = set(zip(*case_keys, strict=True)), set(zip(*change_keys, strict=True))
+    cases.discard((None, 0))
+    changes.discard((None, 0))
+    for query_id, rev in sorted(cases - changes):
+        report.problems.append(Problem(changelog_path, None, f"{query_id} rev {rev} has no change-log entry"))
+    for query_id, rev in sorted(changes - cases):
+        report.problems.append(Problem(cases_path, None, f"change-log entry for {query_id} rev {rev} has no case line"))
+
+
+def _check_cases(lines: list[bytes]) -> Columns:
+    """`_check_lines` of cases, and the line hashes as a fourth column."""
+    return (*_check_lines(Case, lines), _line_hashes(lines))
+
+
 def _check_lines(model: type[Case] | type[ChangeEntry], lines: list[bytes]) -> Columns:
     """Schema-check lines of `model`. Columns, one entry per line: query_id (None if the line
     is invalid), rev (0), and a case's (status, relevant passage ids) (the error message)."""
@@ -490,10 +504,6 @@ def _check_lines(model: type[Case] | type[ChangeEntry], lines: list[bytes]) -> C
     return ids, revs, details
 
 
-def _hash_lines(lines: list[bytes]) -> Columns:
-    return (_line_hashes(lines),)
-
-
 # Below this many lines in all a second process costs more than it saves.
 PARALLEL_MIN_LINES = 10_000
 
@@ -504,10 +514,12 @@ PARALLEL_MIN_LINES = 10_000
 CHUNKS = 64
 
 
-def _in_two_processes(jobs: list[tuple[Callable[[list[bytes]], Columns], list[bytes]]]) -> Iterator[list[Columns]]:
+def _in_two_processes(jobs: list[tuple[Callable[[list[bytes]], Columns], bytes]]) -> Iterator[list[Columns]]:
     """`[check(lines) for check, lines in jobs]` (each gives columns, one entry per line),
-    yielded in parts in line order, with a forked child on another core checking parts
-    too: schema checks are pure Python under the GIL, so threads would not help. Each part
+    where each job's lines come as one bytes of whole lines, yielded in parts in line order,
+    with a forked child on another core checking parts too: schema checks are pure Python
+    under the GIL, so threads would not help. A part is a run of whole lines cut at about
+    1/CHUNKS of the bytes, split into lines by whichever process checks it. Each part
     this process checks is yielded at once, so what the caller does with it overlaps the
     child's work (and leaves the child more parts). The two claim parts through a shared
     page (each writes only its own end; at worst both check the same part, never neither).
@@ -516,12 +528,13 @@ def _in_two_processes(jobs: list[tuple[Callable[[list[bytes]], Columns], list[by
     A process with other threads running never forks (a lock one of them held would stay
     held in the child)."""
 
-    def part(index: int) -> list[Columns]:
-        return [check(lines[len(lines) * index // CHUNKS : len(lines) * (index + 1) // CHUNKS]) for check, lines in jobs]
-
-    if sum(len(lines) for _, lines in jobs) < PARALLEL_MIN_LINES or not can_fork():
-        yield [check(lines) for check, lines in jobs]
+    if sum(blob.count(b"\n") for _, blob in jobs) < PARALLEL_MIN_LINES or not can_fork():
+        yield [check(_split(blob)) for check, blob in jobs]
         return
+    cuts = [_cuts(blob, CHUNKS) for _, blob in jobs]
+
+    def part(index: int) -> list[Columns]:
+        return [check(_split(blob[at[index] : at[index + 1]])) for (check, blob), at in zip(jobs, cuts, strict=True)]
     ends = mmap.mmap(-1, 16)  # shared with the child: [last part claimed here, first claimed there]
     struct.pack_into("qq", ends, 0, -1, CHUNKS)
     reader, writer = os.pipe()
@@ -558,6 +571,22 @@ def _in_two_processes(jobs: list[tuple[Callable[[list[bytes]], Columns], list[by
         theirs = {}
     for rest in range(index, CHUNKS):
         yield theirs[rest] if rest in theirs else part(rest)
+
+
+def _split(blob: bytes) -> list[bytes]:
+    """The lines of a bytes of whole lines."""
+    return blob.split(b"\n")[:-1]
+
+
+def _cuts(blob: bytes, parts: int) -> list[int]:
+    """Offsets cutting a bytes of whole lines into `parts` runs of whole lines of about the
+    same size: part k is blob[cuts[k] : cuts[k + 1]]."""
+    cuts = [0]
+    for k in range(1, parts):
+        at = len(blob) * k // parts
+        cuts.append(blob.find(b"\n", at - 1) + 1 if at else 0)
+    cuts.append(len(blob))
+    return cuts
 
 
 def _check_labels(
@@ -651,10 +680,10 @@ def _is_subsequence(needle: list[str], haystack: list[str]) -> bool:
 class JsonLines:
     """One read of a JSONL file: its whole lines as UTF-8 bytes (invalid UTF-8 as U+FFFD, as
     a reader sees it), which is also what digests and line hashes are computed over. A torn
-    last line is left out."""
+    last line is left out. The blob is split into `lines` only when asked: a first verify
+    lets each process split the parts it checks."""
 
     path: Path
-    lines: list[bytes]
     blob: bytes
     torn: bool
     _digests: dict[int | None, tuple[int, str]] = field(default_factory=dict, repr=False)
@@ -662,12 +691,23 @@ class JsonLines:
     @classmethod
     def read(cls, path: Path) -> JsonLines:
         data = path.read_bytes() if path.exists() else b""
-        blob = _whole_lines_blob(data)
-        return cls(path, blob.split(b"\n")[:-1], blob, not data.endswith(b"\n") and bool(data))
+        return cls(path, _whole_lines_blob(data), not data.endswith(b"\n") and bool(data))
+
+    @cached_property
+    def lines(self) -> list[bytes]:
+        return _split(self.blob)
+
+    @cached_property
+    def count(self) -> int:
+        return self.blob.count(b"\n")
+
+    def offset(self, lines: int) -> int:
+        """Where the line after the first `lines` lines starts."""
+        return len(self.blob) if lines >= self.count else _line_end(self.blob, lines)
 
     def digest(self, lines: int | None = None) -> tuple[int, str]:
         """(line count, sha256) of the first `lines` whole lines (all if None)."""
-        if lines is not None and lines >= len(self.lines):
+        if lines is not None and lines >= self.count:
             lines = None
         if lines not in self._digests:
             self._digests[lines] = _digest(self.blob, lines)
@@ -707,11 +747,16 @@ def _whole_lines_blob(data: bytes) -> bytes:
 def _digest(blob: bytes, lines: int | None) -> tuple[int, str]:
     count, end = blob.count(b"\n"), len(blob)
     if lines is not None and lines < count:
-        end = 0
-        for _ in range(lines):
-            end = blob.index(b"\n", end) + 1
-        count = lines
+        count, end = lines, _line_end(blob, lines)
     return count, hashlib.sha256(memoryview(blob)[:end]).hexdigest()
+
+
+def _line_end(blob: bytes, lines: int) -> int:
+    """The offset just past the first `lines` lines of `blob` (which has at least that many)."""
+    end = 0
+    for _ in range(lines):
+        end = blob.index(b"\n", end) + 1
+    return end
 
 
 def _line_hashes(lines: list[bytes]) -> list[str]:
