@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property, partial
-from itertools import count
+from itertools import chain, count
 from pathlib import Path
 from typing import Any
 
@@ -523,52 +523,63 @@ def _in_two_processes(jobs: list[tuple[Callable[[list[bytes]], Columns], bytes]]
     this process checks is yielded at once, so what the caller does with it overlaps the
     child's work (and leaves the child more parts). The two claim parts through a shared
     page (each writes only its own end; at worst both check the same part, never neither).
-    The child sends its columns back with `marshal` (plain lists, tuples, strings and ints:
-    several times faster than pickle); if it fails in any way, its parts are checked here.
-    A process with other threads running never forks (a lock one of them held would stay
-    held in the child)."""
+    The child writes each part's columns with `marshal` (plain lists, tuples, strings and
+    ints: several times faster than pickle) to an in-memory file as soon as it has them,
+    and publishes how far it got in the shared page; this process loads them between its
+    own parts, so little is left to receive when the two meet. Parts the child did not
+    deliver (it failed in any way) are checked here. A process with other threads running
+    never forks (a lock one of them held would stay held in the child)."""
 
-    if sum(blob.count(b"\n") for _, blob in jobs) < PARALLEL_MIN_LINES or not can_fork():
+    lines = sum(blob.count(b"\n") for _, blob in jobs)
+    if lines < PARALLEL_MIN_LINES or not can_fork() or not hasattr(os, "memfd_create"):
         yield [check(_split(blob)) for check, blob in jobs]
         return
     cuts = [_cuts(blob, CHUNKS) for _, blob in jobs]
 
     def part(index: int) -> list[Columns]:
         return [check(_split(blob[at[index] : at[index + 1]])) for (check, blob), at in zip(jobs, cuts, strict=True)]
-    ends = mmap.mmap(-1, 16)  # shared with the child: [last part claimed here, first claimed there]
-    struct.pack_into("qq", ends, 0, -1, CHUNKS)
-    reader, writer = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: claim parts from the back until the two meet, send them, exit
-        os.close(reader)
-        code = 1
+
+    # Shared with the child: [last part claimed here, first part claimed there, bytes it wrote].
+    ends = mmap.mmap(-1, 24)
+    struct.pack_into("qqq", ends, 0, -1, CHUNKS, 0)
+    with open(os.memfd_create("curator-verify-parts"), "r+b") as sent:
+        pid = os.fork()
+        if pid == 0:  # the child: claim parts from the back until the two meet, write each, exit
+            code = 1
+            try:
+                for index in range(CHUNKS - 1, -1, -1):
+                    if index <= struct.unpack_from("q", ends, 0)[0]:
+                        break
+                    struct.pack_into("q", ends, 8, index)
+                    record = marshal.dumps((index, part(index)))
+                    sent.write(struct.pack("q", len(record)) + record)
+                    sent.flush()
+                    struct.pack_into("q", ends, 16, sent.tell())
+                code = 0
+            finally:
+                os._exit(code)
+        theirs: dict[int, list[Columns]] = {}
+        received = 0
+
+        def receive() -> None:  # what the child published (only whole records)
+            nonlocal received
+            while received < struct.unpack_from("q", ends, 16)[0]:
+                (size,) = struct.unpack("q", os.pread(sent.fileno(), 8, received))
+                index, columns = marshal.loads(os.pread(sent.fileno(), size, received + 8))
+                theirs[index] = columns
+                received += 8 + size
+
+        index = 0
         try:
-            done = {}
-            for index in range(CHUNKS - 1, -1, -1):
-                if index <= struct.unpack_from("q", ends, 0)[0]:
-                    break
-                struct.pack_into("q", ends, 8, index)
-                done[index] = part(index)
-            with open(writer, "wb") as out:
-                out.write(marshal.dumps(done))
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(writer)
-    index = 0
-    try:
-        with open(reader, "rb") as pipe:
             while index < struct.unpack_from("q", ends, 8)[0]:
                 struct.pack_into("q", ends, 0, index)
                 yield part(index)
                 index += 1
-            sent = pipe.read()
-    finally:  # leaving the block closed the pipe: a child still writing gets an error, not a hang
-        _, status = os.waitpid(pid, 0)
-    try:
-        theirs = marshal.loads(sent) if status == 0 else {}
-    except (EOFError, ValueError, TypeError):
-        theirs = {}
+                receive()
+        finally:
+            struct.pack_into("q", ends, 0, CHUNKS)  # if the caller stopped early, so does the child
+            os.waitpid(pid, 0)
+        receive()
     for rest in range(index, CHUNKS):
         yield theirs[rest] if rest in theirs else part(rest)
 
@@ -597,16 +608,20 @@ def _check_labels(
     strict: bool,
 ) -> None:
     report.cases = len(labels)
-    labelled: dict[str, list[str]] = {}
-    for query_id, (status, passage_ids) in labels.items():
-        if status == "active":
-            report.active += 1
-            for pid in passage_ids:
-                labelled.setdefault(pid, []).append(query_id)
+    active = [(query_id, passage_ids) for query_id, (status, passage_ids) in labels.items() if status == "active"]
+    report.active = len(active)
     if known_ids is None:
         return
-    found = known_ids(set(labelled))
-    report.unknown_ids = {pid: qids for pid, qids in sorted(labelled.items()) if pid not in found}
+    labelled = set(chain.from_iterable(passage_ids for _, passage_ids in active))
+    unknown = labelled - known_ids(labelled)
+    if not unknown:
+        return
+    # Which cases name them: only worked out when there are some.
+    named: dict[str, list[str]] = {}
+    for query_id, passage_ids in active:
+        for pid in unknown.intersection(passage_ids):
+            named.setdefault(pid, []).append(query_id)
+    report.unknown_ids = dict(sorted(named.items()))
     for pid, qids in report.unknown_ids.items():
         report.problems.append(
             Problem(path, None, f"passage {pid!r} (in {', '.join(qids)}) is not in the corpus", fatal=strict)
