@@ -39,6 +39,8 @@ FORMATS = ("jsonl", "ubi", "parquet")
 _DOUBTFUL = ("NaN", "Infinity")
 _TRAILING_COMMA = r",\s*[\]}]"
 _ISO = r'"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d{1,6})?(Z|\+00(:00)?)?"'
+# The usual form, as a LIKE pattern (cheap; fixes where each part is) and as strptime's
+_ISO_Z = ("'\"____-__-__T__:__:__Z\"'", "'\"%Y-%m-%dT%H:%M:%SZ\"'")
 _NUMBER = r"-?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d{1,2})?"  # 1e400 is no number to orjson
 _PROGRESS_SECONDS = 0.1
 _BITMAP = 1 << 16  # bits in the filter of the queries whose users are looked up
@@ -100,35 +102,45 @@ class JsonSql:
         self.paths = "[" + ", ".join(_quote(p) for p in paths) + "]"
 
     def _j(self, role: str) -> str:
-        return f"j[{self.index[role]}]"
+        return f"f_{role}"
 
-    def rows(self, source: str) -> str:
+    def rows(self, source: str, trusted: bool = False) -> str:
         """One row per line: `ok` (DuckDB can count it), `inside` the time window,
-        `empty`, and the JSON text of each field (one parse per line). Texts are
-        grouped as they are and decoded in Python once per distinct value, with the
-        python reader's own functions, so values cannot differ between engines."""
+        `empty`, the time as a TIMESTAMP and the JSON text of each other field (one
+        parse per line). Texts are grouped as they are and decoded in Python once per
+        distinct value, with the python reader's own functions, so values cannot
+        differ between engines.
+
+        Every check is evaluated on every line (a projection does not short-circuit
+        AND), so each is the cheapest that is exact; a CASE picks the time parser.
+        `trusted`: an earlier pass found every line `ok`, so the checks are left out."""
         f = self.fields
         key = '"' + f.query.rsplit(".", 1)[-1] + '"'  # LIKE wildcards in it only widen the net
         ok = [
             "j IS NOT NULL",
-            "j[1] IS NULL",  # an `_source` field: the python reader may unwrap it
+            "starts_with(line, '{')",
+            *(f"NOT contains(line, {_quote(t)})" for t in _DOUBTFUL),
+            f"NOT regexp_matches(line, {_quote(_TRAILING_COMMA)})",
+            "f_source IS NULL",  # an `_source` field: the python reader may unwrap it
             f"starts_with({self._j('query')}, '\"')",
-            *(f"j[{i}] IS NULL" for i in self.literal),
+            *(f"lit_{i} IS NULL" for i in self.literal),
             # the query key twice: the python reader keeps the last value, DuckDB the first
             f"line NOT LIKE {_quote('%' + key + '%' + key + '%')}",
         ]
-        values = {"q": self._j("query"), "n": "1", "ts": "NULL::VARCHAR", "u": "NULL::VARCHAR",
+        values = {"q": self._j("query"), "n": "1", "ts": "NULL::TIMESTAMP", "u": "NULL::VARCHAR",
                   "ids": "NULL::VARCHAR", "results": "NULL::VARCHAR", "lat": "NULL::DOUBLE"}
         if f.count:
             j = self._j("count")
             ok.append(f"regexp_full_match({j}, '[1-9][0-9]{{0,14}}')")
             values["n"] = f"TRY_CAST({j} AS BIGINT)"
         if f.time:
-            # ISO text here; epoch numbers and other forms go to the python reader
+            # ISO text in UTC here; epoch numbers and other forms go to the python reader.
+            # Year 0 is a date to DuckDB (1 BC), not to Python.
             j = self._j("time")
-            ok.append(f"({j} IS NULL OR (regexp_full_match({j}, {_quote(_ISO)}) "
-                      f"AND TRY_CAST({j}[2:20] AS TIMESTAMP) IS NOT NULL))")
-            values["ts"] = f"replace({j}[2:20], ' ', 'T')"
+            shape, form = _ISO_Z
+            values["ts"] = (f"CASE WHEN {j} LIKE {shape} THEN try_strptime({j}, {form}) "
+                            f"WHEN regexp_full_match({j}, {_quote(_ISO)}) THEN TRY_CAST({j}[2:20] AS TIMESTAMP) END")
+            ok.append(f"({j} IS NULL OR ts >= TIMESTAMP '0001-01-01')")
         if f.user:
             # a string or a whole number, whose text is what str() gives in the python reader
             j = self._j("user")
@@ -150,20 +162,22 @@ class JsonSql:
             ok.append(f"{self._j('time')} IS NOT NULL")
         inside = ["TRUE"]
         if self.window.since:
-            inside.append(f"ts >= {_quote(self.window.since)}")
+            inside.append(f"ts >= {_quote(self.window.since)}::TIMESTAMP")
         if self.window.until:
-            inside.append(f"ts < {_quote(self.window.until)}")
-        doubtful = " OR ".join(f"contains(line, {_quote(t)})" for t in _DOUBTFUL) \
-            + f" OR regexp_matches(line, {_quote(_TRAILING_COMMA)})"
-        parse = (
-            f"CASE WHEN starts_with(line, '{{') AND NOT ({doubtful}) AND json_valid(line) "
-            f"THEN json_extract(line, {self.paths})::VARCHAR[] END"
-        )
-        cols = ", ".join(f"{expr} AS {name}" for name, expr in values.items())
+            inside.append(f"ts < {_quote(self.window.until)}::TIMESTAMP")
+        columns = ["j[1] AS f_source"]
+        columns += [f"j[{i}] AS f_{role}" for role, i in self.index.items()]
+        columns += [f"j[{i}] AS lit_{i}" for i in self.literal]
+        # try(): NULL where DuckDB cannot parse the line, at half the cost of json_valid
+        parse = f"try(json_extract(line, {self.paths}))::VARCHAR[]"
+        cols = ", ".join(f"{expr} AS {name}" for name, expr in values.items() if name != "ts")
         return f"""
-            SELECT coalesce({' AND '.join(ok)}, false) AS ok, {' AND '.join(inside)} AS inside,
-                   line IS NULL AS empty, * EXCLUDE (j)
-            FROM (SELECT line, j, {cols} FROM (SELECT line, {parse} AS j FROM {source}))
+            SELECT {'TRUE' if trusted else f"coalesce({' AND '.join(ok)}, false)"} AS ok,
+                   {' AND '.join(inside)} AS inside,
+                   line IS NULL AS empty, line, {', '.join(values)}
+            FROM (SELECT *, {values['ts']} AS ts, {cols}
+                  FROM (SELECT line, j, {', '.join(columns)}
+                        FROM (SELECT line, {parse} AS j FROM {source})))
         """
 
 
@@ -264,7 +278,8 @@ def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> Scan:
     step = 1 / passes
     result = reader.query(
         f"""SELECT *, hash(q) FROM (
-              SELECT ok, inside, empty, q, count(*), sum(n)::BIGINT, min(ts), max(ts),
+              SELECT ok, inside, empty, q, count(*), sum(n)::BIGINT,
+                     strftime(min(ts), '%Y-%m-%dT%H:%M:%S'), strftime(max(ts), '%Y-%m-%dT%H:%M:%S'),
                      sum(n) FILTER (WHERE results IN ('0', '-0'))::BIGINT,
                      sum(lat * n), sum(n) FILTER (WHERE lat IS NOT NULL)::BIGINT
               FROM {rows} GROUP BY ALL)""",
@@ -326,9 +341,10 @@ class UsersOf:
     those once it knows them. Users are DuckDB hashes of their names; a set of
     USERS_CAP or more is the shared FULL stand-in."""
 
-    def __init__(self, source_sql: str, sql: JsonSql, label: str, hashes: dict[int, str]):
+    def __init__(self, source_sql: str, sql: JsonSql, label: str, hashes: dict[int, str], trusted: bool):
         self.source_sql, self.sql, self.label = source_sql, sql, label
         self.hash_of = {q: h for h, q in hashes.items()}
+        self.trusted = trusted  # pass 1 counted every line: no line needs checking again
 
     def __call__(self, queries: set[str]) -> dict[str, frozenset[int] | set[int]]:
         wanted = [self.hash_of[q] for q in queries if q in self.hash_of]
@@ -345,15 +361,18 @@ class UsersOf:
             rows = reader.query(
                 # Distinct (query, user) pairs of the wanted queries only, then one list per
                 # query: a list per line (list_distinct at the end) costs 60 MB more on a
-                # 5M-line log. The CASE, not a WHERE: a WHERE is pushed below the
-                # projections and would parse every line twice; other lines share one
-                # NULL query per user.
+                # 5M-line log. CASEs, not a WHERE: a WHERE is pushed below the projections
+                # and would parse every line twice; a user's name is decoded only on the
+                # lines of a wanted query.
                 f"""SELECT hq, CASE WHEN count(*) < {USERS_CAP} THEN list(hu) END FROM (
-                      SELECT CASE WHEN ok AND inside AND u IS NOT NULL AND u NOT IN ('null', '""')
-                                   AND get_bit('{bits.decode()}'::BIT, (hash(q) % {_BITMAP})::INTEGER) = 1
-                                  THEN hash(q) END AS hq, hash(json_extract_string(u, '$')) AS hu
-                      FROM ({self.sql.rows(self.source_sql)}) GROUP BY ALL)
-                    WHERE hq IS NOT NULL GROUP BY hq""",
+                      SELECT DISTINCT hq, hu FROM (
+                        SELECT CASE WHEN ok AND inside AND u IS NOT NULL AND u NOT IN ('null', '""')
+                                     AND get_bit('{bits.decode()}'::BIT, (hash(q) % {_BITMAP})::INTEGER) = 1
+                                    THEN hash(q) END AS hq,
+                               CASE WHEN hq IS NOT NULL THEN hash(json_extract_string(u, '$')) END AS hu
+                        FROM ({self.sql.rows(self.source_sql, self.trusted)}))
+                      WHERE hq IS NOT NULL)
+                    GROUP BY hq""",
                 self.label,
             ).fetchall()
         finally:
@@ -454,7 +473,8 @@ def read(source, fmt: str, head: bytes, fields: Fields, window, max_line: int, p
     if counted.get("lines") is not None and counted["lines"] != agg.lines:
         # DuckDB's reader drops a line longer than its buffer without a word
         raise NotForDuckDB(f"DuckDB read {agg.lines:,} of its {counted['lines']:,} lines")
-    users_of = UsersOf(source_sql, sql, source.label, scanned.hashes) if sql.fields.user else None
+    trusted = not (scanned.doubtful or refused_lines)
+    users_of = UsersOf(source_sql, sql, source.label, scanned.hashes, trusted) if sql.fields.user else None
     return FileRead(source, fmt, _combine(hasher), agg, handler.fields.given(), "duckdb", users_of)
 
 

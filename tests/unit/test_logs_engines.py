@@ -49,6 +49,13 @@ def _awkward_log(path: Path) -> Path:
         b'["not", "an", "object"]',
         _line(timestamp=t, user_id="u3", query="reset password for anna@example.com"),
         _line(timestamp=t, user_id="u4", query="dhl cutoff time", result_count=0, latency_ms=12.5),
+        # times: year 0 (a date to DuckDB only), an offset, no such day, no zone, fractions
+        _line(timestamp="0000-10-01T08:00:00Z", user_id="u5", query="dhl cutoff time"),
+        _line(timestamp="2026-10-01T10:00:00+05:00", user_id="u5", query="dhl cutoff time"),
+        _line(timestamp="2026-02-30T08:00:00Z", user_id="u6", query="cutoff time dhl"),
+        _line(timestamp="2026-10-03T07:00:00", query="cutoff time dhl"),
+        _line(timestamp="2026-10-03T06:00:00.123456Z", query="cutoff time dhl"),
+        _line(timestamp="2026-10-03T25:00:00Z", query="cutoff time dhl"),
         _line(query="x" * (2 * MiB)),  # over the 1 MiB limit: refused too (last: fields are guessed from the first MiB)
     ]
     path.write_bytes(b"\n".join(lines) + b"\n")
@@ -134,7 +141,7 @@ def test_the_awkward_log_really_is_awkward(tmp_path: Path) -> None:
     assert rejected == {
         "broken JSON": (4, [3, 4, 7, 14]),
         "invalid UTF-8": (1, [11]),
-        "line too long": (1, [21]),
+        "line too long": (1, [27]),
         "'query' is not text": (1, [13]),
         "binary data": (1, [15]),
         "not a JSON object": (1, [18]),
@@ -142,7 +149,9 @@ def test_the_awkward_log_really_is_awkward(tmp_path: Path) -> None:
     assert read.agg.ignored["blank line"] == 2
     assert read.agg.counts["second"] == 1 and "first" not in read.agg.counts
     assert read.agg.counts["café 😀 dhl"] == 1 and read.agg.counts["wrapped in _source"] == 1
-    assert read.agg.first["dhl cutoff time"] == "2025-10-01T08:00:00"  # the epoch one
+    assert read.agg.first["dhl cutoff time"] == "2025-10-01T08:00:00"  # the epoch one, not year 0
+    assert read.agg.last["dhl cutoff time"] == "2026-10-01T08:00:00"  # 10:00+05:00 is 05:00 UTC
+    assert read.agg.last["cutoff time dhl"] == "2026-10-03T07:00:00"  # not 25:00
     assert read.agg.latency["dhl cutoff time"] == [12.5, 1]
 
 
