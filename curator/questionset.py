@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property, partial
-from itertools import chain, count
+from itertools import count
 from pathlib import Path
 from typing import Any
 
@@ -419,7 +419,7 @@ def verify(qs: QuestionSet, *, known_ids: Callable[[set[str]], set[str]] | None 
     latest = dict(zip(ids, range(len(ids)), strict=True))  # query_id -> index of its latest valid rev
     latest.pop(None, None)  # type: ignore[call-overload]
     # A trusted case's latest line still has to be read for its status and labels.
-    unread = [index for index in latest.values() if details[index] is None]
+    unread = [index for index in latest.values() if index < trusted]
     unread_lines = b"".join(cases.lines[i] + b"\n" for i in unread)
     done = 0
     for ((unread_ids, _, unread_details),) in _in_two_processes([(partial(_check_lines, Case), unread_lines)]):
@@ -435,7 +435,7 @@ def verify(qs: QuestionSet, *, known_ids: Callable[[set[str]], set[str]] | None 
         report.problems.append(Problem(changelog_path, changelog.count + 1, "torn last line ignored", fatal=False))
     _check_pairing(report, cases_path, changelog_path, (ids, revs), (change_ids, change_revs))
 
-    _check_labels(report, cases_path, {query_id: details[index] for query_id, index in latest.items()}, known_ids, strict)
+    _check_labels(report, cases_path, latest, details, known_ids, strict)
     _check_history(checkpoint, cases, hashes, report)
     report.scan = SetScan(cases, changelog, hashes, set(latest))
     return report
@@ -603,23 +603,28 @@ def _cuts(blob: bytes, parts: int) -> list[int]:
 def _check_labels(
     report: VerifyReport,
     path: str,
-    labels: dict[str, tuple[str, list[str]]],  # query_id -> latest rev's (status, relevant ids)
+    latest: dict[str, int],  # query_id -> index of its latest rev in `details`
+    details: list[tuple[str, list[str]]],  # per line: (status, relevant passage ids)
     known_ids: Callable[[set[str]], set[str]] | None,
     strict: bool,
 ) -> None:
-    report.cases = len(labels)
-    active = [(query_id, passage_ids) for query_id, (status, passage_ids) in labels.items() if status == "active"]
-    report.active = len(active)
+    report.cases = len(latest)
+    labelled: set[str] = set()
+    for index in latest.values():  # one pass: 50,000 cases' details lie all over memory
+        status, passage_ids = details[index]
+        if status == "active":
+            report.active += 1
+            labelled.update(passage_ids)
     if known_ids is None:
         return
-    labelled = set(chain.from_iterable(passage_ids for _, passage_ids in active))
     unknown = labelled - known_ids(labelled)
     if not unknown:
         return
     # Which cases name them: only worked out when there are some.
     named: dict[str, list[str]] = {}
-    for query_id, passage_ids in active:
-        for pid in unknown.intersection(passage_ids):
+    for query_id, index in latest.items():
+        status, passage_ids = details[index]
+        for pid in unknown.intersection(passage_ids) if status == "active" else ():
             named.setdefault(pid, []).append(query_id)
     report.unknown_ids = dict(sorted(named.items()))
     for pid, qids in report.unknown_ids.items():

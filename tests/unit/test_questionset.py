@@ -198,6 +198,16 @@ def test_verify_unknown_passage_ids(tmp_path: Path) -> None:
     report = verify(qs, known_ids=lambda ids: set())
     assert report.ok and report.unknown_ids == {"a.md#x": ["q-one"]}
     assert not verify(qs, known_ids=lambda ids: set(), strict=True).ok
+    # Only active cases' latest labels count: a retired case and an old rev name no one.
+    qs.add(_case("q two", relevant=[{"id": "b.md#y", "role": "primary"}]))
+    qs.add(_case("q three", relevant=[{"id": "c.md#z", "role": "primary"}, {"id": "a.md#x", "role": "secondary"}]))
+    qs.retire("q-two", reason="obsolete")
+    qs.revise("q-one", {"relevant": [{"id": "d.md#w", "role": "primary"}]}, action="relabel", reason="moved")
+    asked: list[set[str]] = []
+    report = verify(qs, known_ids=lambda ids: asked.append(ids) or {"c.md#z"})
+    assert asked == [{"a.md#x", "c.md#z", "d.md#w"}]
+    assert report.unknown_ids == {"a.md#x": ["q-three"], "d.md#w": ["q-one"]}
+    assert (report.cases, report.active) == (3, 2)
 
 
 # ---- concurrency and crashes -------------------------------------------------------------
@@ -343,6 +353,95 @@ def test_two_process_verify_matches_one_process_and_checkpoints_the_same(tmp_pat
     redone = verify(qs)
     assert [str(p) for p in redone.problems] == [str(p) for p in alone.problems]
     assert redone.scan.line_hashes == alone.scan.line_hashes
+
+
+def test_parts_the_child_delivered_before_failing_are_used(tmp_path: Path, monkeypatch) -> None:
+    qs = _big_set(tmp_path, 300)
+    with open(qs.cases_path, "a") as fh:  # a problem near the end: among the child's parts
+        fh.write('{"query_id":"late","rev":1}\n')
+    monkeypatch.setattr(questionset, "PARALLEL_MIN_LINES", 10**9)
+    alone = verify(qs)
+    monkeypatch.setattr(questionset, "PARALLEL_MIN_LINES", 10)
+    children = _recording_forks(monkeypatch)
+    real_dumps, dumped = questionset.marshal.dumps, []
+
+    def dumps_twice(value):  # only the child calls it: it sends two parts, then fails
+        dumped.append(1)
+        if len(dumped) == 3:
+            raise OSError("disk gone")
+        return real_dumps(value)
+
+    real_check, parent, checked_here = questionset._check_cases, os.getpid(), []
+
+    def check(lines):
+        if os.getpid() == parent:
+            checked_here.append(1)
+            if len(checked_here) == 1:  # let the child get that far first
+                _wait_until_exited(children[0])
+        return real_check(lines)
+
+    monkeypatch.setattr(questionset.marshal, "dumps", dumps_twice)
+    monkeypatch.setattr(questionset, "_check_cases", check)
+    split = verify(qs)
+    assert [str(p) for p in split.problems] == [str(p) for p in alone.problems]
+    assert any(p.line == 301 and "not a valid case" in p.message for p in split.problems)
+    assert split.scan.line_hashes == alone.scan.line_hashes
+    assert (split.cases, split.active) == (alone.cases, alone.active) == (300, 300)
+    # The two parts it sent were used; the one it failed to send was checked here.
+    assert len(checked_here) == questionset.CHUNKS - 2
+
+
+def _recording_forks(monkeypatch) -> list[int]:
+    children: list[int] = []
+    real_fork = os.fork
+
+    def fork() -> int:
+        pid = real_fork()
+        if pid:
+            children.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", fork)
+    return children
+
+
+def _wait_until_exited(pid: int) -> None:
+    """Until the child has exited (a zombie, not yet waited for); Linux only, as is the fork."""
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z" and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
+def test_a_caller_stopping_early_leaves_no_child_behind(tmp_path: Path, monkeypatch) -> None:
+    qs = _big_set(tmp_path, 200)
+    monkeypatch.setattr(questionset, "PARALLEL_MIN_LINES", 10)
+    forked = _recording_forks(monkeypatch)
+    parts = questionset._in_two_processes([(questionset._check_cases, qs.cases_path.read_bytes())])
+    (ids, *_), = next(parts)
+    assert ids[0] == "q0"
+    parts.close()
+    assert len(forked) == 1
+    with pytest.raises(ChildProcessError):  # already waited for: no zombie left behind
+        os.waitpid(forked[0], os.WNOHANG)
+
+
+def test_verify_after_a_checkpoint_in_two_processes_matches_one(tmp_path: Path, monkeypatch) -> None:
+    qs = _big_set(tmp_path, 120)
+    report = verify(qs)
+    qs.save_checkpoint(report.scan)
+    qs.revise("q5", {"relevant": [], "expect_empty": True}, action="relabel", reason="no answer")
+    qs.retire("q9", reason="obsolete")
+    with open(qs.cases_path, "a") as fh:
+        fh.write('{"query_id":"q7","rev":3}\n')
+    results = []
+    for threshold in (10**9, 10):  # the trusted cases' latest lines are read in two processes too
+        monkeypatch.setattr(questionset, "PARALLEL_MIN_LINES", threshold)
+        results.append(verify(qs, known_ids=lambda ids: ids - {"a.md#x"}))
+    alone, split = results
+    assert [str(p) for p in split.problems] == [str(p) for p in alone.problems]
+    assert any(p.line == 123 and "not a valid case" in p.message for p in split.problems)
+    assert (split.cases, split.active, split.lines) == (alone.cases, alone.active, alone.lines) == (120, 119, 123)
+    assert split.unknown_ids == alone.unknown_ids and len(split.unknown_ids["a.md#x"]) == 118
 
 
 def test_checkpoint_describes_the_file_as_verified(tmp_path: Path) -> None:
