@@ -12,6 +12,8 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from itertools import compress
+from operator import not_
 from pathlib import Path
 from typing import Any
 
@@ -254,12 +256,13 @@ def import_logs(
     return summary
 
 
-def _choose(ws, groups: dict[str, _Group], opts: ImportOptions, similarity: float, limits, noise,
+def _choose(ws, grouped: _Grouped, opts: ImportOptions, similarity: float, limits, noise,
             summary: ImportSummary) -> list[_ClusterItem]:
     """Filter, cluster, drop what is already known and sample to the budget."""
     min_count, min_length, max_length = limits
-    norms = [n for n in groups if _keep(n, groups[n], min_length, max_length, noise, summary)]
-    counts = [groups[n].count for n in norms]
+    rows = _kept(grouped, min_length, max_length, noise, summary)
+    norms = list(map(grouped.norms.__getitem__, rows))
+    counts = list(map(grouped.counts.__getitem__, rows))
     clusters = cluster(norms, counts, similarity)
     summary.clusters = len(clusters)
     totals = [sum(map(counts.__getitem__, c.members)) for c in clusters]
@@ -275,7 +278,7 @@ def _choose(ws, groups: dict[str, _Group], opts: ImportOptions, similarity: floa
         if opts.limit and len(chosen) >= opts.limit:
             break
         members = clusters[kept[index]].members
-        item = _ClusterItem([groups[norms[i]] for i in members], [norms[i] for i in members])
+        item = _ClusterItem([grouped.group(rows[i]) for i in members], [norms[i] for i in members])
         why = dedupe.duplicate_of(item)
         if why:
             _bump(summary.duplicates, why)
@@ -386,12 +389,12 @@ def _record_imports(ws, reads: list[FileRead], queued: int) -> None:
 
 class _Group:
     """One normalised (and redacted) query with everything its exact forms carried.
-    A plain slotted class: there is one per distinct query, so it must be cheap."""
+    Built only for the clusters the sampler reaches (see `_Grouped.group`)."""
 
     __slots__ = ("surfaces", "raws", "count", "first", "last", "users", "hits", "clicks", "zero_results",
                  "latency", "top")
 
-    def __init__(self) -> None:
+    def __init__(self, top: str) -> None:
         self.surfaces: dict[str, int] = {}
         self.raws: list[str] = []  # the exact queries (as logged) grouped here
         self.count = 0
@@ -402,7 +405,33 @@ class _Group:
         self.clicks: Counter[str] | None = None
         self.zero_results = 0
         self.latency: list[float] | None = None
-        self.top = ""  # most frequent surface form
+        self.top = top  # most frequent surface form
+
+    def add(self, agg: Aggregate, raw: str, text: str, n: int) -> None:
+        """Fold in exact query `raw` (redacted and whitespace-collapsed: `text`), asked `n` times."""
+        self.surfaces[text] = self.surfaces.get(text, 0) + n
+        self.raws.append(raw)
+        self.count += n
+        ts = agg.first.get(raw)
+        if ts and (self.first is None or ts < self.first):
+            self.first = ts
+        ts = agg.last.get(raw)
+        if ts and (self.last is None or ts > self.last):
+            self.last = ts
+        self.add_users(agg.users.get(raw))
+        if agg.hits and raw in agg.hits:
+            self.hits = self.hits or Counter()
+            self.hits.update(agg.hits[raw])
+        if agg.clicks and raw in agg.clicks:
+            self.clicks = self.clicks or Counter()
+            self.clicks.update(agg.clicks[raw])
+        if agg.zero_results:
+            self.zero_results += agg.zero_results.get(raw, 0)
+        lat = agg.latency.get(raw) if agg.latency else None
+        if lat:
+            self.latency = self.latency or [0.0, 0]
+            self.latency[0] += lat[0]
+            self.latency[1] += lat[1]
 
     def add_users(self, users) -> None:
         if not users:
@@ -412,56 +441,74 @@ class _Group:
         elif len(self.users) < USERS_CAP:
             self.users = self.users | set(list(users)[: USERS_CAP - len(self.users)])
 
-    def surface(self) -> str:
-        if not self.top:
-            self.top = max(self.surfaces.items(), key=lambda kv: (kv[1], kv[0]))[0]
-        return self.top
+
+class _Grouped:
+    """The distinct normalised queries of an import as parallel lists, in the order the
+    aggregate first met them. An object per distinct query would cost more than all the
+    rest of the work, so `_Group`s are built only for the clusters the sampler reaches."""
+
+    def __init__(self, agg: Aggregate, raws: list[str], texts: list[str], weights: list[int]) -> None:
+        self.agg, self.raws, self.texts, self.weights = agg, raws, texts, weights
+        self.norms: list[str] = []
+        self.counts: list[int] = []  # times asked, per norm
+        self.surfaces: list[str] = []  # most frequent surface form, per norm
+        self.forms: list[int] = []  # per norm: its only exact query, or -1 (then see `several`)
+        self.several: dict[int, list[int]] = {}  # norm -> its exact queries, when more than one
+
+    def exact_queries(self, j: int) -> list[int]:
+        return self.several[j] if self.forms[j] < 0 else [self.forms[j]]
+
+    def group(self, j: int) -> _Group:
+        g = _Group(self.surfaces[j])
+        for k in self.exact_queries(j):
+            g.add(self.agg, self.raws[k], self.texts[k], self.weights[k])
+        return g
 
 
-def _group(agg: Aggregate, redactor: Redactor, summary: ImportSummary) -> dict[str, _Group]:
-    groups: dict[str, _Group] = {}
-    summary.distinct_queries = len(agg.counts)
-    custom = bool(redactor.extra)  # user patterns cannot be pre-screened
-    first, last, all_users = agg.first, agg.last, agg.users
-    hits, clicks, zero, latency = agg.hits, agg.clicks, agg.zero_results, agg.latency
-    for raw, n in agg.counts.items():
-        text = " ".join(raw.split())
-        if not text:
-            _bump(summary.filtered, "empty query", n)
-            continue
-        if custom or _maybe_personal(text):
-            text = redactor.redact(text, n)
-        # `text` is already stripped with single spaces: for ASCII, NFKC is the identity
-        # and casefold is lower(), so this equals normalize_query(text), much faster.
-        norm = text.lower() if text.isascii() else normalize_query(text)
-        g = groups.get(norm)
-        if g is None:
-            g = groups[norm] = _Group()
-        g.surfaces[text] = g.surfaces.get(text, 0) + n
-        g.raws.append(raw)
-        g.count += n
-        ts = first.get(raw)
-        if ts and (g.first is None or ts < g.first):
-            g.first = ts
-        ts = last.get(raw)
-        if ts and (g.last is None or ts > g.last):
-            g.last = ts
-        g.add_users(all_users.get(raw))
-        if hits and raw in hits:
-            g.hits = g.hits or Counter()
-            g.hits.update(hits[raw])
-        if clicks and raw in clicks:
-            g.clicks = g.clicks or Counter()
-            g.clicks.update(clicks[raw])
-        if zero:
-            g.zero_results += zero.get(raw, 0)
-        lat = latency.get(raw) if latency else None
-        if lat:
-            g.latency = g.latency or [0.0, 0]
-            g.latency[0] += lat[0]
-            g.latency[1] += lat[1]
-    summary.distinct_normalised = len(groups)
-    return groups
+def _group(agg: Aggregate, redactor: Redactor, summary: ImportSummary) -> _Grouped:
+    raws = list(agg.counts)
+    weights = list(agg.counts.values())
+    summary.distinct_queries = len(raws)
+    texts = list(map(" ".join, map(str.split, raws)))
+    if not all(texts):
+        _bump(summary.filtered, "empty query", sum(w for w, t in zip(weights, texts, strict=True) if not t))
+        kept = [k for k, t in enumerate(texts) if t]
+        raws, texts, weights = [raws[k] for k in kept], [texts[k] for k in kept], [weights[k] for k in kept]
+    suspects = range(len(texts)) if redactor.extra else _maybe_personal_at(texts)  # user patterns: all
+    for k in suspects:
+        texts[k] = redactor.redact(texts[k], weights[k])
+    # `text` is stripped with single spaces: for ASCII, NFKC is the identity and
+    # casefold is lower(), so this equals normalize_query(text), much faster.
+    norms = list(map(str.lower, texts))
+    for k in [k for k, t in enumerate(texts) if not t.isascii()]:
+        norms[k] = normalize_query(texts[k])
+
+    grouped = _Grouped(agg, raws, texts, weights)
+    last = dict(zip(norms, range(len(norms)), strict=True))  # norm -> its last exact query, in first-seen order
+    grouped.norms = list(last)
+    grouped.forms = list(last.values())
+    grouped.counts = list(map(weights.__getitem__, grouped.forms))
+    grouped.surfaces = list(map(texts.__getitem__, grouped.forms))
+    if len(last) < len(norms):
+        position = dict(zip(grouped.norms, range(len(grouped.norms)), strict=True))
+        for k, norm in enumerate(norms):
+            j = position[norm]
+            if grouped.forms[j] != k:
+                grouped.several.setdefault(j, [grouped.forms[j]]).insert(-1, k)
+        for j, ks in grouped.several.items():
+            grouped.forms[j] = -1
+            surfaces = Counter()
+            for k in ks:
+                surfaces[texts[k]] += weights[k]
+            grouped.counts[j] = surfaces.total()
+            grouped.surfaces[j] = max(surfaces.items(), key=lambda kv: (kv[1], kv[0]))[0]
+    summary.distinct_normalised = len(grouped.norms)
+    return grouped
+
+
+def _maybe_personal_at(texts: list[str]) -> list[int]:
+    """Indices of the `texts` redaction could change (a superset)."""
+    return [k for k, text in enumerate(texts) if _maybe_personal(text)]
 
 
 def _look_up_users(chosen: list[_ClusterItem], lookups) -> None:
@@ -474,26 +521,31 @@ def _look_up_users(chosen: list[_ClusterItem], lookups) -> None:
             group_of[raw].add_users(users)
 
 
-def _keep(norm: str, g: _Group, min_length: int, max_length: int, noise, summary: ImportSummary) -> bool:
-    reason = None
-    if len(norm) < min_length:
-        reason = f"shorter than {min_length} characters"
-    elif len(norm) > max_length:
-        reason = f"longer than {max_length} characters"
-    elif not _ALNUM.search(_PLACEHOLDER.sub("", norm) if "<" in norm else norm):
-        reason = "noise (no words left)"
-    else:
-        surface = g.surface()
-        if _BUILTIN_NOISE.search(surface):
-            reason = "noise (URL, probe or repeated character)"
-        for p in noise:
-            if p.search(surface) or p.search(norm):
-                reason = "noise pattern"
-                break
-    if reason:
-        _bump(summary.filtered, reason)
-        return False
-    return True
+def _kept(grouped: _Grouped, min_length: int, max_length: int, noise, summary: ImportSummary) -> list[int]:
+    """Indices of the norms that pass the length and noise filters; the others are counted
+    by reason. One C-level pass per rule (a Python call per query costs more than the rules)."""
+    norms, surfaces = grouped.norms, grouped.surfaces
+    every = range(len(norms))
+    reasons: list[str | None] = [None] * len(norms)
+
+    def mark(hits, reason: str) -> None:
+        for j in compress(every, hits):
+            reasons[j] = reason
+
+    # a later rule wins over an earlier one
+    mark(map(_BUILTIN_NOISE.search, surfaces), "noise (URL, probe or repeated character)")
+    for p in noise:
+        mark(map(p.search, surfaces), "noise pattern")
+        mark(map(p.search, norms), "noise pattern")
+    words = list(map(_ALNUM.search, norms))
+    for j in [j for j, norm in enumerate(norms) if "<" in norm]:
+        words[j] = _ALNUM.search(_PLACEHOLDER.sub("", norms[j]))
+    mark(map(not_, words), "noise (no words left)")
+    mark(map(max_length.__lt__, map(len, norms)), f"longer than {max_length} characters")
+    mark(map(min_length.__gt__, map(len, norms)), f"shorter than {min_length} characters")
+    for reason, n in Counter(filter(None, reasons)).items():
+        _bump(summary.filtered, reason, n)
+    return list(compress(every, map(not_, reasons)))
 
 
 def _bump(table: dict[str, int], key: str, n: int = 1) -> None:
@@ -580,7 +632,7 @@ def _candidates(ws, chosen: list[_ClusterItem], files: list[str], import_id: str
             if g.latency:
                 lat[0] += g.latency[0]
                 lat[1] += int(g.latency[1])
-        display = item.groups[0].surface()
+        display = item.groups[0].top
         suggestions: list[Suggestion] = []
         taken: set[str] = set()
         for counter, role, reason in ((clicks, "primary", "clicked"), (hits, "secondary", "hit")):
