@@ -41,9 +41,10 @@ from curator.text import sha256_hex
 # skipping them keeps redaction off the hot path.
 # A superset of what any built-in redaction pattern can match (tests check this):
 # e-mail @, phone +1 / (0 / 1-2, IPv4 1.2, IPv6 hex:hex or ::, 13+ digits (cards),
-# and the prefixes of tokens and keys. `CARRIER-E1042` does not trigger it.
+# and the prefixes of tokens and keys (`api` alone, common in queries, is not one).
+# `CARRIER-E1042` does not trigger it.
 _PERSONAL_SIGNS = r"@|\+\d|\(\d|\d[.-]\d|[0-9a-f]:[0-9a-f]|::|(?:\d[ -]?){12}\d"
-_PERSONAL_WORDS = r"eyj|bearer|token|secret|passw|pwd|api|sk[-_]|pk[-_]|rk[-_]|gh[pousr]_|xox|aiza|akia|asia"
+_PERSONAL_WORDS = r"eyj|bearer|token|secret|passw|pwd|api[-_]?key|sk[-_]|pk[-_]|rk[-_]|gh[pousr]_|xox|aiza|akia|asia"
 _PERSONAL = f"{_PERSONAL_SIGNS}|{_PERSONAL_WORDS}"
 _MAYBE_PERSONAL = re.compile(_PERSONAL, re.I)
 _MAYBE_PERSONAL_LOWER = re.compile(_PERSONAL)  # for lower-cased ASCII: 8x faster than re.I

@@ -87,7 +87,13 @@ _key = st.from_regex(r"sk-live-[A-Za-z0-9]{16,32}", fullmatch=True)
 _jwt = st.from_regex(r"eyJ[A-Za-z0-9_-]{8,20}\.[A-Za-z0-9_-]{8,20}\.[A-Za-z0-9_-]{8,20}", fullmatch=True)
 _aws = st.from_regex(r"AKIA[A-Z0-9]{16}", fullmatch=True)
 _card = st.sampled_from(["4111 1111 1111 1111", "5500-0000-0000-0004", "340000000000009", "6011000000000004"])
-_pii = st.one_of(_email, _ipv4, _ipv6, _phone, _key, _jwt, _aws, _card)
+_secret = st.builds(
+    lambda name, sep, value: f"{name}{sep}{value}",
+    st.sampled_from(["api_key", "API-KEY", "apikey", "Secret", "password", "passwd", "pwd", "token", "Bearer"]),
+    st.sampled_from(["=", ": ", " "]),
+    st.from_regex(r"[A-Za-z0-9._~+/=-]{12,24}", fullmatch=True),
+)
+_pii = st.one_of(_email, _ipv4, _ipv6, _phone, _key, _jwt, _aws, _card, _secret)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -115,7 +121,9 @@ def test_the_pipeline_prefilter_never_skips_a_query_redaction_would_change(parts
         assert _maybe_personal(text), text
 
 
-@pytest.mark.parametrize("text", ["CARRIER-E1042 packstation", "dhl cutoff time", "ManifestQueueStuck"])
+@pytest.mark.parametrize(
+    "text", ["CARRIER-E1042 packstation", "dhl cutoff time", "ManifestQueueStuck", "tracking api rate limit"]
+)
 def test_the_prefilter_lets_ordinary_queries_skip_redaction(text: str) -> None:
     from curator.logs.pipeline import _maybe_personal
 
