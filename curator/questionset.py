@@ -511,7 +511,7 @@ PARALLEL_MIN_LINES = 10_000
 # Work is split into this many chunks: this process takes them from the front, the child
 # from the back, until they meet, so each does as much as its core allows (on a shared
 # machine the child may get far less than half a core).
-CHUNKS = 64
+CHUNKS = 128
 
 
 def _in_two_processes(jobs: list[tuple[Callable[[list[bytes]], Columns], bytes]]) -> Iterator[list[Columns]]:
