@@ -61,3 +61,68 @@ def test_sampling_orders() -> None:
     firsts = [sample_order(counts, "pps", seed=s)[0] for s in range(200)]
     assert firsts.count(1) > 100  # frequency-weighted: the 100-count query comes first most often
     assert sorted(sample_order(counts, "pps", seed=1)) == list(range(10))
+
+
+def _one_by_one(norms: list[str], counts: list[int], similarity: float) -> tuple[list[tuple[int, list[int]]], int]:
+    """The algorithm as documented, each query compared on its turn (what `cluster` must
+    equal); also how many queries met two full blocks and found a leader there."""
+    from rapidfuzz import fuzz, process
+
+    from curator.logs.cluster import BLOCK_LEADERS
+    from curator.logs.normalise import compare_key, digit_signature
+
+    order = sorted(range(len(norms)), key=lambda i: (-counts[i], norms[i]))
+    exact: dict[str, int] = {}
+    blocks: dict[tuple[str, str], tuple[list[str], list[int]]] = {}
+    clusters: list[tuple[int, list[int]]] = []
+    full_and_found = 0
+    for i in order:
+        key = compare_key(norms[i])
+        found = exact.get(key)
+        digits = digit_signature(norms[i])
+        block_keys = ((digits, "^" + key[:5]), (digits, "$" + key[-5:]))
+        if found is None and similarity < 100 and key:
+            best = None
+            for block_key in block_keys:
+                keys, ids = blocks.get(block_key, ([], []))
+                match = process.extractOne(key, keys, scorer=fuzz.ratio, score_cutoff=similarity)
+                if match and (best is None or match[1] > best[0]):
+                    best = (match[1], ids[match[2]])
+            if best is not None:
+                found = best[1]
+                full_and_found += all(len(blocks[k][0]) == BLOCK_LEADERS for k in block_keys if k in blocks)
+        if found is None:
+            found = len(clusters)
+            clusters.append((i, []))
+            for block_key in block_keys if key else ():
+                keys, ids = blocks.setdefault(block_key, ([], []))
+                if len(keys) < BLOCK_LEADERS:
+                    keys.append(key)
+                    ids.append(found)
+        exact.setdefault(key, found)
+        clusters[found][1].append(i)
+    return clusters, full_and_found
+
+
+def test_queries_behind_full_blocks_cluster_as_if_compared_one_by_one() -> None:
+    # popular queries fill the blocks (few first and last words); rare typos and
+    # reorderings of them come later and find their leaders in full blocks
+    rng = random.Random(7)
+    words = ["alert", "address", "label", "window", "station", "parser", "retry", "queue", "carrier", "cutoff"]
+
+    def query() -> str:
+        return " ".join(rng.choices(words, k=rng.randint(2, 4))) + (f" e{rng.randint(1, 3)}" if rng.random() < 0.1 else "")
+
+    popular = sorted({query() for _ in range(600)})
+    counts_of = {q: rng.randint(20, 30) for q in popular}
+    while len(counts_of) < 4000:
+        q = rng.choice(popular)
+        at = rng.randrange(len(q))
+        q = rng.choice([query(), q[:at] + q[at + 1:], q[:at] + "x" + q[at:], " ".join(reversed(q.split()))])
+        counts_of.setdefault(q, rng.randint(1, 3))
+    norms = sorted(counts_of)
+    counts = [counts_of[q] for q in norms]
+    for similarity in (88, 95):
+        expected, full_and_found = _one_by_one(norms, counts, similarity)
+        assert full_and_found > 50  # the put-off path is exercised, and finds leaders
+        assert [(c.leader, c.members) for c in cluster(norms, counts, similarity)] == expected
