@@ -723,14 +723,19 @@ class JsonLines:
 
     def offset(self, lines: int) -> int:
         """Where the line after the first `lines` lines starts."""
-        return len(self.blob) if lines >= self.count else _line_end(self.blob, lines)
+        if lines >= self.count:
+            return len(self.blob)
+        if not lines:
+            return 0  # without splitting the blob
+        return sum(map(len, self.lines[:lines])) + lines
 
     def digest(self, lines: int | None = None) -> tuple[int, str]:
         """(line count, sha256) of the first `lines` whole lines (all if None)."""
         if lines is not None and lines >= self.count:
             lines = None
         if lines not in self._digests:
-            self._digests[lines] = _digest(self.blob, lines)
+            count = self.count if lines is None else lines
+            self._digests[lines] = count, hashlib.sha256(memoryview(self.blob)[: self.offset(count)]).hexdigest()
         return self._digests[lines]
 
 
