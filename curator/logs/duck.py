@@ -20,6 +20,7 @@ disk (a query too big for memory_limit fails instead, with a hint).
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections import Counter
 from dataclasses import dataclass
@@ -43,7 +44,17 @@ _ISO = r'"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d{1,6})?(Z|\+00(:00)?)?"'
 _ISO_Z = ("'\"____-__-__T__:__:__Z\"'", "'\"%Y-%m-%dT%H:%M:%SZ\"'")
 _NUMBER = r"-?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d{1,2})?"  # 1e400 is no number to orjson
 _PROGRESS_SECONDS = 0.1
+_COMPRESSION = {"gz": "gzip", "zst": "zstd"}
 _BITMAP = 1 << 16  # bits in the filter of the queries whose users are looked up
+# Up to about this many lines, pass 1 also lists each query's users (~20 bytes a line
+# of DuckDB's memory), so no users pass is needed; beyond, or if it runs out of memory
+# anyway, the users of the queued queries are found by a second pass.
+LISTED_LINES = 6_000_000
+# A user is the hash of their name's JSON text without its quotes: as DuckDB writes every
+# text (`"a"` and `"\u0061"` alike), `7` and `"7"` one user as in the python reader,
+# and no two names alike (inside the quotes a `"` is escaped). Cheaper than decoding.
+_USER = "hash(trim(u, '\"'))"
+_USERS = f"list({_USER}) FILTER (WHERE u IS NOT NULL AND u NOT IN ('null', '\"\"'))"
 
 
 # The users of a query asked by USERS_CAP people or more: one shared stand-in (negative,
@@ -53,6 +64,10 @@ FULL = frozenset(range(-USERS_CAP, 0))
 
 class NotForDuckDB(Exception):
     """This input cannot be read by DuckDB exactly as the python reader would."""
+
+
+class OutOfMemory(CuratorError):
+    """DuckDB needed more than its memory_limit (it never spills log data to disk)."""
 
 
 def available() -> bool:
@@ -70,6 +85,7 @@ class Scan:
     agg: Aggregate
     doubtful: int  # lines DuckDB did not count: for the python reader
     hashes: dict[int, str]  # DuckDB's hash of a query's JSON text -> the query
+    listed: bool  # the users of each query are in the table `users`
 
 
 def json_path(field: str) -> str:
@@ -104,28 +120,61 @@ class JsonSql:
     def _j(self, role: str) -> str:
         return f"f_{role}"
 
-    def rows(self, source: str, trusted: bool = False) -> str:
-        """One row per line: `ok` (DuckDB can count it), `inside` the time window,
-        `empty`, the time as a TIMESTAMP and the JSON text of each other field (one
-        parse per line). Texts are grouped as they are and decoded in Python once per
-        distinct value, with the python reader's own functions, so values cannot
-        differ between engines.
+    def plain_names(self) -> bool:
+        """Are all fields top-level keys (so `read_json` can project them)?"""
+        return not self.literal
 
-        Every check is evaluated on every line (a projection does not short-circuit
-        AND), so each is the cheapest that is exact; a CASE picks the time parser.
-        `trusted`: an earlier pass found every line `ok`, so the checks are left out."""
-        f = self.fields
-        key = '"' + f.query.rsplit(".", 1)[-1] + '"'  # LIKE wildcards in it only widen the net
-        ok = [
-            "j IS NOT NULL",
+    def line_checks(self) -> list[str]:
+        """What must hold of a line's text for DuckDB's view of it to be the python
+        reader's (a projection does not short-circuit AND: each is cheap and exact)."""
+        key = '"' + self.fields.query.rsplit(".", 1)[-1] + '"'  # LIKE wildcards in it only widen the net
+        return [
             "starts_with(line, '{')",
             *(f"NOT contains(line, {_quote(t)})" for t in _DOUBTFUL),
             f"NOT regexp_matches(line, {_quote(_TRAILING_COMMA)})",
+            # the query key twice: the python reader keeps the last value, DuckDB the first
+            f"line NOT LIKE {_quote('%' + key + '%' + key + '%')}",
+        ]
+
+    def rows(self, source: str, trusted: bool = False) -> str:
+        """One row per line of `source` (a `line` column): `ok` (DuckDB can count it),
+        `inside` the time window, `empty`, the time as a TIMESTAMP and the JSON text of
+        each other field (one parse per line). `trusted`: an earlier pass found every
+        line `ok`, so the checks are left out."""
+        columns = ["j[1] AS f_source"]
+        columns += [f"j[{i}] AS f_{role}" for role, i in self.index.items()]
+        columns += [f"j[{i}] AS lit_{i}" for i in self.literal]
+        # try(): NULL where DuckDB cannot parse the line, at half the cost of json_valid
+        fields = f"""SELECT line, j IS NOT NULL AS parsed, {', '.join(columns)}
+                     FROM (SELECT line, try(json_extract(line, {self.paths}))::VARCHAR[] AS j FROM {source})"""
+        return self._rows(fields, [] if trusted else ["parsed", *self.line_checks()], trusted)
+
+    def json_rows(self, path: Path, compression: str | None, max_line: int) -> str:
+        """The same rows from `read_json`, which parses and projects in one step (a third
+        of the work), for a file whose every line passed `line_checks` (`clean_lines`):
+        it has no line text to check."""
+        names = sorted(set(self.fields.given().values()))
+        spec = ", ".join(f"{_quote(n)}: 'JSON'" for n in ["_source", *names])
+        source = (
+            f"read_json({_quote(str(path))}, format = 'newline_delimited', columns = {{{spec}}}, "
+            f"ignore_errors = true, maximum_object_size = {max_line + 1}, "
+            f"compression = '{_COMPRESSION.get(compression or '', 'none')}')"
+        )
+        columns = ['"_source" AS f_source']
+        columns += [f'"{getattr(self.fields, role)}" AS f_{role}' for role in self.index]
+        fields = f"SELECT NULL::VARCHAR AS line, {', '.join(columns)} FROM {source}"
+        return self._rows(fields, [], False, empty="false")
+
+    def _rows(self, fields: str, checks: list[str], trusted: bool, empty: str = "line IS NULL") -> str:
+        """Checks and values over `fields` (f_<role> columns: each field's JSON text).
+        Texts are grouped as they are and decoded in Python once per distinct value,
+        with the python reader's own functions, so values cannot differ between engines."""
+        f = self.fields
+        ok = [
+            *checks,
             "f_source IS NULL",  # an `_source` field: the python reader may unwrap it
             f"starts_with({self._j('query')}, '\"')",
             *(f"lit_{i} IS NULL" for i in self.literal),
-            # the query key twice: the python reader keeps the last value, DuckDB the first
-            f"line NOT LIKE {_quote('%' + key + '%' + key + '%')}",
         ]
         values = {"q": self._j("query"), "n": "1", "ts": "NULL::TIMESTAMP", "u": "NULL::VARCHAR",
                   "ids": "NULL::VARCHAR", "results": "NULL::VARCHAR", "lat": "NULL::DOUBLE"}
@@ -140,11 +189,12 @@ class JsonSql:
             shape, form = _ISO_Z
             values["ts"] = (f"CASE WHEN {j} LIKE {shape} THEN try_strptime({j}, {form}) "
                             f"WHEN regexp_full_match({j}, {_quote(_ISO)}) THEN TRY_CAST({j}[2:20] AS TIMESTAMP) END")
-            ok.append(f"({j} IS NULL OR ts >= TIMESTAMP '0001-01-01')")
+            ok.append(f"({j} IS NULL OR {j} = 'null' OR ts >= TIMESTAMP '0001-01-01')")
         if f.user:
             # a string or a whole number, whose text is what str() gives in the python reader
             j = self._j("user")
-            ok.append(f"({j} IS NULL OR starts_with({j}, '\"') OR regexp_full_match({j}, '0|-?[1-9][0-9]{{0,30}}'))")
+            ok.append(f"({j} IS NULL OR {j} = 'null' OR starts_with({j}, '\"') "
+                      f"OR regexp_full_match({j}, '0|-?[1-9][0-9]{{0,30}}'))")
             values["u"] = j
         if f.hits or f.clicks:
             values["ids"] = " || '\n' || ".join(
@@ -159,25 +209,17 @@ class JsonSql:
             ok.append(f"({j} IS NULL OR {j} = 'null' OR regexp_full_match({j}, {_quote(_NUMBER)}))")
             values["lat"] = f"TRY_CAST({j} AS DOUBLE)"
         if self.window:
-            ok.append(f"{self._j('time')} IS NOT NULL")
+            ok.append("ts IS NOT NULL")  # the python reader rejects a line without one
         inside = ["TRUE"]
         if self.window.since:
             inside.append(f"ts >= {_quote(self.window.since)}::TIMESTAMP")
         if self.window.until:
             inside.append(f"ts < {_quote(self.window.until)}::TIMESTAMP")
-        columns = ["j[1] AS f_source"]
-        columns += [f"j[{i}] AS f_{role}" for role, i in self.index.items()]
-        columns += [f"j[{i}] AS lit_{i}" for i in self.literal]
-        # try(): NULL where DuckDB cannot parse the line, at half the cost of json_valid
-        parse = f"try(json_extract(line, {self.paths}))::VARCHAR[]"
         cols = ", ".join(f"{expr} AS {name}" for name, expr in values.items() if name != "ts")
         return f"""
             SELECT {'TRUE' if trusted else f"coalesce({' AND '.join(ok)}, false)"} AS ok,
-                   {' AND '.join(inside)} AS inside,
-                   line IS NULL AS empty, line, {', '.join(values)}
-            FROM (SELECT *, {values['ts']} AS ts, {cols}
-                  FROM (SELECT line, j, {', '.join(columns)}
-                        FROM (SELECT line, {parse} AS j FROM {source})))
+                   {' AND '.join(inside)} AS inside, {empty} AS empty, line, {', '.join(values)}
+            FROM (SELECT *, {values['ts']} AS ts, {cols} FROM ({fields}))
         """
 
 
@@ -221,7 +263,7 @@ class Reader:
         try:
             return self.con.execute(sql)
         except self.duckdb.OutOfMemoryException:
-            raise CuratorError(
+            raise OutOfMemory(
                 f"{label}: DuckDB ran out of its {self.memory_limit} while counting queries "
                 "(and never spills log data to disk)",
                 hint="Read it with --engine python.",
@@ -246,7 +288,7 @@ def lines_source(path: Path, compression: str | None, max_line: int) -> str:
         "columns = {'line': 'VARCHAR'}", "delim = '\\0'", "quote = ''", "escape = ''", "header = false",
         "new_line = '\\n'", "auto_detect = false", "strict_mode = true", "ignore_errors = true",
         "store_rejects = true", f"max_line_size = {max_line + 1}",  # longer lines are refused
-        f"compression = '{ {'gz': 'gzip', 'zst': 'zstd'}.get(compression or '', 'none') }'",
+        f"compression = '{_COMPRESSION.get(compression or '', 'none')}'",
     ]
     return f"read_csv({_quote(str(path))}, {', '.join(options)})"
 
@@ -269,56 +311,71 @@ def first_lines(source, source_sql: str, what: str, rows: int = 2000) -> bytes:
     return "\n".join(line or "" for (line,) in lines).encode()
 
 
-def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> Scan:
-    """Pass 1 counts per query; a second pass for hit/click ids when the log has them.
-    Users are counted later, and only for the queries that are queued (`users_of`)."""
-    fields = sql.fields
-    rows = f"({sql.rows(source_sql)})"
-    passes = 1 + bool(fields.hits or fields.clicks)
-    step = 1 / passes
-    result = reader.query(
-        f"""SELECT *, hash(q) FROM (
-              SELECT ok, inside, empty, q, count(*), sum(n)::BIGINT,
-                     strftime(min(ts), '%Y-%m-%dT%H:%M:%S'), strftime(max(ts), '%Y-%m-%dT%H:%M:%S'),
-                     sum(n) FILTER (WHERE results IN ('0', '-0'))::BIGINT,
-                     sum(lat * n), sum(n) FILTER (WHERE lat IS NOT NULL)::BIGINT
-              FROM {rows} GROUP BY ALL)""",
-        label, (0.0, step),
+def clean_lines(reader: Reader, source_sql: str, sql: JsonSql, label: str, share: tuple[float, float]) -> int | None:
+    """How many lines the file has, if every one passes `line_checks` (none blank, none
+    refused by DuckDB's reader); else None. A pass over the text alone, without JSON."""
+    ((lines, unclean),) = reader.query(  # fetchall: the reject table is written when the query ends
+        f"SELECT count(*), count(*) FILTER (WHERE line IS NULL OR NOT ({' AND '.join(sql.line_checks())})) "
+        f"FROM {source_sql}",
+        label, share,
     ).fetchall()
-    agg = Aggregate()
-    by_hash: dict[int, str] = {}
-    doubtful = 0
-    for ok, inside, empty, raw, lines, n, first, last, zero, lat_sum, lat_n, hq in result:
-        if not ok and not empty:
-            doubtful += lines
-            continue
-        agg.lines += lines
-        if empty:
-            agg.ignored["blank line"] += lines
-        elif not inside:
-            agg.ignored["outside --since/--until"] += lines
-        else:
-            q = by_hash[hq] = loads(raw)  # the python reader's own JSON decoding
-            agg.parsed += lines
-            agg.counts[q] += n
-            if first is not None:
-                if q not in agg.first or first < agg.first[q]:
-                    agg.first[q] = first
-                if q not in agg.last or last > agg.last[q]:
-                    agg.last[q] = last
-            if zero:
-                agg.zero_results[q] += zero
-            if lat_n:
-                acc = agg.latency.setdefault(q, [0.0, 0])
-                acc[0] += lat_sum
-                acc[1] += lat_n
+    return None if unclean or refused(reader) else lines
+
+
+def looks_clean(head: bytes, sql: JsonSql) -> bool:
+    """Do the first lines pass `line_checks`? If not, the file is not worth `clean_lines`."""
+    lines = head.split(b"\n")[:-1]  # the last may be cut short
+    key = ('"' + sql.fields.query.rsplit(".", 1)[-1] + '"').encode()
+    return bool(lines) and not any(
+        not line.startswith(b"{") or line.count(key) > 1 for line in lines
+    ) and not re.search(rb"NaN|Infinity|" + _TRAILING_COMMA.encode(), head)
+
+
+def scan(reader: Reader, rows: str, sql: JsonSql, label: str, list_users: bool,
+         share: tuple[float, float] = (0.0, 1.0)) -> Scan:
+    """Pass 1 over `rows` (`JsonSql.rows` or `json_rows`) counts per query (and with
+    `list_users`, keeps each query's users in the table `users` for `UsersOf`); a
+    second pass for hit/click ids when the log has them."""
+    fields = sql.fields
+    rows = f"({rows})"
+    passes = 1 + bool(fields.hits or fields.clicks)
+    step = (share[1] - share[0]) / passes
+    reader.con.execute("DROP TABLE IF EXISTS users")  # from a pass 1 whose rows were not all fit
+
+    def select(users: str = "") -> str:
+        return f"""SELECT ok, inside, empty, q, count(*) AS lines, sum(n)::BIGINT,
+                          strftime(min(ts), '%Y-%m-%dT%H:%M:%S'), strftime(max(ts), '%Y-%m-%dT%H:%M:%S'),
+                          sum(n) FILTER (WHERE results IN ('0', '-0'))::BIGINT,
+                          sum(lat * n), sum(n) FILTER (WHERE lat IS NOT NULL)::BIGINT, hash(q) AS hq
+                          {users} FROM {rows} GROUP BY ALL"""
+
+    listed = False
+    if list_users:
+        try:
+            reader.query(f"CREATE TEMP TABLE counted AS {select(f', {_USERS} AS users')}", label,
+                         (share[0], share[0] + step))
+            result = reader.con.execute("SELECT * EXCLUDE (users) FROM counted").fetchall()
+            # only what UsersOf needs stays in memory: up to USERS_CAP users per query
+            reader.con.execute(
+                f"""CREATE TEMP TABLE users AS
+                      SELECT hq, CASE WHEN len(users) < {USERS_CAP} THEN users END AS users
+                      FROM (SELECT hq, list_distinct(users) AS users FROM counted
+                            WHERE ok AND inside AND users IS NOT NULL);  -- NULL: no user named
+                    DROP TABLE counted"""
+            )
+            listed = True
+        except OutOfMemory:
+            pass  # the users pass will find them
+    if not listed:
+        result = reader.query(select(), label, (share[0], share[0] + step)).fetchall()
+    agg, by_hash, doubtful = _counts(result)
     del result
-    done = step
+    done = share[0] + step
     if fields.hits or fields.clicks:
         roles = [agg.hits if fields.hits else None, agg.clicks if fields.clicks else None]
         ids = reader.query(  # no WHERE: see UsersOf
             f"SELECT ok AND inside, q, ids, sum(n)::BIGINT FROM {rows} GROUP BY ALL",
-            label, (done, 1.0),
+            label, (done, share[1]),
         )
         while chunk := ids.fetchmany(50_000):
             for counted, raw, texts, n in chunk:
@@ -329,25 +386,85 @@ def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> Scan:
                     found = id_list(loads(text))
                     if found:
                         _add_ids(target.setdefault(q, Counter()), found, n)
-    return Scan(agg, doubtful, by_hash)
+    return Scan(agg, doubtful, by_hash, listed)
+
+
+def _counts(result: list[tuple]) -> tuple[Aggregate, dict[int, str], int]:
+    """Pass 1's rows as an Aggregate, the query of each hash, and the doubtful lines.
+    Each query's JSON text is decoded by the python reader's own `loads`."""
+    agg = Aggregate()
+    counted = []
+    doubtful = 0
+    for row in result:
+        ok, inside, empty, lines = row[0], row[1], row[2], row[4]
+        if not ok and not empty:
+            doubtful += lines
+            continue
+        agg.lines += lines
+        if empty:
+            agg.ignored["blank line"] += lines
+        elif not inside:
+            agg.ignored["outside --since/--until"] += lines
+        else:
+            counted.append(row)
+    _, _, _, raws, lines, ns, firsts, lasts, zeros, lat_sums, lat_ns, hashes = (
+        zip(*counted, strict=True) if counted else [()] * 12
+    )
+    queries = list(map(loads, raws))
+    agg.parsed = sum(lines)
+    by_hash = dict(zip(hashes, queries, strict=True))
+    if len(set(queries)) == len(queries):  # the rule: then each query is one row
+        agg.counts.update(dict(zip(queries, ns, strict=True)))
+        agg.first = {q: t for q, t in zip(queries, firsts, strict=True) if t is not None}
+        agg.last = {q: t for q, t in zip(queries, lasts, strict=True) if t is not None}
+        agg.zero_results.update({q: z for q, z in zip(queries, zeros, strict=True) if z})
+        agg.latency = {q: [s, n] for q, s, n in zip(queries, lat_sums, lat_ns, strict=True) if n}
+        return agg, by_hash, doubtful
+    for q, n, first, last, zero, lat_sum, lat_n in zip(queries, ns, firsts, lasts, zeros, lat_sums, lat_ns,
+                                                       strict=True):
+        agg.counts[q] += n  # two JSON texts of one query ("\u00e9" and "é")
+        if first is not None:
+            if q not in agg.first or first < agg.first[q]:
+                agg.first[q] = first
+            if q not in agg.last or last > agg.last[q]:
+                agg.last[q] = last
+        if zero:
+            agg.zero_results[q] += zero
+        if lat_n:
+            acc = agg.latency.setdefault(q, [0.0, 0])
+            acc[0] += lat_sum
+            acc[1] += lat_n
+    return agg, by_hash, doubtful
 
 
 class UsersOf:
-    """Distinct users of some queries, found by another DuckDB pass over the file.
+    """Distinct users of some queries, asked for once the pipeline knows which are queued
+    (called once). Users are DuckDB hashes of their names; a set of USERS_CAP or more is
+    the shared FULL stand-in.
 
-    DISTINCT over every (query, user) pair of a big log is the biggest table of the whole
-    read (4M pairs for 5M lines: seconds, and hundreds of MB without spilling), while
-    only the few hundred queued clusters show their users. So the pipeline asks for
-    those once it knows them. Users are DuckDB hashes of their names; a set of
-    USERS_CAP or more is the shared FULL stand-in."""
+    Pass 1 listed each query's users when the log is not too big (`listed`: its reader,
+    still open, holds them in the table `users`: NULL for USERS_CAP or more). Otherwise another DuckDB pass over
+    the file finds the users of the wanted queries alone: DISTINCT over every (query,
+    user) pair of a big log is the biggest table of the whole read (4M pairs for 5M
+    lines: hundreds of MB without spilling), while only the queued clusters show users."""
 
-    def __init__(self, source_sql: str, sql: JsonSql, label: str, hashes: dict[int, str], trusted: bool):
+    def __init__(self, source_sql: str, sql: JsonSql, label: str, hashes: dict[int, str], trusted: bool,
+                 listed: Reader | None):
         self.source_sql, self.sql, self.label = source_sql, sql, label
         self.hash_of = {q: h for h, q in hashes.items()}
         self.trusted = trusted  # pass 1 counted every line: no line needs checking again
+        self.listed = listed
 
     def __call__(self, queries: set[str]) -> dict[str, frozenset[int] | set[int]]:
         wanted = [self.hash_of[q] for q in queries if q in self.hash_of]
+        if self.listed is not None:
+            try:
+                rows = self.listed.con.execute(
+                    "SELECT hq, users FROM users WHERE hq IN (SELECT unnest($1::UBIGINT[]))", [wanted]
+                ).fetchall()
+            finally:
+                self.listed.close()
+            return self._by_query(rows, wanted)
         if not wanted:
             return {}
         # A bitmap of the wanted hashes (a literal: parsed once) picks their lines in O(1)
@@ -369,7 +486,7 @@ class UsersOf:
                         SELECT CASE WHEN ok AND inside AND u IS NOT NULL AND u NOT IN ('null', '""')
                                      AND get_bit('{bits.decode()}'::BIT, (hash(q) % {_BITMAP})::INTEGER) = 1
                                     THEN hash(q) END AS hq,
-                               CASE WHEN hq IS NOT NULL THEN hash(json_extract_string(u, '$')) END AS hu
+                               CASE WHEN hq IS NOT NULL THEN {_USER} END AS hu
                         FROM ({self.sql.rows(self.source_sql, self.trusted)}))
                       WHERE hq IS NOT NULL)
                     GROUP BY hq""",
@@ -377,6 +494,9 @@ class UsersOf:
             ).fetchall()
         finally:
             reader.close()
+        return self._by_query(rows, wanted)
+
+    def _by_query(self, rows: list[tuple], wanted: list[int]) -> dict[str, frozenset[int] | set[int]]:
         asked = set(wanted)
         queries_of = {h: q for q, h in self.hash_of.items() if h in asked}
         return {queries_of[hq]: FULL if users is None else set(users) for hq, users in rows if hq in asked}
@@ -389,7 +509,8 @@ def hash_users(reader: Reader, agg: Aggregate) -> None:
     if not names:
         return
     hashed = dict(reader.con.execute(
-        "SELECT name, hash(name) FROM (SELECT unnest($1::VARCHAR[]) AS name)", [names]
+        f"SELECT name, {_USER} FROM (SELECT name, to_json(name)::VARCHAR AS u FROM unnest($1::VARCHAR[]) t(name))",
+        [names],
     ).fetchall())
     agg.users = {q: {hashed[u] for u in users} for q, users in agg.users.items()}
 
@@ -456,8 +577,24 @@ def read(source, fmt: str, head: bytes, fields: Fields, window, max_line: int, p
     hashing = threading.Thread(target=_fingerprint, args=(source, fmt, hasher, counted), daemon=True)
     hashing.start()
     reader = Reader(_as_bytes(progress, source.size() or 0))
+    listed: Reader | None = None  # handed on to UsersOf, which closes it
     try:
-        scanned = scan(reader, source_sql, sql, source.label)
+        list_users = _list_users(source, fmt, head, sql)
+        scanned = None
+        if fmt != "parquet" and sql.plain_names() and looks_clean(head, sql):
+            # Every line plain: read_json parses and projects in one step. Otherwise (a
+            # line it would read differently, a blank line) the lines are parsed one by one.
+            lines = clean_lines(reader, source_sql, sql, source.label, (0.0, 0.3))
+            if lines is not None:
+                rows = sql.json_rows(source.path, source.compression, max_line)
+                try:
+                    scanned = scan(reader, rows, sql, source.label, list_users, (0.3, 1.0))
+                except reader.duckdb.InvalidInputException:  # a line past its maximum_object_size
+                    scanned = None
+                if scanned and (scanned.doubtful or scanned.agg.lines != lines):
+                    scanned = None
+        if scanned is None:
+            scanned = scan(reader, sql.rows(source_sql), sql, source.label, list_users)
         refused_lines = [] if fmt == "parquet" else refused(reader)
         agg = scanned.agg
         if scanned.doubtful or refused_lines:
@@ -465,17 +602,34 @@ def read(source, fmt: str, head: bytes, fields: Fields, window, max_line: int, p
                 left = leftovers(reader, source_sql, sql, scanned.doubtful, refused_lines, raw_line, handler)
             hash_users(reader, left)
             agg.merge(left)
+        if scanned.listed:
+            listed = reader
     finally:
-        reader.close()
+        if listed is None:
+            reader.close()
         hashing.join()
+    problem = None
     if counted.get("damaged"):
-        raise NotForDuckDB("it cannot be read to the end")
-    if counted.get("lines") is not None and counted["lines"] != agg.lines:
+        problem = "it cannot be read to the end"
+    elif counted.get("lines") is not None and counted["lines"] != agg.lines:
         # DuckDB's reader drops a line longer than its buffer without a word
-        raise NotForDuckDB(f"DuckDB read {agg.lines:,} of its {counted['lines']:,} lines")
+        problem = f"DuckDB read {agg.lines:,} of its {counted['lines']:,} lines"
+    if problem:
+        if listed is not None:
+            listed.close()
+        raise NotForDuckDB(problem)
     trusted = not (scanned.doubtful or refused_lines)
-    users_of = UsersOf(source_sql, sql, source.label, scanned.hashes, trusted) if sql.fields.user else None
+    users_of = UsersOf(source_sql, sql, source.label, scanned.hashes, trusted, listed) if sql.fields.user else None
     return FileRead(source, fmt, _combine(hasher), agg, handler.fields.given(), "duckdb", users_of)
+
+
+def _list_users(source, fmt: str, head: bytes, sql: JsonSql) -> bool:
+    """Should pass 1 list each query's users? Only for a plain file whose first lines
+    promise no more than LISTED_LINES (and pass 1 falls back if memory runs out)."""
+    if not sql.fields.user or fmt == "parquet" or source.compression or not head:
+        return False
+    lines_in_head = head.count(b"\n") or 1
+    return (source.size() or 0) * lines_in_head / len(head) <= LISTED_LINES
 
 
 def _fingerprint(source, fmt: str, hasher, counted: dict[str, int | None]) -> None:

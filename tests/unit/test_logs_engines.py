@@ -4,6 +4,7 @@ the same queued candidates. Also Parquet, and the inputs only python may read.""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -13,7 +14,9 @@ import pytest
 from curator.corpus import add_paths
 from curator.errors import InputError
 from curator.logs import import_logs
-from curator.logs.duck import Reader
+from curator.logs.duck import JsonSql, Reader, clean_lines, lines_source, looks_clean, scan
+from curator.logs.fields import Fields
+from curator.logs.lines import Window
 from curator.logs.reading import Source, read_source
 from curator.workspace import Workspace
 
@@ -69,14 +72,42 @@ def _counted_log(path: Path) -> Path:
     return path
 
 
-def _many_users_log(path: Path) -> Path:
+def _many_users_log(path: Path, clean: bool = False) -> Path:
     """One query asked by more people than are counted (USERS_CAP), one by a few (named
-    in different ways), and one query no one is named for."""
+    in different ways), and one query no one is named for. A gzip file (`.gz`) has its
+    users found by a second DuckDB pass instead of pass 1's lists; `clean` leaves out
+    the one line only the python reader may read, so no line needs checking again."""
     lines = [_line(query="label printer offline", user_id=f"u{i % 130}") for i in range(400)]
-    lines += [_line(query="dhl cutoff time", user_id=u) for u in ("a", "b", "c", "a", 7, "7", "café")]
-    lines.append('{"query": "dhl cutoff time", "user_id": "café", "n": NaN}'.encode())  # python reads it
+    lines += [_line(query="dhl cutoff time", user_id=u) for u in ("a", "b", "c", "a", 7, "7", "café", 'q"', "q\\")]
+    lines.append(b'{"query": "dhl cutoff time", "user_id": "\\u0061"}')  # "a" again
+    if not clean:
+        lines.append('{"query": "dhl cutoff time", "user_id": "café", "n": NaN}'.encode())  # python reads it
     lines += [_line(query="anonymous question", user_id=None), _line(query="anonymous question", user_id="")]
-    path.write_bytes(b"\n".join(lines) + b"\n")
+    data = b"\n".join(lines) + b"\n"
+    path.write_bytes(gzip.compress(data) if path.suffix == ".gz" else data)
+    return path
+
+
+def _plain_log(path: Path, tail: bytes = b"") -> Path:
+    """Lines every check passes, so DuckDB reads them with read_json: times in each
+    form it takes, users as text and numbers, ids, zero results, latencies, escaped
+    text, and one query spelled two ways in JSON ("caf\\u00e9", "café"). `tail`: more
+    lines after them (past the head that decides whether read_json is tried)."""
+    rows = []
+    for i in range(3000):
+        rows.append({
+            "timestamp": ["2026-10-01T08:00:00Z", "2026-10-02 09:30:00", "2026-10-03T10:00:00.250Z",
+                          "2026-10-04T11:00:00+00:00", None][i % 5],
+            "user_id": [f"u{i % 170}", i % 7, "", None][i % 4],
+            "query": ["dhl cutoff time", "Label Backlog", "carrier-e1042 retry", f"rare {i % 300}",
+                      "caf\u00e9 \ud83d\ude00 dhl"][i % 5],
+            "hits": [f"carriers.md#{i % 3}"] if i % 2 else [],
+            "result_count": i % 4,
+            "latency_ms": i % 9 * 1.5,
+        })
+    data = b"".join(json.dumps(r).replace("\\\\", "\\").encode() + b"\n" for r in rows)
+    data += '{"query": "café 😀 dhl", "user_id": "u9"}\n'.encode() + tail
+    path.write_bytes(gzip.compress(data) if path.suffix == ".gz" else data)
     return path
 
 
@@ -92,6 +123,15 @@ CASES = {
     "awkward lines, a window": (lambda tmp: _awkward_log(tmp / "awkward.jsonl"), {"since": "2026-10-01T08:00:00"}),
     "pre-aggregated counts": (lambda tmp: _counted_log(tmp / "counts.jsonl"), {"count_field": "n"}),
     "many users": (lambda tmp: _many_users_log(tmp / "users.jsonl"), {}),
+    "a plain log (read_json)": (lambda tmp: _plain_log(tmp / "plain.jsonl"), {}),
+    "a plain log, gzip": (lambda tmp: _plain_log(tmp / "plain.jsonl.gz"), {}),
+    "a plain log, a window": (lambda tmp: _plain_log(tmp / "plain.jsonl"), {"since": "2026-10-02", "until": "2026-10-04"}),
+    "a plain head, then NaN": (lambda tmp: _plain_log(tmp / "nan.jsonl", b'{"query": "late", "x": NaN}\n'), {}),
+    "a plain head, then a blank line": (lambda tmp: _plain_log(tmp / "blank.jsonl", b'\n{"query": "late"}\n'), {}),
+    "many users, a users pass": (lambda tmp: _many_users_log(tmp / "users.jsonl.gz"), {}),
+    "many users, a users pass, no line checked again": (
+        lambda tmp: _many_users_log(tmp / "users.jsonl.gz", clean=True), {}
+    ),
 }
 
 
@@ -123,15 +163,71 @@ def test_duckdb_and_python_engines_give_the_same_import(tmp_path: Path, case: st
     assert duck_candidates == py_candidates
 
 
-def test_users_are_counted_exactly_up_to_the_cap(tmp_path: Path) -> None:
-    """What the `many users` comparison leans on: distinct users per queued query."""
-    _, _, candidates = _import(tmp_path, "duckdb", _many_users_log(tmp_path / "users.jsonl"), {})
+@pytest.mark.parametrize("name", ["users.jsonl", "users.jsonl.gz"])
+def test_users_are_counted_exactly_up_to_the_cap(tmp_path: Path, name: str) -> None:
+    """What the `many users` comparisons lean on: distinct users per queued query, from
+    pass 1's lists (a plain file) or from a users pass (gzip)."""
+    log = _many_users_log(tmp_path / name)
+    listed = read_source(Source(name, log), engine="duckdb").users_of.listed
+    assert (listed is not None) == (name == "users.jsonl")
+    if listed is not None:
+        listed.close()
+    _, _, candidates = _import(tmp_path, "duckdb", log, {})
     users = {query: (prov.get("users"), prov.get("users_at_least")) for query, _, _, prov, _ in candidates}
     assert users == {
         "label printer offline": (100, True),
-        "dhl cutoff time": (5, None),  # 7 and "7" are one user, as in the python reader; so is café
+        # 7 and "7" are one user, as in the python reader; so are a and \u0061, and café
+        "dhl cutoff time": (7, None),
         "anonymous question": (None, None),
     }
+
+
+@pytest.mark.parametrize("name", ["plain.jsonl", "plain.jsonl.gz"])
+def test_read_json_counts_what_the_line_by_line_pass_counts(tmp_path: Path, name: str) -> None:
+    """The two ways DuckDB reads a plain log: each line parsed from its text, or
+    read_json (when every line passed the text checks) give the same aggregate."""
+    path = _plain_log(tmp_path / name)
+    fields = Fields(query="query", time="timestamp", user="user_id", hits="hits", results="result_count",
+                    latency="latency_ms")
+    sql = JsonSql(fields, Window())
+    compression = "gz" if name.endswith(".gz") else None
+    source_sql = lines_source(path, compression, MiB)
+    assert looks_clean(gzip.decompress(path.read_bytes()) if compression else path.read_bytes(), sql)
+    seen = {}
+    for via in ("lines", "read_json"):
+        reader = Reader(lambda _fraction: None)
+        try:
+            if via == "read_json":
+                assert clean_lines(reader, source_sql, sql, name, (0.0, 1.0)) == 3001
+                rows = sql.json_rows(path, compression, MiB)
+            else:
+                rows = sql.rows(source_sql)
+            scanned = scan(reader, rows, sql, name, list_users=True)
+            users = {scanned.hashes[hq]: sorted(u) for hq, u in reader.con.execute("SELECT * FROM users").fetchall()}
+        finally:
+            reader.close()
+        assert scanned.listed and scanned.doubtful == 0
+        seen[via] = (scanned.agg, users)
+    assert seen["read_json"] == seen["lines"]
+    agg, users = seen["lines"]
+    assert agg.counts["café 😀 dhl"] == 600 + 1 and agg.first["dhl cutoff time"] == "2026-10-01T08:00:00"
+    assert len(users["dhl cutoff time"]) == 17 + 7  # u0, u20, ... and the numbers 0-6
+    assert agg.hits["Label Backlog"]["carriers.md#1"] == 100  # lines 1, 31, 61, ...: a third of the odd ones
+
+
+@pytest.mark.parametrize("tail", [b'{"query": "late", "x": NaN}\n', b'\n{"query": "late"}\n',
+                                  b'{"query": "late", "query": "later"}\n', b'{"query": "caf\xe9"}\n'])
+def test_a_line_read_json_would_misread_keeps_lines_parsed_one_by_one(tmp_path: Path, tail: bytes) -> None:
+    """A plain head is no promise: one later line that read_json would read otherwise
+    than the python reader (NaN, a blank line, a key twice, invalid UTF-8)."""
+    path = _plain_log(tmp_path / "late.jsonl", tail)
+    sql = JsonSql(Fields(query="query", time="timestamp", user="user_id"), Window())
+    assert looks_clean(path.read_bytes()[: 1 << 16], sql)
+    reader = Reader(lambda _fraction: None)
+    try:
+        assert clean_lines(reader, lines_source(path, None, MiB), sql, "late.jsonl", (0.0, 1.0)) is None
+    finally:
+        reader.close()
 
 
 def test_the_awkward_log_really_is_awkward(tmp_path: Path) -> None:
