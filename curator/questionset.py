@@ -610,7 +610,7 @@ def _check_labels(
 ) -> None:
     report.cases = len(latest)
     labelled: set[str] = set()
-    for index in latest.values():  # one pass: 50,000 cases' details lie all over memory
+    for index in latest.values():  # one pass: the details lie all over memory, each pass costs
         status, passage_ids = details[index]
         if status == "active":
             report.active += 1
@@ -772,16 +772,11 @@ def _whole_lines_blob(data: bytes) -> bytes:
 def _digest(blob: bytes, lines: int | None) -> tuple[int, str]:
     count, end = blob.count(b"\n"), len(blob)
     if lines is not None and lines < count:
-        count, end = lines, _line_end(blob, lines)
+        end = 0
+        for _ in range(lines):
+            end = blob.index(b"\n", end) + 1
+        count = lines
     return count, hashlib.sha256(memoryview(blob)[:end]).hexdigest()
-
-
-def _line_end(blob: bytes, lines: int) -> int:
-    """The offset just past the first `lines` lines of `blob` (which has at least that many)."""
-    end = 0
-    for _ in range(lines):
-        end = blob.index(b"\n", end) + 1
-    return end
 
 
 def _line_hashes(lines: list[bytes]) -> list[str]:
