@@ -220,3 +220,25 @@ def test_clicked_heading_anchor_suggests_the_passage_that_holds_it(ws, tmp_path)
     import_logs(ws, [log])
     (candidate,) = ws.candidates()
     assert [(s.id, s.role, s.reason) for s in candidate.suggestions] == [(passage, "primary", "clicked")]
+
+
+def test_each_filter_counts_its_queries_and_the_first_rule_that_applies_wins(cws, tmp_path: Path) -> None:
+    kept = ["dhl cutoff time", "label printer offline", "union station parcel", "www notes for carriers",
+            "it's or 12 labels", "aaa batteries shipping", "Reset the label printer"]
+    dropped = {
+        "noise (URL, probe or repeated character)": [
+            "https://example.com/track?id=1", "WWW.example.com", "<script>alert(1)</script>",
+            "1 UNION ALL SELECT password", "x' or '1'='1", "aAaAaA",
+        ],
+        "noise (no words left)": ["?!?!", "anna@example.com"],  # the e-mail leaves only <EMAIL>
+        "shorter than 3 characters": ["ab", "?!"],
+        "longer than 300 characters": ["x" * 301, "https://example.com/" + "a" * 300],
+        "noise pattern": ["reset the printer queue", "URGENT dhl label"],  # on the norm, on the surface
+        "empty query": ["   "],
+    }
+    log = tmp_path / "noise.jsonl"
+    lines = [*kept, *(q for queries in dropped.values() for q in queries)]
+    log.write_text("".join(json.dumps({"query": q}) + "\n" for q in lines))
+    summary = import_logs(cws, [log], noise=["^reset the p", "URGENT"], limit=0)
+    assert summary.filtered == {reason: len(queries) for reason, queries in dropped.items()}
+    assert {c.query for c in cws.candidates()} == set(kept)
