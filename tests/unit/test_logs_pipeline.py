@@ -242,3 +242,22 @@ def test_each_filter_counts_its_queries_and_the_first_rule_that_applies_wins(cws
     summary = import_logs(cws, [log], noise=["^reset the p", "URGENT"], limit=0)
     assert summary.filtered == {reason: len(queries) for reason, queries in dropped.items()}
     assert {c.query for c in cws.candidates()} == set(kept)
+
+
+def test_forms_of_one_query_add_up_and_the_most_frequent_form_is_shown(cws, tmp_path: Path) -> None:
+    log = tmp_path / "forms.jsonl"
+    lines = [("Label Printer Offline", "2026-10-02T10:00:00Z"), ("label printer offline", "2026-10-01T10:00:00Z"),
+             ("  label  printer offline ", "2026-10-04T10:00:00Z"), ("Label Printer Offline", "2026-10-03T10:00:00Z"),
+             ("Track Parcel", "2026-10-01T10:00:00Z"), ("track parcel", "2026-10-01T11:00:00Z")]
+    log.write_text("".join(json.dumps({"query": q, "timestamp": ts}) + "\n" for q, ts in lines))
+    summary = import_logs(cws, [log])
+    assert summary.distinct_queries == 5 and summary.distinct_normalised == 2
+    by_query = {c.query: c for c in cws.candidates()}
+    # 2 and 2 (the padded line is the lower-case form): a tie goes to the greater text
+    label = by_query["label printer offline"]
+    assert label.count == 4 and label.provenance["distinct_forms"] == 2
+    assert label.provenance["variants"] == [{"query": "Label Printer Offline", "count": 2},
+                                            {"query": "label printer offline", "count": 2}]
+    assert (label.provenance["first_seen"], label.provenance["last_seen"]) == ("2026-10-01T10:00:00Z",
+                                                                               "2026-10-04T10:00:00Z")
+    assert by_query["track parcel"].count == 2
