@@ -114,11 +114,21 @@ def test_redaction_of_any_text_leaves_nothing_detectable(text: str) -> None:
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.one_of(_word, _pii), min_size=1, max_size=6))
 def test_the_pipeline_prefilter_never_skips_a_query_redaction_would_change(parts: list[str]) -> None:
-    from curator.logs.pipeline import _maybe_personal
+    from curator.logs.pipeline import _maybe_personal, _maybe_personal_at
 
     text = " ".join(parts)
     if redact(text) != text:
         assert _maybe_personal(text), text
+        assert _maybe_personal_at(["dhl cutoff time", text, "Lieferung an Straße 12"]) == [1], text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="ab9:@+(.- eyjtokenſKé", max_size=16), max_size=12))
+def test_the_batch_prefilter_lets_through_exactly_what_the_single_one_does(texts: list[str]) -> None:
+    from curator.logs.pipeline import _maybe_personal, _maybe_personal_at
+
+    texts = [" ".join(t.split()) for t in texts]  # as the pipeline has them; ends meet in the scan
+    assert _maybe_personal_at(texts) == [k for k, t in enumerate(texts) if _maybe_personal(t)]
 
 
 @pytest.mark.parametrize(
