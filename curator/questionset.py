@@ -410,8 +410,9 @@ def verify(qs: QuestionSet, *, known_ids: Callable[[set[str]], set[str]] | None 
         change_ids += more_ids
         change_revs += more_revs
         for file in (cases, changelog):  # digests for the checkpoint and freezes, computed once:
-            file.digest()  # after the first part, while the child still works
-    report.lines = len(ids)
+            file.sha256()  # after the first part, while the child still works
+    report.lines = cases.count = len(ids)  # the parts counted the lines: no count of the whole blob
+    changelog.count = len(change_ids)
     if cases.torn:
         report.problems.append(
             Problem(cases_path, len(ids) + 1, "torn last line (interrupted write); the next append repairs it", fatal=False)
@@ -716,7 +717,7 @@ class JsonLines:
     path: Path
     blob: bytes
     torn: bool
-    _digests: dict[int | None, tuple[int, str]] = field(default_factory=dict, repr=False)
+    _digests: dict[int | None, str] = field(default_factory=dict, repr=False)
 
     @classmethod
     def read(cls, path: Path) -> JsonLines:
@@ -733,19 +734,23 @@ class JsonLines:
 
     def offset(self, lines: int) -> int:
         """Where the line after the first `lines` lines starts."""
+        if not lines:
+            return 0  # without counting or splitting the blob
         if lines >= self.count:
             return len(self.blob)
-        if not lines:
-            return 0  # without splitting the blob
         return sum(map(len, self.lines[:lines])) + lines
 
     def digest(self, lines: int | None = None) -> tuple[int, str]:
         """(line count, sha256) of the first `lines` whole lines (all if None)."""
         if lines is not None and lines >= self.count:
             lines = None
+        return self.count if lines is None else lines, self.sha256(lines)
+
+    def sha256(self, lines: int | None = None) -> str:
+        """The sha256 of the first `lines` whole lines (all if None), computed once."""
         if lines not in self._digests:
-            count = self.count if lines is None else lines
-            self._digests[lines] = count, hashlib.sha256(memoryview(self.blob)[: self.offset(count)]).hexdigest()
+            end = len(self.blob) if lines is None else self.offset(lines)
+            self._digests[lines] = hashlib.sha256(memoryview(self.blob)[:end]).hexdigest()
         return self._digests[lines]
 
 
