@@ -391,13 +391,14 @@ def verify(qs: QuestionSet, *, known_ids: Callable[[set[str]], set[str]] | None 
     ids, revs = [key[1].decode() for key in keys], [int(key[2]) for key in keys]
     details: list[Any] = [None] * trusted
     last_rev: dict[str, int] = {}
-    _check_revs(report, cases_path, 1, (ids, revs, details), last_rev)
+    latest: dict[str, int] = {}  # query_id -> index of its latest valid rev
+    _check_revs(report, cases_path, 1, (ids, revs, details), last_rev, latest)
     change_ids, change_revs = [key[1].decode() for key in change_keys], [int(key[2]) for key in change_keys]
     change_problems: list[Problem] = []
     jobs = [(_check_cases, cases.blob[cases.offset(trusted):]),
             (partial(_check_lines, ChangeEntry), changelog.blob[changelog.offset(trusted_changes):])]
     for (*checked, more_hashes), (more_ids, more_revs, messages) in _in_two_processes(jobs):
-        _check_revs(report, cases_path, len(ids) + 1, checked, last_rev)
+        _check_revs(report, cases_path, len(ids) + 1, checked, last_rev, latest)
         for column, more in zip((ids, revs, details), checked, strict=True):
             column += more
         hashes += more_hashes
@@ -417,8 +418,6 @@ def verify(qs: QuestionSet, *, known_ids: Callable[[set[str]], set[str]] | None 
         report.problems.append(
             Problem(cases_path, len(ids) + 1, "torn last line (interrupted write); the next append repairs it", fatal=False)
         )
-    latest = dict(zip(ids, range(len(ids)), strict=True))  # query_id -> index of its latest valid rev
-    latest.pop(None, None)  # type: ignore[call-overload]
     # A trusted case's latest line still has to be read for its status and labels.
     unread = [index for index in latest.values() if index < trusted]
     unread_lines = b"".join(cases.lines[i] + b"\n" for i in unread)
@@ -445,14 +444,18 @@ def verify(qs: QuestionSet, *, known_ids: Callable[[set[str]], set[str]] | None 
 Columns = tuple[list[Any], ...]  # one entry per line in each
 
 
-def _check_revs(report: VerifyReport, path: str, first: int, checked: Columns, last_rev: dict[str, int]) -> None:
+def _check_revs(
+    report: VerifyReport, path: str, first: int, checked: Columns, last_rev: dict[str, int], latest: dict[str, int]
+) -> None:
     """Report the invalid lines and the revs out of order (each case's run 1, 2, 3...) among
-    checked cases.jsonl lines numbered from `first`; `last_rev` carries on across calls."""
+    checked cases.jsonl lines numbered from `first`. `last_rev` (query_id -> highest rev yet)
+    and `latest` (query_id -> index of its last valid line) carry on across calls."""
     ids, revs, details = checked
     for number, query_id, rev in zip(count(first), ids, revs, strict=False):
         if query_id is None:
             report.problems.append(Problem(path, number, details[number - first]))
             continue
+        latest[query_id] = number - 1
         previous = last_rev.get(query_id, 0)
         if rev != previous + 1:
             report.problems.append(Problem(path, number, f"{query_id}: rev {rev} where {previous + 1} was expected"))
