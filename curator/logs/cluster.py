@@ -16,11 +16,12 @@ comparisons). The result is the same as comparing each query on its turn.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from operator import itemgetter
+from itertools import repeat
+from operator import add, itemgetter
 
 from rapidfuzz import fuzz, process
 
-from curator.logs.normalise import compare_key, digit_signature
+from curator.logs.normalise import compare_keys, digit_signature
 
 BLOCK_LEADERS = 32
 
@@ -54,12 +55,13 @@ def cluster(norms: list[str], counts: list[int], similarity: float) -> list[Clus
     # with C-level keys are three times faster than one with a tuple key
     order = sorted(range(len(norms)), key=norms.__getitem__)
     order.sort(key=counts.__getitem__, reverse=True)
-    keys = list(map(compare_key, norms))
-    digits = list(map(digit_signature, norms))
-    heads = list(zip(digits, map(itemgetter(slice(5)), keys), strict=True))
-    tails = list(zip(digits, map(itemgetter(slice(-5, None)), keys), strict=True))
-    head_blocks: dict[tuple[str, str], _Block] = {}
-    tail_blocks: dict[tuple[str, str], _Block] = {}
+    keys = compare_keys(norms)
+    # block keys as strings (`digits|first five`), whose hashes are kept, unlike tuples'
+    digits = list(map(add, map(digit_signature, norms), repeat("|")))
+    heads = list(map(add, digits, map(itemgetter(slice(5)), keys)))
+    tails = list(map(add, digits, map(itemgetter(slice(-5, None)), keys)))
+    head_blocks: dict[str, _Block] = {}
+    tail_blocks: dict[str, _Block] = {}
     first_with: dict[str, int] = {}  # comparison form -> the first query that had it
     joins = [-1] * len(norms)  # query -> the query whose cluster it joins; -1: it leads one
     put_off: list[int] = []  # queries whose two blocks were full on their turn

@@ -10,10 +10,12 @@ The comparison form also drops punctuation and sorts words, so `cutoff DHL` and
 from __future__ import annotations
 
 import re
+from itertools import compress
+from operator import methodcaller, not_
 
 from curator.text import normalize_query
 
-__all__ = ["normalize_query", "compare_key", "digit_signature", "looks_like_identifier"]
+__all__ = ["normalize_query", "compare_key", "compare_keys", "digit_signature", "looks_like_identifier"]
 
 _PUNCT = re.compile(r"[^\w<>]+")
 _DIGITS = re.compile(r"\d+")
@@ -31,6 +33,15 @@ def compare_key(norm: str) -> str:
     if norm.replace(" ", "").isalnum():  # no punctuation (\w is isalnum() or `_`): skip the regex
         return " ".join(sorted(norm.split()))
     return " ".join(sorted(_PUNCT.sub(" ", norm).split()))
+
+
+def compare_keys(norms: list[str]) -> list[str]:
+    """`compare_key` of each of `norms`, with C-level maps: most have no punctuation."""
+    keys = list(map(" ".join, map(sorted, map(str.split, norms))))
+    punctuated = compress(range(len(norms)), map(not_, map(str.isalnum, map(methodcaller("replace", " ", ""), norms))))
+    for j in list(punctuated):
+        keys[j] = compare_key(norms[j])
+    return keys
 
 
 def digit_signature(norm: str) -> str:

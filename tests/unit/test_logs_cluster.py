@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import random
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from curator.logs.cluster import cluster
 from curator.logs.normalise import normalize_query
 from curator.logs.sample import sample_order
@@ -126,3 +129,11 @@ def test_queries_behind_full_blocks_cluster_as_if_compared_one_by_one() -> None:
         expected, full_and_found = _one_by_one(norms, counts, similarity)
         assert full_and_found > 50  # the put-off path is exercised, and finds leaders
         assert [(c.leader, c.members) for c in cluster(norms, counts, similarity)] == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="ab 1_-.<>?é²ſ\u00a0", max_size=12), max_size=10))
+def test_compare_keys_in_bulk_equal_one_by_one(norms: list[str]) -> None:
+    from curator.logs.normalise import compare_key, compare_keys
+
+    assert compare_keys(norms) == [compare_key(n) for n in norms]
