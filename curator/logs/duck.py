@@ -457,10 +457,11 @@ class UsersOf:
     the shared FULL stand-in.
 
     Pass 1 listed each query's users when the log is not too big (`listed`: its reader,
-    still open, holds them in the table `users`: NULL for USERS_CAP or more). Otherwise another DuckDB pass over
-    the file finds the users of the wanted queries alone: DISTINCT over every (query,
-    user) pair of a big log is the biggest table of the whole read (4M pairs for 5M
-    lines: hundreds of MB without spilling), while only the queued clusters show users."""
+    still open, holds them in the table `users`, NULL for USERS_CAP or more). Otherwise
+    another DuckDB pass over the file finds the users of the wanted queries alone:
+    DISTINCT over every (query, user) pair of a big log is the biggest table of the whole
+    read (4M pairs for 5M lines: hundreds of MB without spilling), while only the queued
+    clusters show users."""
 
     def __init__(self, source_sql: str, sql: JsonSql, label: str, hashes: dict[int, str], trusted: bool,
                  listed: Reader | None):

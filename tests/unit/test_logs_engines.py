@@ -207,9 +207,9 @@ def test_read_json_counts_what_the_line_by_line_pass_counts(tmp_path: Path, name
         finally:
             reader.close()
         assert scanned.listed and scanned.doubtful == 0
-        seen[via] = (scanned.agg, users)
+        seen[via] = (scanned.agg, users, scanned.hashes)  # hashes: a users pass finds the same
     assert seen["read_json"] == seen["lines"]
-    agg, users = seen["lines"]
+    agg, users, _ = seen["lines"]
     assert agg.counts["café 😀 dhl"] == 600 + 1 and agg.first["dhl cutoff time"] == "2026-10-01T08:00:00"
     assert len(users["dhl cutoff time"]) == 17 + 7  # u0, u20, ... and the numbers 0-6
     assert agg.hits["Label Backlog"]["carriers.md#1"] == 100  # lines 1, 31, 61, ...: a third of the odd ones
