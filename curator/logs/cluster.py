@@ -66,18 +66,19 @@ def cluster(norms: list[str], counts: list[int], similarity: float) -> list[Clus
     joins = [-1] * len(norms)  # query -> the query whose cluster it joins; -1: it leads one
     put_off: list[int] = []  # queries whose two blocks were full on their turn
     fuzzy = similarity < 100
-    for i in order:
-        key = keys[i]
+    in_order = (map(column.__getitem__, order) for column in (keys, heads, tails))
+    for i, key, head_key, tail_key in zip(order, *in_order, strict=True):
         first = first_with.setdefault(key, i)
         if first != i:
             joins[i] = first
             continue
         if not (fuzzy and key):
             continue
-        head, tail = head_blocks.get(heads[i], _NONE), tail_blocks.get(tails[i], _NONE)
+        head, tail = head_blocks.get(head_key, _NONE), tail_blocks.get(tail_key, _NONE)
         if head.waiting is not None and tail.waiting is not None:
-            head.waiting.append(len(put_off))
-            tail.waiting.append(len(put_off))
+            at = len(put_off)
+            head.waiting.append(at)
+            tail.waiting.append(at)
             put_off.append(i)
             continue
         choices = head.keys + tail.keys
@@ -86,7 +87,7 @@ def cluster(norms: list[str], counts: list[int], similarity: float) -> list[Clus
         if match:
             joins[i] = (head.leaders + tail.leaders)[match[2]]
             continue
-        for block, blocks, block_key in ((head, head_blocks, heads[i]), (tail, tail_blocks, tails[i])):
+        for block, blocks, block_key in ((head, head_blocks, head_key), (tail, tail_blocks, tail_key)):
             if block is _NONE:
                 block = blocks[block_key] = _Block()
             if block.waiting is None:
