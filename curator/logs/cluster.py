@@ -21,7 +21,7 @@ from operator import add, itemgetter
 
 from rapidfuzz import fuzz, process
 
-from curator.logs.normalise import compare_keys, digit_signature
+from curator.logs.normalise import compare_keys, digit_signatures
 
 BLOCK_LEADERS = 32
 
@@ -57,7 +57,7 @@ def cluster(norms: list[str], counts: list[int], similarity: float) -> list[Clus
     order.sort(key=counts.__getitem__, reverse=True)
     keys = compare_keys(norms)
     # block keys as strings (`digits|first five`), whose hashes are kept, unlike tuples'
-    digits = list(map(add, map(digit_signature, norms), repeat("|")))
+    digits = list(map(add, digit_signatures(norms), repeat("|")))
     heads = list(map(add, digits, map(itemgetter(slice(5)), keys)))
     tails = list(map(add, digits, map(itemgetter(slice(-5, None)), keys)))
     head_blocks: dict[str, _Block] = {}

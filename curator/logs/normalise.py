@@ -10,12 +10,13 @@ The comparison form also drops punctuation and sorts words, so `cutoff DHL` and
 from __future__ import annotations
 
 import re
+from functools import partial
 from itertools import compress
 from operator import methodcaller, not_
 
 from curator.text import normalize_query
 
-__all__ = ["normalize_query", "compare_key", "compare_keys", "digit_signature", "looks_like_identifier"]
+__all__ = ["normalize_query", "compare_key", "compare_keys", "digit_signature", "digit_signatures", "looks_like_identifier"]
 
 _PUNCT = re.compile(r"[^\w<>]+")
 _DIGITS = re.compile(r"\d+")
@@ -37,17 +38,22 @@ def compare_key(norm: str) -> str:
 
 def compare_keys(norms: list[str]) -> list[str]:
     """`compare_key` of each of `norms`, with C-level maps: most have no punctuation."""
-    keys = list(map(" ".join, map(sorted, map(str.split, norms))))
-    punctuated = compress(range(len(norms)), map(not_, map(str.isalnum, map(methodcaller("replace", " ", ""), norms))))
-    for j in list(punctuated):
-        keys[j] = compare_key(norms[j])
-    return keys
+    spaced = list(norms)
+    punctuated = list(compress(range(len(norms)), map(not_, map(str.isalnum, map(methodcaller("replace", " ", ""), norms)))))
+    for j, text in zip(punctuated, map(partial(_PUNCT.sub, " "), map(norms.__getitem__, punctuated)), strict=True):
+        spaced[j] = text
+    return list(map(" ".join, map(sorted, map(str.split, spaced))))
 
 
 def digit_signature(norm: str) -> str:
     """The digit runs of a query, in order: two queries with different numbers are
     different questions however alike the rest looks."""
     return " ".join(_DIGITS.findall(norm))
+
+
+def digit_signatures(norms: list[str]) -> list[str]:
+    """`digit_signature` of each of `norms`, with C-level maps."""
+    return list(map(" ".join, map(_DIGITS.findall, norms)))
 
 
 def looks_like_identifier(query: str) -> bool:
