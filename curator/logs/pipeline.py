@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from itertools import accumulate, compress
-from operator import itemgetter, ne, not_
+from operator import add, itemgetter, ne, not_
 from pathlib import Path
 from typing import Any
 
@@ -487,7 +487,7 @@ def _group(agg: Aggregate, redactor: Redactor, summary: ImportSummary) -> _Group
     # `text` is stripped with single spaces: for ASCII, NFKC is the identity and
     # casefold is lower(), so this equals normalize_query(text), much faster.
     norms = list(map(str.lower, texts))
-    for k in [k for k, t in enumerate(texts) if not t.isascii()]:
+    for k in list(compress(range(len(texts)), map(not_, map(str.isascii, texts)))):
         norms[k] = normalize_query(texts[k])
 
     grouped = _Grouped(agg, raws, texts, weights)
@@ -519,7 +519,7 @@ def _maybe_personal_at(texts: list[str]) -> list[int]:
     ascii_at = list(compress(range(len(texts)), is_ascii))
     ascii_texts = list(map(texts.__getitem__, ascii_at))
     joined = "\n".join(ascii_texts).lower()  # no sign or word matches across a newline
-    starts = list(accumulate(map(len, ascii_texts), lambda at, n: at + n + 1, initial=0))
+    starts = list(map(add, accumulate(map(len, ascii_texts), initial=0), range(len(ascii_texts) + 1)))  # + newlines
     found = {ascii_at[bisect_right(starts, m.start()) - 1] for p in (_SIGNS_SCAN, _WORD) for m in p.finditer(joined)}
     found.update(k for k in compress(range(len(texts)), map(not_, is_ascii)) if _maybe_personal(texts[k]))
     return sorted(found)
