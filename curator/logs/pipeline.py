@@ -462,12 +462,9 @@ class _Grouped:
         self.forms: list[int] = []  # per norm: its only exact query, or -1 (then see `several`)
         self.several: dict[int, list[int]] = {}  # norm -> its exact queries, when more than one
 
-    def exact_queries(self, j: int) -> list[int]:
-        return self.several[j] if self.forms[j] < 0 else [self.forms[j]]
-
     def group(self, j: int) -> _Group:
         g = _Group(self.surfaces[j])
-        for k in self.exact_queries(j):
+        for k in self.several[j] if self.forms[j] < 0 else [self.forms[j]]:
             g.add(self.agg, self.raws[k], self.texts[k], self.weights[k])
         return g
 
