@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, partial
 from itertools import count
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from pydantic import ValidationError
 
@@ -534,7 +534,8 @@ def _in_two_processes(jobs: list[tuple[Callable[[list[bytes]], Columns], bytes]]
     deliver (it failed in any way) are checked here. A process with other threads running
     never forks (a lock one of them held would stay held in the child)."""
 
-    if not _has_lines([blob for _, blob in jobs], PARALLEL_MIN_LINES) or not can_fork() or not hasattr(os, "memfd_create"):
+    parts_file = _parts_file() if _has_lines([blob for _, blob in jobs], PARALLEL_MIN_LINES) and can_fork() else None
+    if parts_file is None:
         yield [check(_split(blob)) for check, blob in jobs]
         return
     cuts = [_cuts(blob, CHUNKS) for _, blob in jobs]
@@ -545,7 +546,7 @@ def _in_two_processes(jobs: list[tuple[Callable[[list[bytes]], Columns], bytes]]
     # Shared with the child: [last part claimed here, first part claimed there, bytes it wrote].
     ends = mmap.mmap(-1, 24)
     struct.pack_into("qqq", ends, 0, -1, CHUNKS, 0)
-    with open(os.memfd_create("curator-verify-parts"), "r+b") as sent:
+    with parts_file as sent:
         pid = os.fork()
         if pid == 0:  # the child: claim parts from the back until the two meet, write each, exit
             code = 1
@@ -585,6 +586,14 @@ def _in_two_processes(jobs: list[tuple[Callable[[list[bytes]], Columns], bytes]]
         receive()
     for rest in range(index, CHUNKS):
         yield theirs[rest] if rest in theirs else part(rest)
+
+
+def _parts_file() -> BinaryIO | None:
+    """An in-memory file for the child's results, if the system gives one."""
+    try:
+        return open(os.memfd_create("curator-verify-parts"), "r+b")
+    except (AttributeError, OSError):  # no memfd_create (not Linux), or a sandbox forbids it
+        return None
 
 
 def _has_lines(blobs: list[bytes], wanted: int) -> bool:

@@ -412,6 +412,22 @@ def _wait_until_exited(pid: int) -> None:
         time.sleep(0.005)
 
 
+def test_without_an_in_memory_file_verify_checks_in_one_process(tmp_path: Path, monkeypatch) -> None:
+    qs = _big_set(tmp_path, 60)
+    monkeypatch.setattr(questionset, "PARALLEL_MIN_LINES", 10)
+    split = verify(qs)
+
+    def forbidden(name: str) -> int:
+        raise PermissionError("memfd_create: operation not permitted")
+
+    monkeypatch.setattr(os, "memfd_create", forbidden)
+    forked = _recording_forks(monkeypatch)
+    alone = verify(qs)
+    assert not forked
+    assert alone.ok and split.ok and (alone.cases, alone.lines) == (split.cases, split.lines) == (60, 60)
+    assert alone.scan.line_hashes == split.scan.line_hashes
+
+
 def test_a_caller_stopping_early_leaves_no_child_behind(tmp_path: Path, monkeypatch) -> None:
     qs = _big_set(tmp_path, 200)
     monkeypatch.setattr(questionset, "PARALLEL_MIN_LINES", 10)
