@@ -342,39 +342,6 @@ def looks_clean(head: bytes, sql: JsonSql) -> bool:
     ) and not re.search(rb"NaN|Infinity|" + _TRAILING_COMMA.encode(), head)
 
 
-def read_plain(reader: Reader, source, source_sql: str, sql: JsonSql, list_users: bool,
-               max_line: int) -> Scan | None:
-    """Pass 1 by read_json, which parses and projects in one step, with `clean_lines`
-    (on a second connection) proving beside it that every line is plain: the two fill
-    both cores better than one after the other. None, and the read_json pass is stopped
-    if it still runs, when some line is not plain (or read_json read other rows)."""
-    checker = Reader(lambda _fraction: None)
-    verdict: list[int | None] = []
-
-    def check() -> None:
-        try:
-            verdict.append(clean_lines(checker, source_sql, sql, source.label, (0.0, 0.0)))
-        except Exception:  # the lines pass that follows meets it again, and says so
-            verdict.append(None)
-        if verdict[0] is None:
-            reader.con.interrupt()
-
-    checking = threading.Thread(target=check, daemon=True)
-    checking.start()
-    rows = sql.json_rows(source.path, source.compression, max_line)
-    try:
-        scanned: Scan | None = scan(reader, rows, sql, source.label, list_users)
-    except (reader.duckdb.InterruptException, reader.duckdb.InvalidInputException):  # or past maximum_object_size
-        scanned = None
-    finally:
-        checking.join()
-        checker.close()
-    lines = verdict[0]
-    if scanned is None or lines is None or scanned.doubtful or scanned.agg.lines != lines:
-        return None
-    return scanned
-
-
 def scan(reader: Reader, rows: str, sql: JsonSql, label: str, list_users: bool,
          share: tuple[float, float] = (0.0, 1.0)) -> Scan:
     """Pass 1 over `rows` (`JsonSql.rows` or `json_rows`) counts per query (and with
@@ -384,8 +351,7 @@ def scan(reader: Reader, rows: str, sql: JsonSql, label: str, list_users: bool,
     rows = f"({rows})"
     passes = 1 + bool(fields.hits or fields.clicks)
     step = (share[1] - share[0]) / passes
-    # from a pass 1 whose rows did not all fit, or that was stopped
-    reader.con.execute("DROP TABLE IF EXISTS users; DROP TABLE IF EXISTS counted")
+    reader.con.execute("DROP TABLE IF EXISTS users")  # from a pass 1 whose rows were not all fit
 
     def counted(users: str = "") -> str:
         return f"""CREATE TEMP TABLE counted AS
@@ -631,11 +597,20 @@ def read(source, fmt: str, head: bytes, fields: Fields, window, max_line: int, p
         list_users = _list_users(source, fmt, head, sql)
         scanned = None
         if fmt != "parquet" and sql.plain_names() and looks_clean(head, sql):
-            scanned = read_plain(reader, source, source_sql, sql, list_users, max_line)
-        refused_lines = []  # read_plain saw none
-        if scanned is None:  # lines parsed one by one
+            # Every line plain: read_json parses and projects in one step. Otherwise (a
+            # line it would read differently, a blank line) the lines are parsed one by one.
+            lines = clean_lines(reader, source_sql, sql, source.label, (0.0, 0.3))
+            if lines is not None:
+                rows = sql.json_rows(source.path, source.compression, max_line)
+                try:
+                    scanned = scan(reader, rows, sql, source.label, list_users, (0.3, 1.0))
+                except reader.duckdb.InvalidInputException:  # a line past its maximum_object_size
+                    scanned = None
+                if scanned and (scanned.doubtful or scanned.agg.lines != lines):
+                    scanned = None
+        if scanned is None:
             scanned = scan(reader, sql.rows(source_sql), sql, source.label, list_users)
-            refused_lines = [] if fmt == "parquet" else refused(reader)
+        refused_lines = [] if fmt == "parquet" else refused(reader)
         agg = scanned.agg
         if scanned.doubtful or refused_lines:
             with _RawLines(source, max_line, open_stream) as raw_line:
