@@ -1,11 +1,11 @@
 """The DuckDB engine: JSON Lines (and UBI) files and Parquet, read and counted by DuckDB.
 
-DuckDB does the per-line work in C++ on all cores: pull the fields out of the JSON,
-apply --since/--until, and GROUP BY the exact query. Python then gets one row per
-distinct query, which is what the rest of the pipeline needs. A plain log (every line
-passes the text checks, which a pass over the text alone proves) is read by
-`read_json`, which parses and projects in one step; any other log line by line as one
-text column (`read_csv` with a delimiter and no quoting, so a line arrives as it is).
+DuckDB reads each line as one text column (`read_csv` with a delimiter and no quoting,
+so a line arrives as it is) and does the per-line work in C++ on all cores: pull the
+fields out of the JSON, apply --since/--until, and GROUP BY the exact query. Python
+then gets one row per distinct query, which is what the rest of the pipeline needs.
+(`read_json` parses faster, but it has no line text for the checks below: the pass over
+the text that would prove a log plain cost what read_json saved.)
 
 Exactness comes from a division of labour, not from re-implementing the reference
 reader in SQL: a line is counted by DuckDB only when it is plainly well-formed (a JSON
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import threading
 from collections import Counter
 from dataclasses import dataclass
@@ -48,7 +47,6 @@ _ISO = r'"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d{1,6})?(Z|\+00(:00)?)?"'
 _ISO_Z = ("'\"____-__-__T__:__:__Z\"'", "'\"%Y-%m-%dT%H:%M:%SZ\"'")
 _NUMBER = r"-?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d{1,2})?"  # 1e400 is no number to orjson
 _PROGRESS_SECONDS = 0.1
-_COMPRESSION = {"gz": "gzip", "zst": "zstd"}
 _BITMAP = 1 << 16  # bits in the filter of the queries whose users are looked up
 # Up to about this many lines, pass 1 also lists each query's users (~20 bytes a line
 # of DuckDB's memory), so no users pass is needed; beyond, or if it runs out of memory
@@ -124,58 +122,25 @@ class JsonSql:
     def _j(self, role: str) -> str:
         return f"f_{role}"
 
-    def plain_names(self) -> bool:
-        """Are all fields top-level keys (so `read_json` can project them)?"""
-        return not self.literal
+    def rows(self, source: str, trusted: bool = False) -> str:
+        """One row per line of `source` (a `line` column): `ok` (DuckDB can count it),
+        `inside` the time window, `empty`, the time as a TIMESTAMP and the JSON text of
+        each other field (one parse per line). Texts are grouped as they are and decoded
+        in Python once per distinct value, with the python reader's own functions, so
+        values cannot differ between engines. `trusted`: an earlier pass found every
+        line `ok`, so the checks are left out.
 
-    def line_checks(self) -> list[str]:
-        """What must hold of a line's text for DuckDB's view of it to be the python
-        reader's (a projection does not short-circuit AND: each is cheap and exact)."""
-        key = '"' + self.fields.query.rsplit(".", 1)[-1] + '"'  # LIKE wildcards in it only widen the net
-        return [
+        Every check is evaluated on every line (a projection does not short-circuit
+        AND), so each is the cheapest that is exact; a CASE picks the time parser."""
+        f = self.fields
+        key = '"' + f.query.rsplit(".", 1)[-1] + '"'  # LIKE wildcards in it only widen the net
+        ok = [
+            "j IS NOT NULL",
             "starts_with(line, '{')",
             *(f"NOT contains(line, {_quote(t)})" for t in _DOUBTFUL),
             f"NOT regexp_matches(line, {_quote(_TRAILING_COMMA)})",
             # the query key twice: the python reader keeps the last value, DuckDB the first
             f"line NOT LIKE {_quote('%' + key + '%' + key + '%')}",
-        ]
-
-    def rows(self, source: str, trusted: bool = False) -> str:
-        """One row per line of `source` (a `line` column): `ok` (DuckDB can count it),
-        `inside` the time window, `empty`, the time as a TIMESTAMP and the JSON text of
-        each other field (one parse per line). `trusted`: an earlier pass found every
-        line `ok`, so the checks are left out."""
-        columns = ["j[1] AS f_source"]
-        columns += [f"j[{i}] AS f_{role}" for role, i in self.index.items()]
-        columns += [f"j[{i}] AS lit_{i}" for i in self.literal]
-        # try(): NULL where DuckDB cannot parse the line, at half the cost of json_valid
-        fields = f"""SELECT line, j IS NOT NULL AS parsed, {', '.join(columns)}
-                     FROM (SELECT line, try(json_extract(line, {self.paths}))::VARCHAR[] AS j FROM {source})"""
-        return self._rows(fields, [] if trusted else ["parsed", *self.line_checks()], trusted)
-
-    def json_rows(self, path: Path, compression: str | None, max_line: int) -> str:
-        """The same rows from `read_json`, which parses and projects in one step (a third
-        of the work), for a file whose every line passed `line_checks` (`clean_lines`):
-        it has no line text to check."""
-        names = sorted(set(self.fields.given().values()))
-        spec = ", ".join(f"{_quote(n)}: 'JSON'" for n in ["_source", *names])
-        source = (
-            f"read_json({_quote(str(path))}, format = 'newline_delimited', columns = {{{spec}}}, "
-            f"ignore_errors = true, maximum_object_size = {max_line + 1}, "
-            f"compression = '{_COMPRESSION.get(compression or '', 'none')}')"
-        )
-        columns = ['"_source" AS f_source']
-        columns += [f'"{getattr(self.fields, role)}" AS f_{role}' for role in self.index]
-        fields = f"SELECT NULL::VARCHAR AS line, {', '.join(columns)} FROM {source}"
-        return self._rows(fields, [], False, empty="false")
-
-    def _rows(self, fields: str, checks: list[str], trusted: bool, empty: str = "line IS NULL") -> str:
-        """Checks and values over `fields` (f_<role> columns: each field's JSON text).
-        Texts are grouped as they are and decoded in Python once per distinct value,
-        with the python reader's own functions, so values cannot differ between engines."""
-        f = self.fields
-        ok = [
-            *checks,
             "f_source IS NULL",  # an `_source` field: the python reader may unwrap it
             f"starts_with({self._j('query')}, '\"')",
             *(f"lit_{i} IS NULL" for i in self.literal),
@@ -219,11 +184,18 @@ class JsonSql:
             inside.append(f"ts >= {_quote(self.window.since)}::TIMESTAMP")
         if self.window.until:
             inside.append(f"ts < {_quote(self.window.until)}::TIMESTAMP")
+        columns = ["j[1] AS f_source"]
+        columns += [f"j[{i}] AS f_{role}" for role, i in self.index.items()]
+        columns += [f"j[{i}] AS lit_{i}" for i in self.literal]
+        # try(): NULL where DuckDB cannot parse the line, at half the cost of json_valid
+        parse = f"try(json_extract(line, {self.paths}))::VARCHAR[]"
         cols = ", ".join(f"{expr} AS {name}" for name, expr in values.items() if name != "ts")
         return f"""
             SELECT {'TRUE' if trusted else f"coalesce({' AND '.join(ok)}, false)"} AS ok,
-                   {' AND '.join(inside)} AS inside, {empty} AS empty, line, {', '.join(values)}
-            FROM (SELECT *, {values['ts']} AS ts, {cols} FROM ({fields}))
+                   {' AND '.join(inside)} AS inside, line IS NULL AS empty, line, {', '.join(values)}
+            FROM (SELECT *, {values['ts']} AS ts, {cols}
+                  FROM (SELECT line, j, {', '.join(columns)}
+                        FROM (SELECT line, {parse} AS j FROM {source})))
         """
 
 
@@ -299,7 +271,7 @@ def lines_source(path: Path, compression: str | None, max_line: int) -> str:
         "columns = {'line': 'VARCHAR'}", "delim = '\\0'", "quote = ''", "escape = ''", "header = false",
         "new_line = '\\n'", "auto_detect = false", "strict_mode = true", "ignore_errors = true",
         "store_rejects = true", f"max_line_size = {max_line + 1}",  # longer lines are refused
-        f"compression = '{_COMPRESSION.get(compression or '', 'none')}'",
+        f"compression = '{ {'gz': 'gzip', 'zst': 'zstd'}.get(compression or '', 'none') }'",
     ]
     return f"read_csv({_quote(str(path))}, {', '.join(options)})"
 
@@ -322,36 +294,13 @@ def first_lines(source, source_sql: str, what: str, rows: int = 2000) -> bytes:
     return "\n".join(line or "" for (line,) in lines).encode()
 
 
-def clean_lines(reader: Reader, source_sql: str, sql: JsonSql, label: str, share: tuple[float, float]) -> int | None:
-    """How many lines the file has, if every one passes `line_checks` (none blank, none
-    refused by DuckDB's reader); else None. A pass over the text alone, without JSON."""
-    ((lines, unclean),) = reader.query(  # fetchall: the reject table is written when the query ends
-        f"SELECT count(*), count(*) FILTER (WHERE line IS NULL OR NOT ({' AND '.join(sql.line_checks())})) "
-        f"FROM {source_sql}",
-        label, share,
-    ).fetchall()
-    return None if unclean or refused(reader) else lines
-
-
-def looks_clean(head: bytes, sql: JsonSql) -> bool:
-    """Do the first lines pass `line_checks`? If not, the file is not worth `clean_lines`."""
-    lines = head.split(b"\n")[:-1]  # the last may be cut short
-    key = ('"' + sql.fields.query.rsplit(".", 1)[-1] + '"').encode()
-    return bool(lines) and not any(
-        not line.startswith(b"{") or line.count(key) > 1 for line in lines
-    ) and not re.search(rb"NaN|Infinity|" + _TRAILING_COMMA.encode(), head)
-
-
-def scan(reader: Reader, rows: str, sql: JsonSql, label: str, list_users: bool,
-         share: tuple[float, float] = (0.0, 1.0)) -> Scan:
-    """Pass 1 over `rows` (`JsonSql.rows` or `json_rows`) counts per query (and with
-    `list_users`, keeps each query's users in the table `users` for `UsersOf`); a
-    second pass for hit/click ids when the log has them."""
+def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str, list_users: bool) -> Scan:
+    """Pass 1 counts per query (and with `list_users`, keeps each query's users in the
+    table `users` for `UsersOf`); a second pass for hit/click ids when the log has them."""
     fields = sql.fields
-    rows = f"({rows})"
+    rows = f"({sql.rows(source_sql)})"
     passes = 1 + bool(fields.hits or fields.clicks)
-    step = (share[1] - share[0]) / passes
-    reader.con.execute("DROP TABLE IF EXISTS users")  # from a pass 1 whose rows were not all fit
+    step = 1 / passes
 
     def counted(users: str = "") -> str:
         return f"""CREATE TEMP TABLE counted AS
@@ -367,7 +316,7 @@ def scan(reader: Reader, rows: str, sql: JsonSql, label: str, list_users: bool,
     if list_users:
         reader.con.execute(f"SET memory_limit = '{LISTED_MEMORY_LIMIT}'")
         try:
-            reader.query(counted(f", {_USERS} AS users"), label, (share[0], share[0] + step))
+            reader.query(counted(f", {_USERS} AS users"), label, (0.0, step))
             listed = True
         except OutOfMemory:
             pass  # the users pass will find them
@@ -375,7 +324,7 @@ def scan(reader: Reader, rows: str, sql: JsonSql, label: str, list_users: bool,
             with contextlib.suppress(reader.duckdb.OutOfMemoryException):
                 reader.con.execute(f"SET memory_limit = '{reader.memory_limit}'")
     if not listed:
-        reader.query(counted(), label, (share[0], share[0] + step))
+        reader.query(counted(), label, (0.0, step))
     agg, by_hash, doubtful = _counts(reader)
     if listed:  # only what UsersOf needs stays in memory: up to USERS_CAP users per query
         reader.con.execute(
@@ -386,12 +335,12 @@ def scan(reader: Reader, rows: str, sql: JsonSql, label: str, list_users: bool,
         )
     reader.con.execute("DROP TABLE counted")
     reader.release()
-    done = share[0] + step
+    done = step
     if fields.hits or fields.clicks:
         roles = [agg.hits if fields.hits else None, agg.clicks if fields.clicks else None]
         ids = reader.query(  # no WHERE: see UsersOf
             f"SELECT ok AND inside, q, ids, sum(n)::BIGINT FROM {rows} GROUP BY ALL",
-            label, (done, share[1]),
+            label, (done, 1.0),
         )
         while chunk := ids.fetchmany(50_000):
             for counted, raw, texts, n in chunk:
@@ -594,22 +543,7 @@ def read(source, fmt: str, head: bytes, fields: Fields, window, max_line: int, p
     reader = Reader(_as_bytes(progress, source.size() or 0))
     listed: Reader | None = None  # handed on to UsersOf, which closes it
     try:
-        list_users = _list_users(source, fmt, head, sql)
-        scanned = None
-        if fmt != "parquet" and sql.plain_names() and looks_clean(head, sql):
-            # Every line plain: read_json parses and projects in one step. Otherwise (a
-            # line it would read differently, a blank line) the lines are parsed one by one.
-            lines = clean_lines(reader, source_sql, sql, source.label, (0.0, 0.3))
-            if lines is not None:
-                rows = sql.json_rows(source.path, source.compression, max_line)
-                try:
-                    scanned = scan(reader, rows, sql, source.label, list_users, (0.3, 1.0))
-                except reader.duckdb.InvalidInputException:  # a line past its maximum_object_size
-                    scanned = None
-                if scanned and (scanned.doubtful or scanned.agg.lines != lines):
-                    scanned = None
-        if scanned is None:
-            scanned = scan(reader, sql.rows(source_sql), sql, source.label, list_users)
+        scanned = scan(reader, source_sql, sql, source.label, _list_users(source, fmt, head, sql))
         refused_lines = [] if fmt == "parquet" else refused(reader)
         agg = scanned.agg
         if scanned.doubtful or refused_lines:
