@@ -573,7 +573,7 @@ def read(source, fmt: str, head: bytes, fields: Fields, window, max_line: int, p
 
 
 def _list_users(source, fmt: str, head: bytes, sql: JsonSql) -> bool:
-    """Should pass 1 list each query's users? Only for a plain file whose first lines
+    """Should pass 1 list each query's users? Only for an uncompressed file whose first lines
     promise no more than LISTED_LINES (and pass 1 falls back if memory runs out)."""
     if not sql.fields.user or fmt == "parquet" or source.compression or not head:
         return False
