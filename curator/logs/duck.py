@@ -319,7 +319,7 @@ def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str, list_users: 
             reader.query(counted(f", {_USERS} AS users"), label, (0.0, step))
             listed = True
         except OutOfMemory:
-            pass  # the users pass will find them
+            pass  # run again without the lists: the users pass will find them
         finally:  # the lists may hold more than the usual limit until `users` is made
             with contextlib.suppress(reader.duckdb.OutOfMemoryException):
                 reader.con.execute(f"SET memory_limit = '{reader.memory_limit}'")

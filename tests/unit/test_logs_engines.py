@@ -13,7 +13,7 @@ import pytest
 
 from curator.corpus import add_paths
 from curator.errors import InputError
-from curator.logs import import_logs
+from curator.logs import duck, import_logs
 from curator.logs.duck import Reader
 from curator.logs.reading import Source, read_source
 from curator.workspace import Workspace
@@ -183,6 +183,17 @@ def test_users_are_counted_exactly_up_to_the_cap(tmp_path: Path, name: str) -> N
         "dhl cutoff time": (7, None),
         "anonymous question": (None, None),
     }
+
+
+def test_users_are_found_when_listing_them_runs_out_of_memory(tmp_path: Path, monkeypatch) -> None:
+    """The counting pass that lists users may need more than its memory limit: it is then
+    run again without the lists, and a users pass finds the queued queries' users."""
+    monkeypatch.setattr(duck, "LISTED_MEMORY_LIMIT", "1MB")  # far too little for any pass
+    log = _many_users_log(tmp_path / "users.jsonl")
+    read = read_source(Source("users.jsonl", log), engine="duckdb")
+    assert read.users_of.listed is None and read.agg.parsed == 412
+    _, _, candidates = _import(tmp_path, "duckdb", log, {})
+    assert {q: prov.get("users") for q, _, _, prov, _ in candidates}["dhl cutoff time"] == 7
 
 
 def test_the_awkward_log_really_is_awkward(tmp_path: Path) -> None:
