@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from itertools import accumulate, compress
@@ -27,8 +28,8 @@ from curator.logs.cluster import cluster
 from curator.logs.fields import Fields
 from curator.logs.lines import MAX_LINE_BYTES, Window
 from curator.logs.normalise import (
-    compare_key,
-    digit_signature,
+    compare_keys,
+    digit_signatures,
     looks_like_identifier,
     normalize_query,
 )
@@ -76,6 +77,7 @@ _PLACEHOLDER = re.compile(r"<[a-z_]+>")  # in a normalised (lower-case) query
 _ALNUM = re.compile(r"[^\W_]")
 PREVIEW = 50
 VARIANTS = 10
+CHUNK = 2000  # clusters checked against the existing queries at a time
 
 
 @dataclass
@@ -280,17 +282,15 @@ def _choose(ws, grouped: _Grouped, opts: ImportOptions, similarity: float, limit
 
     dedupe = _Existing(ws, similarity)
     chosen: list[_ClusterItem] = []
+    walk = [clusters[kept[index]].members for index in sample_order([totals[k] for k in kept], opts.sample, opts.seed)]
     # items only for the clusters the sampler reaches: one per cluster costs 40 MB at 150k
-    for index in sample_order([totals[k] for k in kept], opts.sample, opts.seed):
+    for members, why in dedupe.along(walk, norms):
         if opts.limit and len(chosen) >= opts.limit:
             break
-        members = clusters[kept[index]].members
-        item = _ClusterItem([grouped.group(rows[i]) for i in members], [norms[i] for i in members])
-        why = dedupe.duplicate_of(item)
         if why:
             _bump(summary.duplicates, why)
             continue
-        chosen.append(item)
+        chosen.append(_ClusterItem([grouped.group(rows[i]) for i in members], [norms[i] for i in members]))
     summary.sampled = len(chosen)
     return chosen
 
@@ -574,7 +574,12 @@ class _ClusterItem:
 
 
 class _Existing:
-    """Queries already queued or already cases, for exact and fuzzy look-ups."""
+    """Queries already queued or already cases, for exact and fuzzy look-ups.
+
+    The existing set does not change while the sampler runs, so clusters are checked
+    `CHUNK` at a time: per digit signature and key length, one rapidfuzz `cdist` against
+    only the keys whose length can reach the cutoff. The answers are those of checking
+    each cluster on its turn with `extractOne` over its whole block."""
 
     def __init__(self, ws, similarity: float):
         self.similarity = similarity
@@ -588,25 +593,83 @@ class _Existing:
                 continue
             for case in cases:
                 self.exact.setdefault(normalize_query(case.query), f"already a case in {name}")
-        self.blocks: dict[str, tuple[list[str], list[str]]] = {}
-        for norm, why in self.exact.items():
-            keys, whys = self.blocks.setdefault(digit_signature(norm), ([], []))
-            keys.append(compare_key(norm))
+        blocks: dict[str, tuple[list[str], list[str]]] = {}
+        existing = list(self.exact)
+        for signature, key, why in zip(digit_signatures(existing), compare_keys(existing), self.exact.values(),
+                                       strict=True):
+            keys, whys = blocks.setdefault(signature, ([], []))
+            keys.append(key)
             whys.append(why)
+        self.blocks = {signature: _KeyBlock(*block) for signature, block in blocks.items()}
 
-    def duplicate_of(self, item: _ClusterItem) -> str | None:
-        for norm in item.norms:
-            if norm in self.exact:
-                return self.exact[norm]
+    def along(self, walk: list[list[int]], norms: list[str]) -> Iterator[tuple[list[int], str | None]]:
+        """(members, why the cluster is already known or None) for each cluster of the
+        sampler's `walk` (member indices into `norms`), in order, checked `CHUNK` at a time."""
+        for start in range(0, len(walk), CHUNK):
+            chunk = walk[start : start + CHUNK]
+            yield from zip(chunk, self.duplicates_of([list(map(norms.__getitem__, m)) for m in chunk]), strict=True)
+
+    def duplicates_of(self, clusters: list[list[str]]) -> list[str | None]:
+        """Why each cluster (its norms, leader first) is already known, or None: an exact
+        match of any norm first, then the first of its `VARIANTS` first norms with a fuzzy
+        match; of equally good fuzzy matches, the existing query met first."""
+        found = [next((self.exact[n] for n in norms if n in self.exact), None) for norms in clusters]
         if self.similarity >= 100:
-            return None
-        for norm in item.norms[:VARIANTS]:
-            block = self.blocks.get(digit_signature(norm))
-            if block:
-                match = process.extractOne(compare_key(norm), block[0], scorer=fuzz.ratio, score_cutoff=self.similarity)
-                if match:
-                    return block[1][match[2]]
-        return None
+            return found
+        # the (cluster, variant) pairs left, grouped by digit signature and key length
+        pending = [(c, v) for c, norms in enumerate(clusters) if found[c] is None for v in range(min(len(norms), VARIANTS))]
+        queries = [clusters[c][v] for c, v in pending]
+        keys = compare_keys(queries)
+        groups: dict[tuple[str, int], list[int]] = {}
+        for p, signature, key in zip(range(len(keys)), digit_signatures(queries), keys, strict=True):
+            if signature in self.blocks:
+                groups.setdefault((signature, len(key)), []).append(p)
+        first: dict[int, tuple[int, str]] = {}  # cluster -> its first variant with a match, and why
+        for (signature, length), at in groups.items():
+            for p, why in self.blocks[signature].matches([keys[p] for p in at], length, self.similarity):
+                c, v = pending[at[p]]
+                if c not in first or v < first[c][0]:
+                    first[c] = (v, why)
+        for c, (_v, why) in first.items():
+            found[c] = why
+        return found
+
+
+class _KeyBlock:
+    """The comparison keys of the existing queries that share a digit signature, sorted
+    by length (for the window), with the order they were met in (which breaks ties)."""
+
+    def __init__(self, keys: list[str], whys: list[str]) -> None:
+        import numpy as np  # only here: 0.06 s to import, and only workspaces with queries get here
+
+        by_length = sorted(range(len(keys)), key=lambda i: (len(keys[i]), i))
+        self.keys = [keys[i] for i in by_length]
+        self.lengths = np.array([len(k) for k in self.keys])
+        self.met = np.array(by_length)  # position of each key in the order met
+        self.whys = whys  # in the order met
+
+    def matches(self, keys: list[str], length: int, similarity: float) -> list[tuple[int, str]]:
+        """(position in `keys`, why) for each of `keys` (all `length` long) with a key here
+        within `similarity`: the first best in the order met, as `extractOne` finds it."""
+        import numpy as np
+
+        # ratio = 100 (1 - indel / (la + lb)) and indel >= |la - lb|: only keys in this
+        # length window can reach the cutoff (one character wider, against rounding)
+        t = similarity / 100
+        lo = np.searchsorted(self.lengths, length * t / (2 - t) - 1, "left")
+        hi = np.searchsorted(self.lengths, length * (2 - t) / t + 1, "right") if t > 0 else len(self.keys)
+        if lo >= hi:
+            return []
+        scores = process.cdist(
+            keys, self.keys[lo:hi], scorer=fuzz.ratio, score_cutoff=similarity, dtype=np.float64, workers=-1
+        )
+        best = scores.max(axis=1)
+        hit = np.flatnonzero(best >= similarity)
+        if not len(hit):
+            return []
+        ties = scores[hit] == best[hit, None]
+        met = np.where(ties, self.met[lo:hi], len(self.met)).min(axis=1)
+        return list(zip(hit.tolist(), map(self.whys.__getitem__, met.tolist()), strict=True))
 
 
 # ---- candidates ------------------------------------------------------------------------
@@ -623,70 +686,76 @@ def _candidates(ws, chosen: list[_ClusterItem], files: list[str], import_id: str
     budget = ws.config.review.suggestions
     identifier_slice = "exact_identifier" in ws.config.slices
     out = []
-    for item in chosen:
-        surfaces: Counter[str] = Counter()
-        hits: Counter[str] = Counter()
-        clicks: Counter[str] = Counter()
-        users: set[str] = set()
-        firsts, lasts = [], []
-        zero = 0
-        lat = [0.0, 0]
-        for g in item.groups:
-            surfaces.update(g.surfaces)
-            if g.hits:
-                hits.update(g.hits)
-            if g.clicks:
-                clicks.update(g.clicks)
-            if g.users:
-                users |= g.users
-            firsts += [g.first] if g.first else []
-            lasts += [g.last] if g.last else []
-            zero += g.zero_results
-            if g.latency:
-                lat[0] += g.latency[0]
-                lat[1] += int(g.latency[1])
-        display = item.groups[0].top
-        suggestions: list[Suggestion] = []
-        taken: set[str] = set()
-        for counter, role, reason in ((clicks, "primary", "clicked"), (hits, "secondary", "hit")):
-            for pid, _n in _most_common(counter):
-                target = resolved.get(pid)
-                if target and target not in taken and len(suggestions) < budget:
-                    taken.add(target)
-                    suggestions.append(Suggestion(id=target, role=role, reason=reason))
-        provenance: dict[str, Any] = {
-            "source": "log",
-            "files": files,
-            "import": import_id,
-            "count": item.count,
-            "first_seen": iso_z(min(firsts)) if firsts else None,
-            "last_seen": iso_z(max(lasts)) if lasts else None,
-            "users": len(users) if users else None,
-            "variants": [{"query": q, "count": n} for q, n in _most_common(surfaces, VARIANTS)],
-            "distinct_forms": len(surfaces),
-        }
-        if len(users) >= USERS_CAP:
-            provenance["users_at_least"] = True
-        if zero:
-            provenance["zero_result_searches"] = zero
-        if lat[1]:
-            provenance["latency_ms_mean"] = round(lat[0] / lat[1], 1)
-        if clicks:
-            provenance["clicks"] = dict(_most_common(clicks, 10))
-        out.append(
-            CandidateIn(
-                query=display,
-                source_kind="log",
-                suggested_slice="exact_identifier" if identifier_slice and looks_like_identifier(display) else None,
-                suggestions=suggestions,
-                provenance={k: v for k, v in provenance.items() if v is not None},
-                count=item.count,
+    with paused_gc():  # a record per cluster, no cycles: the collector's scans cost a third
+        for item in chosen:
+            # most clusters have one group: its own counts, not copies (nothing here changes them)
+            surfaces = _summed([g.surfaces for g in item.groups])
+            hits = _summed([g.hits for g in item.groups])
+            clicks = _summed([g.clicks for g in item.groups])
+            users = set().union(*[g.users for g in item.groups if g.users])
+            firsts, lasts = [], []
+            zero = 0
+            lat = [0.0, 0]
+            for g in item.groups:
+                firsts += [g.first] if g.first else []
+                lasts += [g.last] if g.last else []
+                zero += g.zero_results
+                if g.latency:
+                    lat[0] += g.latency[0]
+                    lat[1] += int(g.latency[1])
+            display = item.groups[0].top
+            suggestions: list[Suggestion] = []
+            taken: set[str] = set()
+            for counter, role, reason in ((clicks, "primary", "clicked"), (hits, "secondary", "hit")):
+                for pid, _n in _most_common(counter) if counter else ():
+                    target = resolved.get(pid)
+                    if target and target not in taken and len(suggestions) < budget:
+                        taken.add(target)
+                        suggestions.append(Suggestion(id=target, role=role, reason=reason))
+            provenance: dict[str, Any] = {
+                "source": "log",
+                "files": files,
+                "import": import_id,
+                "count": item.count,
+                "first_seen": iso_z(min(firsts)) if firsts else None,
+                "last_seen": iso_z(max(lasts)) if lasts else None,
+                "users": len(users) if users else None,
+                "variants": [{"query": q, "count": n} for q, n in _most_common(surfaces, VARIANTS)],
+                "distinct_forms": len(surfaces),
+            }
+            if len(users) >= USERS_CAP:
+                provenance["users_at_least"] = True
+            if zero:
+                provenance["zero_result_searches"] = zero
+            if lat[1]:
+                provenance["latency_ms_mean"] = round(lat[0] / lat[1], 1)
+            if clicks:
+                provenance["clicks"] = dict(_most_common(clicks, 10))
+            out.append(
+                CandidateIn(
+                    query=display,
+                    source_kind="log",
+                    suggested_slice="exact_identifier" if identifier_slice and looks_like_identifier(display) else None,
+                    suggestions=suggestions,
+                    provenance={k: v for k, v in provenance.items() if v is not None},
+                    count=item.count,
+                )
             )
-        )
     return out
 
 
-def _most_common(counter: Counter[str], n: int | None = None) -> list[tuple[str, int]]:
+def _summed(counts: list[dict[str, int] | None]) -> dict[str, int]:
+    """The sum of the `counts` (None: none); the only one itself, not a copy."""
+    present = [c for c in counts if c]
+    if len(present) < 2:
+        return present[0] if present else {}  # an empty Counter() alone costs 4 us
+    total: Counter[str] = Counter()
+    for c in present:
+        total.update(c)
+    return total
+
+
+def _most_common(counter: dict[str, int], n: int | None = None) -> list[tuple[str, int]]:
     """Counter.most_common with ties in key order, not in the order the reader met them
     (which differs between engines and, for DuckDB, between runs)."""
     return sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
