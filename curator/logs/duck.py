@@ -372,11 +372,11 @@ def _counts(reader: Reader) -> tuple[Aggregate, dict[int, str], int]:
         "SELECT q, lines, n, first, last, zero, lat_sum, lat_n, hq FROM counted WHERE ok AND inside"
     ).fetchnumpy()
     raws, lines, ns, firsts, lasts, zeros, lat_sums, lat_ns, hashes = (a.tolist() for a in columns.values())
-    agg.lines += sum(lines)
-    queries = list(map(loads, raws))
     agg.parsed = sum(lines)
+    agg.lines += agg.parsed
+    queries = list(map(loads, raws))
     by_hash = dict(zip(hashes, queries, strict=True))
-    if len(set(queries)) == len(queries):  # the rule: then each query is one row
+    if len(set(queries)) == len(queries):  # the usual case: no query has two JSON spellings
         agg.counts.update(dict(zip(queries, ns, strict=True)))
         agg.first = {q: t for q, t in zip(queries, firsts, strict=True) if t is not None}
         agg.last = {q: t for q, t in zip(queries, lasts, strict=True) if t is not None}
@@ -443,7 +443,7 @@ class UsersOf:
                 # Distinct (query, user) pairs of the wanted queries only, then one list per
                 # query: a list per line (list_distinct at the end) costs 60 MB more on a
                 # 5M-line log. CASEs, not a WHERE: a WHERE is pushed below the projections
-                # and would parse every line twice; a user's name is decoded only on the
+                # and would parse every line twice; a user's name is hashed only on the
                 # lines of a wanted query.
                 f"""SELECT hq, CASE WHEN count(*) < {USERS_CAP} THEN list(hu) END FROM (
                       SELECT DISTINCT hq, hu FROM (
