@@ -78,6 +78,7 @@ _ALNUM = re.compile(r"[^\W_]")
 PREVIEW = 50
 VARIANTS = 10
 CHUNK = 2000  # clusters checked against the existing queries at a time
+CELLS = 2_000_000  # scores per cdist call (16 MB)
 
 
 @dataclass
@@ -658,18 +659,19 @@ class _KeyBlock:
         t = similarity / 100
         lo = np.searchsorted(self.lengths, length * t / (2 - t) - 1, "left")
         hi = np.searchsorted(self.lengths, length * (2 - t) / t + 1, "right") if t > 0 else len(self.keys)
-        if lo >= hi:
-            return []
-        scores = process.cdist(
-            keys, self.keys[lo:hi], scorer=fuzz.ratio, score_cutoff=similarity, dtype=np.float64, workers=-1
-        )
-        best = scores.max(axis=1)
-        hit = np.flatnonzero(best >= similarity)
-        if not len(hit):
-            return []
-        ties = scores[hit] == best[hit, None]
-        met = np.where(ties, self.met[lo:hi], len(self.met)).min(axis=1)
-        return list(zip(hit.tolist(), map(self.whys.__getitem__, met.tolist()), strict=True))
+        found: list[tuple[int, str]] = []
+        rows = max(1, CELLS // max(1, hi - lo))  # a big queue or set: bounded score matrices
+        for start in range(0, len(keys) if lo < hi else 0, rows):
+            scores = process.cdist(
+                keys[start : start + rows], self.keys[lo:hi], scorer=fuzz.ratio, score_cutoff=similarity,
+                dtype=np.float64, workers=-1,
+            )
+            best = scores.max(axis=1)
+            hit = np.flatnonzero(best >= similarity)
+            ties = scores[hit] == best[hit, None]
+            met = np.where(ties, self.met[lo:hi], len(self.met)).min(axis=1)
+            found += zip((hit + start).tolist(), map(self.whys.__getitem__, met.tolist()), strict=True)
+        return found
 
 
 # ---- candidates ------------------------------------------------------------------------

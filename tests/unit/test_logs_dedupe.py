@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from rapidfuzz import fuzz, process
 
-from curator.logs import import_logs
+from curator.logs import import_logs, pipeline
 from curator.logs.normalise import compare_key, digit_signature, normalize_query
 from curator.logs.pipeline import CHUNK, VARIANTS, _Existing
 from curator.models import CandidateIn
@@ -60,8 +60,10 @@ def known(ws):
     return ws
 
 
-@pytest.mark.parametrize("similarity", [0, 55, 75, 88, 100])
-def test_batched_checks_give_the_one_by_one_answers(known, similarity: float) -> None:
+@pytest.mark.parametrize(("similarity", "cells"), [(0, None), (55, None), (75, None), (88, None), (88, 50), (100, None)])
+def test_batched_checks_give_the_one_by_one_answers(known, monkeypatch, similarity: float, cells: int | None) -> None:
+    if cells:  # score matrices of a few rows, as against a big queue
+        monkeypatch.setattr(pipeline, "CELLS", cells)
     existing = _Existing(known, similarity)
     whys = set(existing.exact.values())
     assert whys == {"already a candidate", "already a case in main", "already a case in regress"}
