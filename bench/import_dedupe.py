@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -81,6 +82,7 @@ def main() -> int:
             return results[name][-1]["choose"]
         return run
 
+    load = os.getloadavg()[0]
     alternate({"before": side("before", before), "after": side("after", ROOT)}, repeat=3)
     runs = {name: rs[1:] for name, rs in results.items()}  # without the warm-up
     hashes = {r["sha256"] for rs in results.values() for r in rs}
@@ -93,7 +95,8 @@ def main() -> int:
     table = (
         f"{today()}, {machine()}; the generated 5M-line log imported with `--limit 0 --force --dry-run` into a "
         f"workspace holding its first 1M lines' top {QUEUED:,} clusters; before = {BEFORE}, 3 runs each after a "
-        "warm-up, alternated, each a fresh process; CPU seconds of the stage (all threads).\n\n"
+        "warm-up, alternated, each a fresh process; CPU seconds of the stage (all threads); load average "
+        f"{load:.2f} at the start.\n\n"
         + "\n".join(rows)
         + f"\n\n- same output (sha256 of the summary and every candidate): **{'yes' if len(hashes) == 1 else 'NO'}**"
         f" ({last['queued']:,} candidates, duplicates {last['duplicates']})\n"
