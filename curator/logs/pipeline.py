@@ -291,7 +291,7 @@ def _choose(ws, grouped: _Grouped, opts: ImportOptions, similarity: float, limit
         if why:
             _bump(summary.duplicates, why)
             continue
-        chosen.append(_ClusterItem([grouped.group(rows[i]) for i in members], [norms[i] for i in members]))
+        chosen.append(_ClusterItem([grouped.group(rows[i]) for i in members]))
     summary.sampled = len(chosen)
     return chosen
 
@@ -567,10 +567,10 @@ def _bump(table: dict[str, int], key: str, n: int = 1) -> None:
 
 
 class _ClusterItem:
-    __slots__ = ("groups", "norms", "count")
+    __slots__ = ("groups", "count")
 
-    def __init__(self, groups: list[_Group], norms: list[str]):
-        self.groups, self.norms = groups, norms
+    def __init__(self, groups: list[_Group]):
+        self.groups = groups
         self.count = groups[0].count if len(groups) == 1 else sum(g.count for g in groups)
 
 
