@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -83,7 +84,10 @@ def main() -> int:
         return run
 
     load = os.getloadavg()[0]
-    alternate({"before": side("before", before), "after": side("after", ROOT)}, repeat=3)
+    try:
+        alternate({"before": side("before", before), "after": side("after", ROOT)}, repeat=3)
+    finally:
+        shutil.rmtree(before)
     runs = {name: rs[1:] for name, rs in results.items()}  # without the warm-up
     hashes = {r["sha256"] for rs in results.values() for r in rs}
     rows = ["| stage (CPU s) | before: median | spread | after: median | spread | after / before |", "|---|---|---|---|---|---|"]
