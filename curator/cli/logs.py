@@ -110,8 +110,12 @@ def import_logs_cmd(ws, paths: tuple[str, ...], fmt: str, query_field, count_fie
         def on_file(source, size: int | None) -> None:
             bar.update(task, description=f"Reading {escape(source.label[-50:])}", total=size, completed=0)
 
+        def on_stage(text: str) -> None:  # no measure of how far: the bar pulses
+            bar.update(task, description=text, total=None, completed=0)
+
         summary = import_logs(
-            ws, list(paths), options, progress=lambda n: bar.advance(task, n), on_file=on_file
+            ws, list(paths), options, progress=lambda n: bar.advance(task, n), on_file=on_file,
+            on_stage=on_stage,
         )
     if as_json:
         print_json(summary.to_dict())

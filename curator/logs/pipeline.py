@@ -164,6 +164,7 @@ def import_logs(
     options: ImportOptions | None = None,
     progress: Progress | None = None,
     on_file: Any = None,
+    on_stage: Any = None,
     **overrides: Any,
 ) -> ImportSummary:
     """Mine search-log files into review candidates of workspace `ws`.
@@ -171,7 +172,8 @@ def import_logs(
     `paths`: files, globs, folders or `-` (stdin); gzip always, zstd when `zstandard`
     is installed. Options are an `ImportOptions` or its fields as keywords
     (`import_logs(ws, ["search.jsonl"], limit=100, sample="pps", seed=1)`).
-    `progress(n)` is called with bytes read; `on_file(source, size)` before each file.
+    `progress(n)` is called with bytes read; `on_file(source, size)` before each file;
+    `on_stage(text)` when the work after reading begins a stage (grouping, queueing).
     Raises InputError for a missing/unreadable file or a query field that no line has;
     malformed lines are counted in the summary and skipped. Nothing personal is
     stored or returned: queries are redacted before they are grouped.
@@ -236,12 +238,15 @@ def import_logs(
         read.agg = Aggregate(lines=read.agg.lines, parsed=read.agg.parsed)  # free the copy
         summary.files.append(fs)
 
+    stage = on_stage or (lambda _text: None)
+    stage(f"Grouping and clustering {len(total.counts) if total else 0:,} distinct queries")
     with paused_gc():  # millions of small containers, no cycles: a third faster
         groups = _group(total or Aggregate(), redactor, summary)
         del total
         summary.redactions = dict(redactor.counts)
         chosen = _choose(ws, groups, opts, similarity, (min_count, min_length, max_length), noise, summary)
         del groups  # all but the chosen groups: freed before DuckDB counts their users
+    stage(f"Queueing {len(chosen):,} clusters")
     _look_up_users(chosen, [r.users_of for r in reads if r.users_of])
 
     files = [r.source.label for r in reads]

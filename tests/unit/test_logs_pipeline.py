@@ -67,6 +67,16 @@ def test_import_queues_clusters_with_provenance_and_existing_passages(cws) -> No
     assert "call back <PHONE> about parser.max_retries" in by_query
 
 
+def test_the_work_after_reading_reports_its_stages(cws) -> None:
+    """What the CLI's progress line shows once the bytes are read."""
+    stages: list[str] = []
+    summary = import_logs(cws, [DATA / "search.jsonl"], on_stage=stages.append)
+    assert stages == [
+        f"Grouping and clustering {summary.distinct_queries} distinct queries",
+        f"Queueing {summary.sampled} clusters",
+    ]
+
+
 def test_nothing_personal_is_stored_or_printed(cws, run_cli) -> None:
     summary = import_logs(cws, [DATA / "search.jsonl", DATA / "ubi_queries.ndjson", DATA / "access.log"])
     stored = _db_text(cws)
