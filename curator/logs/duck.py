@@ -56,7 +56,8 @@ LISTED_LINES = 6_000_000
 # text (`"a"` and `"\u0061"` alike), `7` and `"7"` one user as in the python reader,
 # and no two names alike (inside the quotes a `"` is escaped). Cheaper than decoding.
 _USER = "hash(trim(u, '\"'))"
-_USERS = f"list({_USER}) FILTER (WHERE u IS NOT NULL AND u NOT IN ('null', '\"\"'))"
+_NAMED = "u IS NOT NULL AND u NOT IN ('null', '\"\"')"  # the line names a user
+_USERS = f"list({_USER}) FILTER (WHERE {_NAMED})"
 
 
 # The users of a query asked by USERS_CAP people or more: one shared stand-in (negative,
@@ -320,7 +321,8 @@ def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str, list_users: 
             listed = True
         except OutOfMemory:
             pass  # run again without the lists: the users pass will find them
-        finally:  # the lists may hold more than the usual limit until `users` is made
+        finally:  # back at once (a lower limit also flushes DuckDB's cache: less memory
+            # while the table is read back); the lists may need more until `users` is made
             with contextlib.suppress(reader.duckdb.OutOfMemoryException):
                 reader.con.execute(f"SET memory_limit = '{reader.memory_limit}'")
     if not listed:
@@ -447,7 +449,7 @@ class UsersOf:
                 # lines of a wanted query.
                 f"""SELECT hq, CASE WHEN count(*) < {USERS_CAP} THEN list(hu) END FROM (
                       SELECT DISTINCT hq, hu FROM (
-                        SELECT CASE WHEN ok AND inside AND u IS NOT NULL AND u NOT IN ('null', '""')
+                        SELECT CASE WHEN ok AND inside AND {_NAMED}
                                      AND get_bit('{bits.decode()}'::BIT, (hash(q) % {_BITMAP})::INTEGER) = 1
                                     THEN hash(q) END AS hq,
                                CASE WHEN hq IS NOT NULL THEN {_USER} END AS hu
