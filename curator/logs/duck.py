@@ -35,7 +35,6 @@ from curator.logs.fields import Fields, id_list
 from curator.logs.jsonl import JsonlHandler, loads
 
 MEMORY_LIMIT = "256MB"  # counting per query (pass 1)
-LISTED_MEMORY_LIMIT = "320MB"  # pass 1 that also lists users (~210 MB for 5M lines, more at times)
 USERS_MEMORY_LIMIT = "192MB"  # users of the queued queries only
 FORMATS = ("jsonl", "ubi", "parquet")
 # Valid JSON to DuckDB but not to the python reader (NaN, Infinity, trailing commas):
@@ -48,16 +47,19 @@ _ISO_Z = ("'\"____-__-__T__:__:__Z\"'", "'\"%Y-%m-%dT%H:%M:%SZ\"'")
 _NUMBER = r"-?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d{1,2})?"  # 1e400 is no number to orjson
 _PROGRESS_SECONDS = 0.1
 _BITMAP = 1 << 16  # bits in the filter of the queries whose users are looked up
-# Up to about this many lines, pass 1 also lists each query's users (~20 bytes a line
-# of DuckDB's memory), so no users pass is needed; beyond, or if it runs out of memory
-# anyway, the users of the queued queries are found by a second pass.
-LISTED_LINES = 6_000_000
 # A user is the hash of their name's JSON text without its quotes: as DuckDB writes every
 # text (`"a"` and `"\u0061"` alike), `7` and `"7"` one user as in the python reader,
 # and no two names alike (inside the quotes a `"` is escaped). Cheaper than decoding.
 _USER = "hash(trim(u, '\"'))"
 _NAMED = "u IS NOT NULL AND u NOT IN ('null', '\"\"')"  # the line names a user
-_USERS = f"list({_USER}) FILTER (WHERE {_NAMED})"
+# Pass 1 settles most queries' users with fixed-size aggregates (a list per query cost
+# 1.3 s of 3.8 on the 5M-line benchmark): how many lines name a user, the least and the
+# greatest user, and how many of SPREAD buckets the users fall in. One user (least =
+# greatest) or two lines are an exact set; USERS_CAP buckets or more are that many users
+# at least. Other queries' users are counted by a users pass, for the queued ones only.
+SPREAD = 1024
+_SETTLING = (f"count(hu) AS named, min(hu) AS least, max(hu) AS greatest, "
+             f"bit_count(bitstring_agg((hu % {SPREAD})::INTEGER, 0, {SPREAD - 1})) AS buckets")
 
 
 # The users of a query asked by USERS_CAP people or more: one shared stand-in (negative,
@@ -88,7 +90,7 @@ class Scan:
     agg: Aggregate
     doubtful: int  # lines DuckDB did not count: for the python reader
     hashes: dict[int, str]  # DuckDB's hash of a query's JSON text -> the query
-    listed: bool  # the users of each query are in the table `users`
+    users: Settling | None  # what pass 1 knows of each query's users
 
 
 def json_path(field: str) -> str:
@@ -295,46 +297,28 @@ def first_lines(source, source_sql: str, what: str, rows: int = 2000) -> bytes:
     return "\n".join(line or "" for (line,) in lines).encode()
 
 
-def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str, list_users: bool) -> Scan:
-    """Pass 1 counts per query (and with `list_users`, keeps each query's users in the
-    table `users` for `UsersOf`); a second pass for hit/click ids when the log has them."""
+def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> Scan:
+    """Pass 1 counts per query (and settles most queries' users, see SPREAD); a second
+    pass for hit/click ids when the log has them."""
     fields = sql.fields
     rows = f"({sql.rows(source_sql)})"
     passes = 1 + bool(fields.hits or fields.clicks)
     step = 1 / passes
-
-    def counted(users: str = "") -> str:
-        return f"""CREATE TEMP TABLE counted AS
-                   SELECT ok, inside, empty, q, count(*) AS lines, sum(n)::BIGINT AS n,
-                          strftime(min(ts), '%Y-%m-%dT%H:%M:%S') AS first,
-                          strftime(max(ts), '%Y-%m-%dT%H:%M:%S') AS last,
-                          sum(n) FILTER (WHERE results IN ('0', '-0'))::BIGINT AS zero,
-                          sum(lat * n) AS lat_sum, sum(n) FILTER (WHERE lat IS NOT NULL)::BIGINT AS lat_n,
-                          hash(q) AS hq {users}
-                   FROM {rows} GROUP BY ALL"""
-
-    listed = False
-    if list_users:
-        reader.con.execute(f"SET memory_limit = '{LISTED_MEMORY_LIMIT}'")
-        try:
-            reader.query(counted(f", {_USERS} AS users"), label, (0.0, step))
-            listed = True
-        except OutOfMemory:
-            pass  # run again without the lists: the users pass will find them
-        finally:  # back at once (a lower limit also flushes DuckDB's cache: less memory
-            # while the table is read back); the lists may need more until `users` is made
-            with contextlib.suppress(reader.duckdb.OutOfMemoryException):
-                reader.con.execute(f"SET memory_limit = '{reader.memory_limit}'")
-    if not listed:
-        reader.query(counted(), label, (0.0, step))
-    agg, by_hash, doubtful = _counts(reader)
-    if listed:  # only what UsersOf needs stays in memory: up to USERS_CAP users per query
-        reader.con.execute(
-            f"""CREATE TEMP TABLE users AS
-                  SELECT hq, CASE WHEN len(users) < {USERS_CAP} THEN users END AS users
-                  FROM (SELECT hq, list_distinct(users) AS users FROM counted
-                        WHERE ok AND inside AND users IS NOT NULL)  -- NULL: no user named"""
-        )
+    users, named = ("", "")
+    if fields.user:  # a user's hash once per line, on the lines that name one
+        users, named = f", {_SETTLING}", f", CASE WHEN {_NAMED} THEN {_USER} END AS hu"
+    reader.query(
+        f"""CREATE TEMP TABLE counted AS
+            SELECT ok, inside, empty, q, count(*) AS lines, sum(n)::BIGINT AS n,
+                   strftime(min(ts), '%Y-%m-%dT%H:%M:%S') AS first,
+                   strftime(max(ts), '%Y-%m-%dT%H:%M:%S') AS last,
+                   sum(n) FILTER (WHERE results IN ('0', '-0'))::BIGINT AS zero,
+                   sum(lat * n) AS lat_sum, sum(n) FILTER (WHERE lat IS NOT NULL)::BIGINT AS lat_n,
+                   hash(q) AS hq {users}
+            FROM (SELECT * {named} FROM {rows}) GROUP BY ALL""",
+        label, (0.0, step),
+    )
+    agg, by_hash, doubtful, settled = _counts(reader, bool(fields.user))
     reader.con.execute("DROP TABLE counted")
     reader.release()
     done = step
@@ -353,13 +337,14 @@ def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str, list_users: 
                     found = id_list(loads(text))
                     if found:
                         _add_ids(target.setdefault(q, Counter()), found, n)
-    return Scan(agg, doubtful, by_hash, listed)
+    return Scan(agg, doubtful, by_hash, settled)
 
 
-def _counts(reader: Reader) -> tuple[Aggregate, dict[int, str], int]:
-    """Pass 1's table `counted` as an Aggregate, the query of each hash, and the number
-    of doubtful lines. Each query's JSON text is decoded by the python reader's own
-    `loads`. Columns come as numpy arrays: three times faster than rows of tuples."""
+def _counts(reader: Reader, users: bool) -> tuple[Aggregate, dict[int, str], int, Settling | None]:
+    """Pass 1's table `counted` as an Aggregate, the query of each hash, the number of
+    doubtful lines and the users pass 1 settled (by hash). Each query's JSON text is
+    decoded by the python reader's own `loads`. Columns come as numpy arrays: three
+    times faster than rows of tuples."""
     agg = Aggregate()
     doubtful = 0
     for ok, empty, lines in reader.con.execute(
@@ -370,10 +355,13 @@ def _counts(reader: Reader) -> tuple[Aggregate, dict[int, str], int]:
             continue
         agg.lines += lines
         agg.ignored["blank line" if empty else "outside --since/--until"] += lines
+    settling = ", named, coalesce(least, 0) AS least, coalesce(greatest, 0) AS greatest, buckets" if users else ""
     columns = reader.con.execute(
-        "SELECT q, lines, n, first, last, zero, lat_sum, lat_n, hq FROM counted WHERE ok AND inside"
+        f"SELECT q, lines, n, first, last, zero, lat_sum, lat_n, hq {settling} FROM counted WHERE ok AND inside"
     ).fetchnumpy()
-    raws, lines, ns, firsts, lasts, zeros, lat_sums, lat_ns, hashes = (a.tolist() for a in columns.values())
+    arrays = list(columns.values())
+    raws, lines, ns, firsts, lasts, zeros, lat_sums, lat_ns, hashes = (a.tolist() for a in arrays[:9])
+    settled = Settling(hashes, *arrays[9:]) if users else None
     agg.parsed = sum(lines)
     agg.lines += agg.parsed
     queries = list(map(loads, raws))
@@ -384,7 +372,7 @@ def _counts(reader: Reader) -> tuple[Aggregate, dict[int, str], int]:
         agg.last = {q: t for q, t in zip(queries, lasts, strict=True) if t is not None}
         agg.zero_results.update({q: z for q, z in zip(queries, zeros, strict=True) if z})
         agg.latency = {q: [s, n] for q, s, n in zip(queries, lat_sums, lat_ns, strict=True) if n}
-        return agg, by_hash, doubtful
+        return agg, by_hash, doubtful, settled
     for q, n, first, last, zero, lat_sum, lat_n in zip(queries, ns, firsts, lasts, zeros, lat_sums, lat_ns,
                                                        strict=True):
         agg.counts[q] += n  # two JSON texts of one query ("\u00e9" and "é")
@@ -399,40 +387,70 @@ def _counts(reader: Reader) -> tuple[Aggregate, dict[int, str], int]:
             acc = agg.latency.setdefault(q, [0.0, 0])
             acc[0] += lat_sum
             acc[1] += lat_n
-    return agg, by_hash, doubtful
+    return agg, by_hash, doubtful, settled
+
+
+class Settling:
+    """Pass 1's user aggregates of each counted query (numpy columns, by position), read
+    only for the queries the pipeline asks about."""
+
+    def __init__(self, hashes: list[int], named, least, greatest, buckets) -> None:
+        self.at = dict(zip(hashes, range(len(hashes)), strict=True))
+        self.named, self.least, self.greatest, self.buckets = named, least, greatest, buckets
+
+    def users(self, h: int) -> frozenset[int] | set[int] | None:
+        """The users of the query with hash `h` if pass 1 settled them (none, one, two
+        lines' users, or FULL), else None."""
+        at = self.at[h]
+        named = int(self.named[at])
+        if named == 0:
+            return set()
+        least, greatest = int(self.least[at]), int(self.greatest[at])
+        if least == greatest:
+            return {least}
+        if named == 2:
+            return {least, greatest}
+        return FULL if int(self.buckets[at]) >= USERS_CAP else None
 
 
 class UsersOf:
-    """Distinct users of some queries, asked for once the pipeline knows which are queued
-    (called once). Users are DuckDB hashes of their names; a set of USERS_CAP or more is
-    the shared FULL stand-in.
+    """Distinct users of some queries, asked for once the pipeline knows which are queued.
+    Users are DuckDB hashes of their names; a set of USERS_CAP or more is the shared
+    FULL stand-in.
 
-    Pass 1 listed each query's users when the log is not too big (`listed`: its reader,
-    still open, holds them in the table `users`, NULL for USERS_CAP or more). Otherwise
-    another DuckDB pass over the file finds the users of the wanted queries alone:
-    DISTINCT over every (query, user) pair of a big log is the biggest table of the whole
-    read (4M pairs for 5M lines: hundreds of MB without spilling), while only the queued
-    clusters show users."""
+    Pass 1 settled most queries (`settled`). For the others another DuckDB pass over the
+    file finds the users of the wanted queries alone: DISTINCT over every (query, user)
+    pair of a big log is the biggest table of the whole read (4M pairs for 5M lines:
+    hundreds of MB without spilling), while only the queued clusters show users."""
 
     def __init__(self, source_sql: str, sql: JsonSql, label: str, hashes: dict[int, str], trusted: bool,
-                 listed: Reader | None):
+                 settled: Settling):
         self.source_sql, self.sql, self.label = source_sql, sql, label
-        self.hash_of = {q: h for h, q in hashes.items()}
+        self.hashes_of: dict[str, list[int]] = {}  # a query spelled two ways in JSON has two
+        for h, q in hashes.items():
+            self.hashes_of.setdefault(q, []).append(h)
         self.trusted = trusted  # pass 1 counted every line: no line needs checking again
-        self.listed = listed
+        self.known = settled
+
+    def settled(self, queries: set[str]) -> tuple[dict[str, frozenset[int] | set[int]], set[str]]:
+        """The users of those of `queries` that pass 1 settled, and the other queries."""
+        found: dict[str, frozenset[int] | set[int]] = {}
+        left: set[str] = set()
+        for q in queries:
+            known = [self.known.users(h) for h in self.hashes_of.get(q, ())]
+            if None in known:
+                left.add(q)
+            else:
+                for users in known:
+                    _union(found, q, users)
+        return found, left
 
     def __call__(self, queries: set[str]) -> dict[str, frozenset[int] | set[int]]:
-        wanted = [self.hash_of[q] for q in queries if q in self.hash_of]
-        if self.listed is not None:
-            try:
-                rows = self.listed.con.execute(
-                    "SELECT hq, users FROM users WHERE hq IN (SELECT unnest($1::UBIGINT[]))", [wanted]
-                ).fetchall()
-            finally:
-                self.listed.close()
-            return self._by_query(rows, wanted)
+        """The users of each of `queries` (those with any), exactly up to USERS_CAP."""
+        found, left = self.settled(queries)
+        wanted = [h for q in left for h in self.hashes_of[q]]
         if not wanted:
-            return {}
+            return found
         # A bitmap of the wanted hashes (a literal: parsed once) picks their lines in O(1)
         # each; IN (subquery) is planned as a join that may hold the whole log in memory.
         # The few other queries it lets through are dropped below.
@@ -460,12 +478,21 @@ class UsersOf:
             ).fetchall()
         finally:
             reader.close()
-        return self._by_query(rows, wanted)
+        query_of = {h: q for q in left for h in self.hashes_of[q]}
+        for hq, users in rows:
+            if hq in query_of:
+                _union(found, query_of[hq], FULL if users is None else set(users))
+        return found
 
-    def _by_query(self, rows: list[tuple], wanted: list[int]) -> dict[str, frozenset[int] | set[int]]:
-        asked = set(wanted)
-        queries_of = {h: q for q, h in self.hash_of.items() if h in asked}
-        return {queries_of[hq]: FULL if users is None else set(users) for hq, users in rows if hq in asked}
+
+def _union(found: dict, query: str, users: frozenset[int] | set[int]) -> None:
+    """Add `users` to what `found` holds for `query` (FULL absorbs the rest)."""
+    mine = found.get(query)
+    if mine is None:
+        found[query] = users
+    elif mine is not FULL:
+        both = users if users is FULL else mine | users
+        found[query] = FULL if len(both) >= USERS_CAP else both
 
 
 def hash_users(reader: Reader, agg: Aggregate) -> None:
@@ -543,9 +570,8 @@ def read(source, fmt: str, head: bytes, fields: Fields, window, max_line: int, p
     hashing = threading.Thread(target=_fingerprint, args=(source, fmt, hasher, counted), daemon=True)
     hashing.start()
     reader = Reader(_as_bytes(progress, source.size() or 0))
-    listed: Reader | None = None  # handed on to UsersOf, which closes it
     try:
-        scanned = scan(reader, source_sql, sql, source.label, _list_users(source, fmt, head, sql))
+        scanned = scan(reader, source_sql, sql, source.label)
         refused_lines = [] if fmt == "parquet" else refused(reader)
         agg = scanned.agg
         if scanned.doubtful or refused_lines:
@@ -553,11 +579,8 @@ def read(source, fmt: str, head: bytes, fields: Fields, window, max_line: int, p
                 left = leftovers(reader, source_sql, sql, scanned.doubtful, refused_lines, raw_line, handler)
             hash_users(reader, left)
             agg.merge(left)
-        if scanned.listed:
-            listed = reader
     finally:
-        if listed is None:
-            reader.close()
+        reader.close()
         hashing.join()
     problem = None
     if counted.get("damaged"):
@@ -566,21 +589,11 @@ def read(source, fmt: str, head: bytes, fields: Fields, window, max_line: int, p
         # DuckDB's reader drops a line longer than its buffer without a word
         problem = f"DuckDB read {agg.lines:,} of its {counted['lines']:,} lines"
     if problem:
-        if listed is not None:
-            listed.close()
         raise NotForDuckDB(problem)
     trusted = not (scanned.doubtful or refused_lines)
-    users_of = UsersOf(source_sql, sql, source.label, scanned.hashes, trusted, listed) if sql.fields.user else None
+    users_of = (UsersOf(source_sql, sql, source.label, scanned.hashes, trusted, scanned.users)
+                if sql.fields.user else None)
     return FileRead(source, fmt, _combine(hasher), agg, handler.fields.given(), "duckdb", users_of)
-
-
-def _list_users(source, fmt: str, head: bytes, sql: JsonSql) -> bool:
-    """Should pass 1 list each query's users? Only for an uncompressed file whose first lines
-    promise no more than LISTED_LINES (and pass 1 falls back if memory runs out)."""
-    if not sql.fields.user or fmt == "parquet" or source.compression or not head:
-        return False
-    lines_in_head = head.count(b"\n") or 1
-    return (source.size() or 0) * lines_in_head / len(head) <= LISTED_LINES
 
 
 def _fingerprint(source, fmt: str, hasher, counted: dict[str, int | None]) -> None:

@@ -529,13 +529,28 @@ def _maybe_personal_at(texts: list[str]) -> list[int]:
 
 
 def _look_up_users(chosen: list[_ClusterItem], lookups) -> None:
-    """Users of the queued clusters, from readers that count them on demand (duckdb)."""
+    """Users of the queued clusters, from readers that count them on demand (duckdb):
+    first what their counting pass settled, then an exact look-up for the rest, except
+    in clusters that already have USERS_CAP users (nothing can change what they show)."""
     if not lookups:
         return
     group_of = {raw: g for item in chosen for g in item.groups for raw in g.raws}
+    unsettled = []
     for users_of in lookups:
-        for raw, users in users_of(set(group_of)).items():
+        found, left = users_of.settled(set(group_of))
+        for raw, users in found.items():
             group_of[raw].add_users(users)
+        unsettled.append(left)
+    full = {raw for item in chosen if _user_count(item) >= USERS_CAP for g in item.groups for raw in g.raws}
+    for users_of, left in zip(lookups, unsettled, strict=True):
+        for raw, users in users_of(left - full).items():
+            group_of[raw].add_users(users)
+
+
+def _user_count(item: _ClusterItem) -> int:
+    """Distinct users of a cluster as known so far."""
+    sets = [g.users for g in item.groups if g.users]
+    return len(sets[0]) if len(sets) == 1 else len(set().union(*sets))
 
 
 def _kept(grouped: _Grouped, min_length: int, max_length: int, noise, summary: ImportSummary) -> list[int]:
@@ -699,7 +714,7 @@ def _candidates(ws, chosen: list[_ClusterItem], files: list[str], import_id: str
             surfaces = _summed([g.surfaces for g in item.groups])
             hits = _summed([g.hits for g in item.groups])
             clicks = _summed([g.clicks for g in item.groups])
-            users = set().union(*[g.users for g in item.groups if g.users])
+            users = _user_count(item)
             firsts, lasts = [], []
             zero = 0
             lat = [0.0, 0]
@@ -726,11 +741,11 @@ def _candidates(ws, chosen: list[_ClusterItem], files: list[str], import_id: str
                 "count": item.count,
                 "first_seen": iso_z(min(firsts)) if firsts else None,
                 "last_seen": iso_z(max(lasts)) if lasts else None,
-                "users": len(users) if users else None,
+                "users": min(users, USERS_CAP) or None,
                 "variants": [{"query": q, "count": n} for q, n in _most_common(surfaces, VARIANTS)],
                 "distinct_forms": len(surfaces),
             }
-            if len(users) >= USERS_CAP:
+            if users >= USERS_CAP:
                 provenance["users_at_least"] = True
             if zero:
                 provenance["zero_result_searches"] = zero

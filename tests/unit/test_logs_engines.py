@@ -71,16 +71,20 @@ def _counted_log(path: Path) -> Path:
 
 
 def _many_users_log(path: Path, clean: bool = False) -> Path:
-    """One query asked by more people than are counted (USERS_CAP), one by a few (named
-    in different ways), and one query no one is named for. A gzip file (`.gz`) has its
-    users found by a second DuckDB pass instead of pass 1's lists; `clean` leaves out
-    the one line only the python reader may read, so no line needs checking again."""
+    """Users in every way pass 1 settles them or leaves them to the users pass: one query
+    asked by more people than are counted (USERS_CAP), one by just over that many (too
+    few buckets to tell), one by a few (named in different ways), one by a single
+    person, one on two lines, and one no one is named for. `clean` leaves out the one
+    line only the python reader may read, so no line needs checking again."""
     lines = [_line(query="label printer offline", user_id=f"u{i % 130}") for i in range(400)]
+    lines += [_line(query="pickup window", user_id=f"p{i}") for i in range(101)]
     lines += [_line(query="dhl cutoff time", user_id=u) for u in ("a", "b", "c", "a", 7, "7", "café", 'q"', "q\\")]
     lines.append(b'{"query": "dhl cutoff time", "user_id": "\\u0061"}')  # "a" again
     if not clean:
         lines.append('{"query": "dhl cutoff time", "user_id": "café", "n": NaN}'.encode())  # python reads it
     lines += [_line(query="anonymous question", user_id=None), _line(query="anonymous question", user_id="")]
+    lines += [_line(query="customs invoice", user_id="solo") for _ in range(3)]
+    lines += [_line(query="zpl printer", user_id=u) for u in ("x", "y")]
     data = b"\n".join(lines) + b"\n"
     path.write_bytes(gzip.compress(data) if path.suffix == ".gz" else data)
     return path
@@ -113,8 +117,6 @@ def test_duckdb_counts_every_line_of_a_plain_log(tmp_path: Path) -> None:
     and users included) is left to the python reader."""
     read = read_source(Source("plain.jsonl", _plain_log(tmp_path / "plain.jsonl")), engine="duckdb")
     assert read.users_of.trusted and read.agg.lines == read.agg.parsed == 3001
-    assert read.users_of.listed is not None
-    read.users_of.listed.close()
 
 
 CASES = {
@@ -168,32 +170,42 @@ def test_duckdb_and_python_engines_give_the_same_import(tmp_path: Path, case: st
 
 @pytest.mark.parametrize("name", ["users.jsonl", "users.jsonl.gz"])
 def test_users_are_counted_exactly_up_to_the_cap(tmp_path: Path, name: str) -> None:
-    """What the `many users` comparisons lean on: distinct users per queued query, from
-    pass 1's lists (a plain file) or from a users pass (gzip)."""
+    """What the `many users` comparisons lean on: distinct users per queued query, settled
+    by pass 1 where its aggregates tell, by a users pass for the rest."""
     log = _many_users_log(tmp_path / name)
-    listed = read_source(Source(name, log), engine="duckdb").users_of.listed
-    assert (listed is not None) == (name == "users.jsonl")
-    if listed is not None:
-        listed.close()
+    users_of = read_source(Source(name, log), engine="duckdb").users_of
+    settled, left = users_of.settled({"label printer offline", "pickup window", "dhl cutoff time",
+                                      "anonymous question", "customs invoice", "zpl printer"})
+    assert left == {"pickup window", "dhl cutoff time"}  # 101 users in fewer than 100 buckets; 7 users
+    assert settled["label printer offline"] is duck.FULL and settled["anonymous question"] == set()
+    assert len(settled["customs invoice"]) == 1 and len(settled["zpl printer"]) == 2
+    assert users_of({"pickup window"})["pickup window"] is duck.FULL
     _, _, candidates = _import(tmp_path, "duckdb", log, {})
     users = {query: (prov.get("users"), prov.get("users_at_least")) for query, _, _, prov, _ in candidates}
     assert users == {
         "label printer offline": (100, True),
+        "pickup window": (100, True),
         # 7 and "7" are one user, as in the python reader; so are a and \u0061, and café
         "dhl cutoff time": (7, None),
         "anonymous question": (None, None),
+        "customs invoice": (1, None),
+        "zpl printer": (2, None),
     }
 
 
-def test_users_are_found_when_listing_them_runs_out_of_memory(tmp_path: Path, monkeypatch) -> None:
-    """The counting pass that lists users may need more than its memory limit: it is then
-    run again without the lists, and a users pass finds the queued queries' users."""
-    monkeypatch.setattr(duck, "LISTED_MEMORY_LIMIT", "1MB")  # far too little for any pass
-    log = _many_users_log(tmp_path / "users.jsonl")
-    read = read_source(Source("users.jsonl", log), engine="duckdb")
-    assert read.users_of.listed is None and read.agg.parsed == 412
-    _, _, candidates = _import(tmp_path, "duckdb", log, {})
-    assert {q: prov.get("users") for q, _, _, prov, _ in candidates}["dhl cutoff time"] == 7
+def test_a_cluster_with_enough_users_needs_no_users_pass(tmp_path: Path, monkeypatch) -> None:
+    """A variant whose users pass 1 could not settle is not looked up when its cluster
+    already shows USERS_CAP users: nothing it adds could change that."""
+    log = tmp_path / "variants.jsonl"
+    lines = [_line(query="label printer offline", user_id=f"u{i}") for i in range(300)]
+    lines += [_line(query="Label printer offline ", user_id=u) for u in ("a", "b", "a")]
+    log.write_bytes(b"\n".join(lines) + b"\n")
+    asked: list[set[str]] = []
+    call = duck.UsersOf.__call__
+    monkeypatch.setattr(duck.UsersOf, "__call__", lambda self, queries: asked.append(queries) or call(self, queries))
+    _, summary, candidates = _import(tmp_path, "duckdb", log, {})
+    assert summary["clusters"] == 1 and asked == [set()]
+    assert candidates[0][3]["users"] == 100 and candidates[0][3]["users_at_least"]
 
 
 def test_the_awkward_log_really_is_awkward(tmp_path: Path) -> None:
