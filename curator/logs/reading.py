@@ -17,7 +17,6 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from collections.abc import Set as AbstractSet
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -235,9 +234,12 @@ class FileRead:
     agg: Aggregate
     fields: dict[str, str]
     engine: str = "python"
-    # duckdb engine: users of the given queries, looked up on demand (agg.users has
-    # only those of the lines the python reader handled)
-    users_of: Callable[[set[str]], dict[str, AbstractSet[Any]]] | None = None
+    # duckdb engine: a duck.UsersOf, the users of given queries on demand (agg.users
+    # has only those of the lines the python reader handled)
+    users_of: Any = None
+    # duckdb engine, read with `settle=False`: the fingerprint (empty until then), once
+    # the thread working it out is done; raises duck.NotForDuckDB if DuckDB missed lines
+    pending: Callable[[], str] | None = None
 
 
 def read_source(
@@ -250,10 +252,12 @@ def read_source(
     workers: int = 0,
     progress: Progress = lambda _n: None,
     engine: str = "auto",
+    settle: bool = True,
 ) -> FileRead:
     """Read one source completely into an Aggregate: with DuckDB (JSON Lines and Parquet
     files, see curator/logs/duck.py) or with the python readers; `auto` takes DuckDB
-    where the input allows it."""
+    where the input allows it. `settle=False` lets the DuckDB engine hand back the
+    fingerprint later (`FileRead.pending`)."""
     head = _head(source)
     if fmt == "auto":
         fmt = detect_format(source, head)
@@ -261,7 +265,7 @@ def read_source(
         from curator.logs import duck
 
         try:
-            return duck.read(source, fmt, head, fields, window, max_line, progress)
+            return duck.read(source, fmt, head, fields, window, max_line, progress, settle)
         except duck.NotForDuckDB as exc:
             if engine == "duckdb" or fmt == "parquet":
                 raise InputError(

@@ -306,6 +306,48 @@ def test_a_line_longer_than_duckdbs_buffer_is_not_lost(tmp_path: Path) -> None:
         read_source(Source(str(path), path), engine="duckdb")
 
 
+def test_the_last_files_fingerprint_comes_while_its_queries_are_grouped(tmp_path: Path) -> None:
+    """The last file's fingerprint is worked out beside the Python work: what import_logs
+    uses of it is the same as when it is settled at once."""
+    log = _plain_log(tmp_path / "plain.jsonl")
+    settled = read_source(Source("plain.jsonl", log))
+    pending = read_source(Source("plain.jsonl", log), settle=False)
+    assert settled.pending is None and pending.fingerprint == "" and pending.pending is not None
+    assert pending.pending() == settled.fingerprint
+
+
+def test_an_import_whose_last_file_turns_out_unreadable_to_duckdb_is_done_again(tmp_path: Path) -> None:
+    """What the line count finds only after the queries were grouped: the import is done
+    again, and python reads that file, reporting the line DuckDB dropped."""
+    path = tmp_path / "huge.jsonl"
+    path.write_bytes(b"\n".join([_line(query="before"), _line(query="y" * (48 * MiB)), _line(query="after")]))
+    ws = Workspace.init(tmp_path / "ws")
+    try:
+        summary = import_logs(ws, [path])
+        assert [(f.engine, f.lines, f.rejected) for f in summary.files] == [
+            ("python", 3, {"line too long": {"count": 1, "lines": [2]}})
+        ]
+        assert sorted(c.query for c in ws.candidates()) == ["after", "before"]
+    finally:
+        ws.close()
+
+
+def test_a_file_listed_twice_under_two_names_counts_once(tmp_path: Path) -> None:
+    """The second name's fingerprint is only known after grouping: the import is done again."""
+    log = _plain_log(tmp_path / "plain.jsonl")
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(log.read_bytes())
+    ws = Workspace.init(tmp_path / "ws")
+    try:
+        once = import_logs(ws, [log], dry_run=True, limit=0)
+        twice = import_logs(ws, [log, copy], limit=0)
+        assert [f.status for f in twice.files] == ["imported", "listed twice"]
+        assert twice.parsed == once.parsed == 3001 and twice.queued == len(ws.candidates())
+        assert {c.query: c.count for c in ws.candidates()}["dhl cutoff time"] == 600
+    finally:
+        ws.close()
+
+
 def test_the_duckdb_engine_names_what_it_cannot_read() -> None:
     csv = DATA / "searches.csv"
     with pytest.raises(InputError, match=r"searches.csv: the duckdb engine reads JSON Lines and Parquet"):
