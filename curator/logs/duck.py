@@ -41,7 +41,8 @@ FORMATS = ("jsonl", "ubi", "parquet")
 # such lines go to the python reader.
 _DOUBTFUL = ("NaN", "Infinity")
 _TRAILING_COMMA = r",\s*[\]}]"
-_ISO = r'"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d{1,6})?(Z|\+00(:00)?)?"'
+# hour 24 is the next day to DuckDB's cast, no time to the python reader
+_ISO = r'"\d{4}-\d\d-\d\d[T ]([01]\d|2[0-3]):\d\d:\d\d(\.\d{1,6})?(Z|\+00(:00)?)?"'
 # The usual form, as a LIKE pattern (cheap; fixes where each part is) and as strptime's
 _ISO_Z = ("'\"____-__-__T__:__:__Z\"'", "'\"%Y-%m-%dT%H:%M:%SZ\"'")
 _NUMBER = r"-?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d{1,2})?"  # 1e400 is no number to orjson
@@ -162,7 +163,8 @@ class JsonSql:
             # Year 0 is a date to DuckDB (1 BC), not to Python.
             j = self._j("time")
             shape, form = _ISO_Z
-            values["ts"] = (f"CASE WHEN {j} LIKE {shape} THEN try_strptime({j}, {form}) "
+            # (strptime reads a year padded with a space, " 026", the python reader does not)
+            values["ts"] = (f"CASE WHEN {j} LIKE {shape} AND NOT starts_with({j}, '\" ') THEN try_strptime({j}, {form}) "
                             f"WHEN regexp_full_match({j}, {_quote(_ISO)}) THEN TRY_CAST({j}[2:20] AS TIMESTAMP) END")
             ok.append(f"({j} IS NULL OR {j} = 'null' OR ts >= TIMESTAMP '0001-01-01')")
         if f.user:
