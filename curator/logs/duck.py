@@ -312,13 +312,15 @@ def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> Scan:
     users, named = ("", "")
     if fields.user:  # a user's hash once per line, on the lines that name one
         users, named = f", {_SETTLING}", f", CASE WHEN {_NAMED} THEN {_USER} END AS hu"
+    # aggregates over a field the log does not have are left out: constants cost nothing
+    zero = "sum(n) FILTER (WHERE results IN ('0', '-0'))" if fields.results else "NULL"
+    lat_sum, lat_n = ("sum(lat * n)", "sum(n) FILTER (WHERE lat IS NOT NULL)") if fields.latency else ("NULL", "NULL")
     reader.query(
         f"""CREATE TEMP TABLE counted AS
             SELECT ok, inside, empty, q, count(*) AS lines, sum(n)::BIGINT AS n,
                    strftime(min(ts), '%Y-%m-%dT%H:%M:%S') AS first,
                    strftime(max(ts), '%Y-%m-%dT%H:%M:%S') AS last,
-                   sum(n) FILTER (WHERE results IN ('0', '-0'))::BIGINT AS zero,
-                   sum(lat * n) AS lat_sum, sum(n) FILTER (WHERE lat IS NOT NULL)::BIGINT AS lat_n,
+                   {zero}::BIGINT AS zero, {lat_sum}::DOUBLE AS lat_sum, {lat_n}::BIGINT AS lat_n,
                    hash(q) AS hq {users}
             FROM (SELECT * {named} FROM {rows}) GROUP BY ALL""",
         label, (0.0, step),
