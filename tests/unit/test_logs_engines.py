@@ -15,6 +15,7 @@ from curator.corpus import add_paths
 from curator.errors import InputError
 from curator.logs import duck, import_logs
 from curator.logs.duck import Reader
+from curator.logs.lines import Window
 from curator.logs.reading import Source, read_source
 from curator.workspace import Workspace
 
@@ -93,6 +94,18 @@ def _many_users_log(path: Path, clean: bool = False) -> Path:
     return path
 
 
+def _timed_users_log(path: Path) -> Path:
+    """Every line plain and timed, and a query asked by 20 other people each day (180 in
+    all, 80 in the window: too few buckets for pass 1 to settle), so its users pass
+    parses the time for the window."""
+    lines = [_line(timestamp=f"2026-10-{1 + i % 9:02d}T08:00:00Z", user_id=f"u{(1 + i % 9) * 20 + i // 9 % 20}",
+                   query="label printer offline") for i in range(900)]
+    lines += [_line(timestamp=f"2026-10-0{d}T09:00:00Z", user_id=u, query="dhl cutoff time")
+              for d, u in [(2, "a"), (4, "b"), (5, "c"), (6, "a"), (8, "d")]]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
 def _plain_log(path: Path) -> Path:
     """Lines DuckDB counts itself: times in each form it takes, users as text, numbers
     and null, ids, zero results, latencies, escaped text, and one query spelled two ways
@@ -137,6 +150,9 @@ CASES = {
     "a plain log": (lambda tmp: _plain_log(tmp / "plain.jsonl"), {}),
     "a plain log, a window": (lambda tmp: _plain_log(tmp / "plain.jsonl"), {"since": "2026-10-02", "until": "2026-10-04"}),
     "many users, a users pass": (lambda tmp: _many_users_log(tmp / "users.jsonl.gz"), {}),
+    "timed users, a users pass with a window": (
+        lambda tmp: _timed_users_log(tmp / "timed.jsonl"), {"since": "2026-10-03", "until": "2026-10-07"}
+    ),
     "many users, a users pass, no line checked again": (
         lambda tmp: _many_users_log(tmp / "users.jsonl.gz", clean=True), {}
     ),
@@ -194,6 +210,17 @@ def test_users_are_counted_exactly_up_to_the_cap(tmp_path: Path, name: str) -> N
         "customs invoice": (1, None),
         "zpl printer": (2, None),
     }
+
+
+def test_the_users_pass_of_a_plain_log_parses_only_what_it_needs(tmp_path: Path) -> None:
+    """What the `timed users` comparison leans on: every line was counted by DuckDB, so
+    the users pass parses the query, user and time alone, and keeps to the window."""
+    log = _timed_users_log(tmp_path / "timed.jsonl")
+    read = read_source(Source("timed.jsonl", log), window=Window("2026-10-03T00:00:00", "2026-10-07T00:00:00"))
+    assert read.users_of.trusted
+    _, left = read.users_of.settled({"label printer offline"})
+    assert left == {"label printer offline"}
+    assert len(read.users_of({"label printer offline"})["label printer offline"]) == 80
 
 
 def test_a_cluster_with_enough_users_needs_no_users_pass(tmp_path: Path, monkeypatch) -> None:
