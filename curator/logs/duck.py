@@ -93,8 +93,7 @@ class Scan:
 
     agg: Aggregate
     doubtful: int  # lines DuckDB did not count: for the python reader
-    hashes: dict[int, str]  # DuckDB's hash of a query's JSON text -> the query
-    users: Settling | None  # what pass 1 knows of each query's users
+    counted: Counted  # its queries' hashes and what it knows of their users
 
 
 def json_path(field: str) -> str:
@@ -348,7 +347,7 @@ def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> Scan:
         label, (0.0, step),
     )
     reader.release()  # what the pass kept cached (150 MB), before Python decodes its table
-    agg, by_hash, doubtful, settled = _counts(reader, bool(fields.user))
+    agg, doubtful, counted = _counts(reader, bool(fields.user))
     reader.con.execute("DROP TABLE counted")
     reader.release()
     done = step
@@ -359,22 +358,21 @@ def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> Scan:
             label, (done, 1.0),
         )
         while chunk := ids.fetchmany(50_000):
-            for counted, raw, texts, n in chunk:
-                if not counted:
+            for taken, raw, texts, n in chunk:
+                if not taken:
                     continue
                 q = loads(raw)
                 for target, text in zip([r for r in roles if r is not None], texts.split("\n"), strict=True):
                     found = id_list(loads(text))
                     if found:
                         _add_ids(target.setdefault(q, Counter()), found, n)
-    return Scan(agg, doubtful, by_hash, settled)
+    return Scan(agg, doubtful, counted)
 
 
-def _counts(reader: Reader, users: bool) -> tuple[Aggregate, dict[int, str], int, Settling | None]:
-    """Pass 1's table `counted` as an Aggregate, the query of each hash, the number of
-    doubtful lines and the users pass 1 settled (by hash). Each query's JSON text is
-    decoded by the python reader's own `loads`. Columns come as numpy arrays: three
-    times faster than rows of tuples."""
+def _counts(reader: Reader, users: bool) -> tuple[Aggregate, int, Counted]:
+    """Pass 1's table `counted` as an Aggregate, the number of doubtful lines, and its
+    queries as a `Counted`. Each query's JSON text is decoded by the python reader's own
+    `loads`. Columns come as numpy arrays: three times faster than rows of tuples."""
     agg = Aggregate()
     doubtful = 0
     for ok, empty, lines in reader.con.execute(
@@ -391,18 +389,17 @@ def _counts(reader: Reader, users: bool) -> tuple[Aggregate, dict[int, str], int
     ).fetchnumpy()
     arrays = list(columns.values())
     raws, lines, ns, firsts, lasts, zeros, lat_sums, lat_ns, hashes = (a.tolist() for a in arrays[:9])
-    settled = Settling(hashes, *arrays[9:]) if users else None
     agg.parsed = sum(lines)
     agg.lines += agg.parsed
     queries = list(map(loads, raws))
-    by_hash = dict(zip(hashes, queries, strict=True))
-    if len(set(queries)) == len(queries):  # the usual case: no query has two JSON spellings
+    counted = Counted(queries, hashes, *arrays[9:]) if users else Counted(queries, hashes)
+    if not counted.two_ways:  # the usual case: no query has two JSON spellings
         agg.counts.update(dict(zip(queries, ns, strict=True)))
         agg.first = {q: t for q, t in zip(queries, firsts, strict=True) if t is not None}
         agg.last = {q: t for q, t in zip(queries, lasts, strict=True) if t is not None}
         agg.zero_results.update({q: z for q, z in zip(queries, zeros, strict=True) if z})
         agg.latency = {q: [s, n] for q, s, n in zip(queries, lat_sums, lat_ns, strict=True) if n}
-        return agg, by_hash, doubtful, settled
+        return agg, doubtful, counted
     for q, n, first, last, zero, lat_sum, lat_n in zip(queries, ns, firsts, lasts, zeros, lat_sums, lat_ns,
                                                        strict=True):
         agg.counts[q] += n  # two JSON texts of one query ("\u00e9" and "é")
@@ -417,21 +414,32 @@ def _counts(reader: Reader, users: bool) -> tuple[Aggregate, dict[int, str], int
             acc = agg.latency.setdefault(q, [0.0, 0])
             acc[0] += lat_sum
             acc[1] += lat_n
-    return agg, by_hash, doubtful, settled
+    return agg, doubtful, counted
 
 
-class Settling:
-    """Pass 1's user aggregates of each counted query (numpy columns, by position), read
-    only for the queries the pipeline asks about."""
+class Counted:
+    """The queries pass 1 counted, by row of its table: DuckDB's hash of each one's JSON
+    text and, with a user field, its user aggregates (numpy columns, read only for the
+    queries the pipeline asks about)."""
 
-    def __init__(self, hashes: list[int], named, least, greatest, buckets) -> None:
-        self.at = dict(zip(hashes, range(len(hashes)), strict=True))
+    def __init__(self, queries: list[str], hashes: list[int], named=None, least=None, greatest=None,
+                 buckets=None) -> None:
+        self.hashes = hashes
+        self.row = dict(zip(queries, range(len(queries)), strict=True))  # C-level: one dict for all look-ups
+        self.two_ways: dict[str, list[int]] = {}  # a query spelled two ways in JSON ("\u00e9", "é")
+        if len(self.row) < len(queries):
+            for row, q in enumerate(queries):
+                self.two_ways.setdefault(q, []).append(row)
         self.named, self.least, self.greatest, self.buckets = named, least, greatest, buckets
 
-    def users(self, h: int) -> frozenset[int] | set[int] | None:
-        """The users of the query with hash `h` if pass 1 settled them (none, one, two
+    def rows(self, query: str) -> list[int]:
+        if self.two_ways:
+            return self.two_ways.get(query, [])
+        return [self.row[query]] if query in self.row else []
+
+    def users(self, at: int) -> frozenset[int] | set[int] | None:
+        """The users of the query in row `at` if pass 1 settled them (none, one, two
         lines' users, or FULL), else None."""
-        at = self.at[h]
         named = int(self.named[at])
         if named == 0:
             return set()
@@ -453,28 +461,17 @@ class UsersOf:
     pair of a big log is the biggest table of the whole read (4M pairs for 5M lines:
     hundreds of MB without spilling), while only the queued clusters show users."""
 
-    def __init__(self, source_sql: str, sql: JsonSql, label: str, hashes: dict[int, str], trusted: bool,
-                 settled: Settling):
+    def __init__(self, source_sql: str, sql: JsonSql, label: str, counted: Counted, trusted: bool):
         self.source_sql, self.sql, self.label = source_sql, sql, label
-        self.hash_of = dict(zip(hashes.values(), hashes.keys(), strict=True))  # C-level: 0.1 s less than a loop
-        self.two_ways: dict[str, list[int]] = {}  # a query spelled two ways in JSON ("\u00e9", "é")
-        if len(self.hash_of) < len(hashes):
-            for h, q in hashes.items():
-                self.two_ways.setdefault(q, []).append(h)
+        self.counted = counted
         self.trusted = trusted  # pass 1 counted every line: no line needs checking again
-        self.known = settled
-
-    def hashes_of(self, query: str) -> list[int]:
-        if self.two_ways:
-            return self.two_ways.get(query, [])
-        return [self.hash_of[query]] if query in self.hash_of else []
 
     def settled(self, queries: set[str]) -> tuple[dict[str, frozenset[int] | set[int]], set[str]]:
         """The users of those of `queries` that pass 1 settled, and the other queries."""
         found: dict[str, frozenset[int] | set[int]] = {}
         left: set[str] = set()
         for q in queries:
-            known = [self.known.users(h) for h in self.hashes_of(q)]
+            known = [self.counted.users(row) for row in self.counted.rows(q)]
             if None in known:
                 left.add(q)
             else:
@@ -485,7 +482,8 @@ class UsersOf:
     def __call__(self, queries: set[str]) -> dict[str, frozenset[int] | set[int]]:
         """The users of each of `queries` (those with any), exactly up to USERS_CAP."""
         found, left = self.settled(queries)
-        wanted = [h for q in left for h in self.hashes_of(q)]
+        query_of = {self.counted.hashes[row]: q for q in left for row in self.counted.rows(q)}
+        wanted = list(query_of)
         if not wanted:
             return found
         # A bitmap of the wanted hashes (a literal: parsed once) picks their lines in O(1)
@@ -516,7 +514,6 @@ class UsersOf:
             ).fetchall()
         finally:
             reader.close()
-        query_of = {h: q for q in left for h in self.hashes_of(q)}
         for hq, users in rows:
             if hq in query_of:
                 _union(found, query_of[hq], FULL if users is None else set(users))
@@ -628,8 +625,7 @@ def read(source, fmt: str, head: bytes, fields: Fields, window, max_line: int, p
     finally:
         reader.close()
     trusted = not (scanned.doubtful or refused_lines)
-    users_of = (UsersOf(source_sql, sql, source.label, scanned.hashes, trusted, scanned.users)
-                if sql.fields.user else None)
+    users_of = UsersOf(source_sql, sql, source.label, scanned.counted, trusted) if sql.fields.user else None
     read = FileRead(source, fmt, "", agg, handler.fields.given(), "duckdb", users_of)
     if settle:
         read.fingerprint = fingerprint.result(agg.lines)
