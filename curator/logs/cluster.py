@@ -15,6 +15,7 @@ comparisons). The result is the same as comparing each query on its turn.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import repeat
 from operator import add, itemgetter
@@ -47,7 +48,7 @@ class _Block:
 _NONE = _Block()  # a block nobody has led yet (never added to)
 
 
-def cluster(norms: list[str], counts: list[int], similarity: float) -> list[Cluster]:
+def cluster(norms: list[str], counts: list[int], similarity: float) -> Clusters:
     """Clusters of `norms` (normalised, distinct); each member index appears once.
     `similarity` is a rapidfuzz ratio (0-100) over the comparison forms; 100 joins
     only word-order and punctuation variants."""
@@ -100,17 +101,51 @@ def cluster(norms: list[str], counts: list[int], similarity: float) -> list[Clus
         for at, leader in leaders:
             joins[put_off[at]] = leader
 
-    cluster_of = [0] * len(norms)
-    clusters: list[Cluster] = []
-    for i in order:
-        first = joins[i]
-        if first < 0:
-            cluster_of[i] = len(clusters)
-            clusters.append(Cluster(i, [i]))
-        else:
-            cluster_of[i] = c = cluster_of[first]
-            clusters[c].members.append(i)
-    return clusters
+    return Clusters(order, joins)
+
+
+class Clusters:
+    """The clusters `cluster` found, in the order their leaders were visited (most
+    frequent first), as arrays: a `Cluster` is made only for those asked for (a sampler
+    walks a few hundred of 150k; one object each cost 0.1 s)."""
+
+    def __init__(self, order: list[int], joins: list[int]) -> None:
+        import numpy as np
+
+        order_a = np.asarray(order, dtype=np.int64)
+        joins_a = np.asarray(joins, dtype=np.int64)
+        # a query joins a leader, or the first query with its comparison form, which
+        # leads or joins a leader itself: two steps reach every leader
+        root = np.where(joins_a < 0, np.arange(len(joins_a)), joins_a)
+        root = np.where(joins_a[root] < 0, root, joins_a[root])
+        leads = joins_a[order_a] < 0
+        self.leaders = order_a[leads]
+        number = np.empty(len(joins_a), dtype=np.int64)  # leader -> its cluster
+        number[self.leaders] = np.arange(len(self.leaders))
+        self.of = number[root]  # query -> its cluster
+        # members of each cluster in visiting order (leader first): a stable sort by cluster
+        self.members_in = order_a[np.argsort(self.of[order_a], kind="stable")]
+        self.starts = np.searchsorted(self.of[self.members_in], np.arange(len(self.leaders) + 1))
+
+    def __len__(self) -> int:
+        return len(self.leaders)
+
+    def __getitem__(self, c: int) -> Cluster:
+        return Cluster(int(self.leaders[c]), self.members(c))
+
+    def __iter__(self) -> Iterator[Cluster]:
+        return map(self.__getitem__, range(len(self)))
+
+    def members(self, c: int) -> list[int]:
+        return self.members_in[self.starts[c] : self.starts[c + 1]].tolist()
+
+    def totals(self, counts: list[int]) -> list[int]:
+        """The sum of `counts` (one per query) over each cluster."""
+        import numpy as np
+
+        if not len(self) or sum(counts) >= 1 << 63:  # pre-aggregated counts past what int64 holds
+            return [sum(map(counts.__getitem__, self.members(c))) for c in range(len(self))]
+        return np.add.reduceat(np.asarray(counts, dtype=np.int64)[self.members_in], self.starts[:-1]).tolist()
 
 
 def _best_leaders(keys: list[str], sides, similarity: float) -> list[tuple[int, int]]:

@@ -342,17 +342,17 @@ def _choose(ws, grouped: _Grouped, opts: ImportOptions, similarity: float, limit
     counts = list(map(grouped.counts.__getitem__, rows))
     clusters = cluster(norms, counts, similarity)
     summary.clusters = len(clusters)
-    totals = [sum(map(counts.__getitem__, c.members)) for c in clusters]
-    kept = [k for k, total in enumerate(totals) if total >= min_count]
+    totals = clusters.totals(counts)
+    kept = list(compress(range(len(totals)), map(min_count.__le__, totals)))
     if len(kept) < len(clusters):
         _bump(summary.filtered, f"asked fewer than {min_count} times", len(clusters) - len(kept))
     summary.eligible = len(kept)
 
     dedupe = _Existing(ws, similarity)
     chosen: list[_ClusterItem] = []
-    walk = [clusters[kept[index]].members for index in sample_order([totals[k] for k in kept], opts.sample, opts.seed)]
-    # items only for the clusters the sampler reaches: one per cluster costs 40 MB at 150k
-    for members, why in dedupe.along(walk, norms):
+    walk = list(map(kept.__getitem__, sample_order(list(map(totals.__getitem__, kept)), opts.sample, opts.seed)))
+    # members and items only for the clusters the sampler reaches: one per cluster costs 40 MB at 150k
+    for members, why in dedupe.along(walk, clusters.members, norms):
         if opts.limit and len(chosen) >= opts.limit:
             break
         if why:
@@ -685,11 +685,12 @@ class _Existing:
             whys.append(why)
         self.blocks = {signature: _KeyBlock(*block) for signature, block in blocks.items()}
 
-    def along(self, walk: list[list[int]], norms: list[str]) -> Iterator[tuple[list[int], str | None]]:
+    def along(self, walk: list[int], members, norms: list[str]) -> Iterator[tuple[list[int], str | None]]:
         """(members, why the cluster is already known or None) for each cluster of the
-        sampler's `walk` (member indices into `norms`), in order, checked `CHUNK` at a time."""
+        sampler's `walk`, in order, checked `CHUNK` at a time; `members(cluster)` gives
+        its member indices into `norms`."""
         for start in range(0, len(walk), CHUNK):
-            chunk = walk[start : start + CHUNK]
+            chunk = list(map(members, walk[start : start + CHUNK]))
             yield from zip(chunk, self.duplicates_of([list(map(norms.__getitem__, m)) for m in chunk]), strict=True)
 
     def duplicates_of(self, clusters: list[list[str]]) -> list[str | None]:

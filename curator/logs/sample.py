@@ -16,8 +16,8 @@ SAMPLERS = ("top", "random", "pps")
 
 def sample_order(counts: list[int], how: str = "top", seed: int | None = None) -> list[int]:
     """Indices of `counts` in the order to take them."""
-    if how == "top":
-        return sorted(range(len(counts)), key=lambda i: (-counts[i], i))
+    if how == "top":  # most frequent first, ties in index order (a reverse sort stays stable)
+        return sorted(range(len(counts)), key=counts.__getitem__, reverse=True)
     rng = random.Random(seed)
     if how == "random":
         order = list(range(len(counts)))

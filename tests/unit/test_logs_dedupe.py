@@ -88,7 +88,7 @@ def test_batched_checks_give_the_one_by_one_answers(known, monkeypatch, similari
         walk.append(list(range(at, at + len(c))))
         at += len(c)
 
-    got = [why for _members, why in existing.along(walk, norms)]
+    got = [why for _members, why in existing.along(list(range(len(walk))), walk.__getitem__, norms)]
     expected = [_one_by_one(existing, c, blocks) for c in clusters]
     assert got == expected
     found = {why for why in expected if why}
