@@ -127,6 +127,10 @@ def import_logs_cmd(ws, paths: tuple[str, ...], fmt: str, query_field, count_fie
 
 def _print(s) -> None:
     for f in s.files:
+        if f.status == "listed twice":
+            console.print(f"[yellow]{escape(f.path)}[/]: listed twice (fingerprint {f.fingerprint}): the same "
+                          "content as another file of this import, counted once.")
+            continue
         if f.status != "imported":
             console.print(f"[yellow]{escape(f.path)}[/]: {f.status} (fingerprint {f.fingerprint}); "
                           "--force reads it again.")

@@ -271,3 +271,13 @@ def test_forms_of_one_query_add_up_and_the_most_frequent_form_is_shown(cws, tmp_
     assert (label.provenance["first_seen"], label.provenance["last_seen"]) == ("2026-10-01T10:00:00Z",
                                                                                "2026-10-04T10:00:00Z")
     assert by_query["track parcel"].count == 2
+
+
+def test_cli_says_what_it_skipped_and_why(cws, run_cli) -> None:
+    copy = cws.root / "copy-of-search.jsonl"
+    shutil.copy(DATA / "search.jsonl", copy)
+    both = ["-w", str(cws.root), "import-logs", str(DATA / "search.jsonl"), str(copy)]
+    result = run_cli(both)
+    assert "copy-of-search.jsonl: listed twice" in result.output and "counted once" in result.output
+    result = run_cli(both[:4])
+    assert "search.jsonl: already imported" in result.output and "--force reads it again" in result.output
