@@ -48,11 +48,14 @@ _TIMES = [
     "1759305600", "1759305600000", "1759305600.5", "-1", "0", "1e20", '"1759305600"',
     '"1759305600000"', '"1759305600.5"', '"1e9"', "null", '""', '"   "', "true", "false",
     '{"iso": "2026-10-02T09:30:00Z"}', '["2026-10-02T09:30:00Z"]', '"not a time"',
+    # at the edges of OPTIONS' windows
+    '"2026-10-03T00:00:00Z"', '"2026-10-02T23:59:59.999999Z"', '"2026-10-03T01:00:00+01:00"',
+    '"2026-10-07T12:00:00Z"', '"2026-10-07T11:59:59.999999Z"', '"2026-10-07T12:00:00.000001Z"',
 ]
 _USERS = [
     '"caf\\u00e9"', '"caf\u00e9"', '"q\\"uote"', '"back\\\\slash"', '"\\ud83d\\ude00"', '"tab\\tuser"',
     '" "', '"u1 "', '"0"', "0", "-0", "7", '"7"', "-7", "9223372036854775807", "9223372036854775808",
-    "18446744073709551615", "-9223372036854775808", "1.0", "7.5", "1e2", "null", '""', "true", "false", "[1]",
+    "18446744073709551615", "-9223372036854775808", "1.0", "1e16", '"1e+16"', "7.5", "1e2", "null", '""', "true", "false", "[1]",
     '{"id": "u1"}', '"\\u0000"',
 ]
 _QUERIES = [
@@ -114,10 +117,10 @@ class _Generator:
             return rng.choice(self.odd["line"])
         fields = self.record()
         roll = rng.random()
-        if roll < 0.06 and self.divergent:  # a key twice: the python reader keeps the last value
-            key, _ = rng.choice(fields)
-            again = [value for k, value in self.record() if k == key] or ['"again"']
-            fields.append((ESCAPED_KEYS.get(key, key) if rng.random() < 0.5 else key, again[0]))
+        if roll < 0.06:  # a key twice: the python reader keeps the last value
+            key = rng.choice(fields)[0] if self.divergent else "query"
+            again = self.ordinary().get(key, '"again"')
+            fields.append((ESCAPED_KEYS.get(key, key) if self.divergent and rng.random() < 0.5 else key, again))
         elif roll < 0.1:
             fields = self.escaped(fields)
         elif roll < 0.13:
@@ -133,10 +136,20 @@ class _Generator:
         return [(ESCAPED_KEYS.get(k, k) if self.rng.random() < 0.5 else k, v) for k, v in fields]
 
     def record(self) -> list[tuple[str, str]]:
-        """(key, JSON text) pairs, in a random order."""
+        """(key, JSON text) pairs, in a random order: each field present or not, ordinary
+        or odd."""
+        rng = self.rng
+        shares = {"query": 1, "timestamp": 0.85, "user_id": 0.8, "n": 0.7, "hits": 0.4, "clicked": 0.25,
+                  "result_count": 0.4, "latency_ms": 0.5, "note": 0.15}
+        fields = [(key, rng.choice(self.odd[key]) if rng.random() < ODD_SHARE else value)
+                  for key, value in self.ordinary().items() if rng.random() < shares[key]]
+        rng.shuffle(fields)
+        return fields
+
+    def ordinary(self) -> dict[str, str]:
         rng = self.rng
         day, hour, minute = rng.randint(1, 9), rng.randint(0, 23), rng.randint(0, 59)
-        ordinary = {
+        return {
             "query": json.dumps(rng.choice(QUERIES), ensure_ascii=rng.random() < 0.5),
             "timestamp": f'"2026-10-{day:02}T{hour:02}:{minute:02}:00Z"',
             "user_id": json.dumps(f"u{rng.randint(1, 12)}"),
@@ -147,12 +160,6 @@ class _Generator:
             "latency_ms": str(rng.randint(1, 90)),
             "note": '"ok"',
         }
-        shares = {"query": 1, "timestamp": 0.85, "user_id": 0.8, "n": 0.7, "hits": 0.4, "clicked": 0.25,
-                  "result_count": 0.4, "latency_ms": 0.5, "note": 0.15}
-        fields = [(key, rng.choice(self.odd[key]) if rng.random() < ODD_SHARE else value)
-                  for key, value in ordinary.items() if rng.random() < shares[key]]
-        rng.shuffle(fields)
-        return fields
 
     def object(self, fields: list[tuple[str, str]]) -> str:
         sep, colon = self.rng.choice([(", ", ": "), (",", ":"), (" , ", " : ")])
@@ -160,14 +167,30 @@ class _Generator:
         return "{" + sep.join(f"{k}{colon}{v}" for k, (_, v) in zip(keys, fields, strict=True)) + "}"
 
 
+# Every field ordinary: fields are guessed from the first lines
+_FIRST = ('{"timestamp": "2026-10-01T08:00:00Z", "user_id": "u1", "n": 1, "query": "dhl cutoff time", '
+          '"hits": ["carriers.md#dhl"], "clicked": ["faq.md#cutoffs"], "result_count": 3, "latency_ms": 12}')
+
+
 def _fuzz_log(path: Path, seed: int, lines: int = LINES, divergent: bool = False) -> Path:
-    """A first line with every field ordinary (fields are guessed from the first lines),
-    then generated ones: ODD_SHARE of each field odd, some odd lines."""
+    """_FIRST, then generated lines: ODD_SHARE of each field odd, some odd lines."""
     generate = _Generator(seed, divergent)
-    out = ['{"timestamp": "2026-10-01T08:00:00Z", "user_id": "u1", "n": 1, "query": "dhl cutoff time", '
-           '"hits": ["carriers.md#dhl"], "clicked": ["faq.md#cutoffs"], "result_count": 3, "latency_ms": 12}']
-    out += [generate.line() for _ in range(lines - 1)]
-    path.write_bytes("\n".join(out).encode("utf-8", "surrogateescape") + b"\n")
+    return _write(path, [_FIRST] + [generate.line() for _ in range(lines - 1)])
+
+
+def _catalogue_log(path: Path, divergent: bool = False) -> Path:
+    """Each odd value of each field once, on an otherwise ordinary line, and each odd
+    line: what a few random logs might miss."""
+    generate = _Generator(0, divergent)
+    out = [_FIRST, *generate.odd["line"]]
+    for key, values in generate.odd.items():
+        for value in values if key != "line" else []:
+            out.append(generate.object([(k, value if k == key else v) for k, v in generate.ordinary().items()]))
+    return _write(path, out)
+
+
+def _write(path: Path, lines: list[str]) -> Path:
+    path.write_bytes("\n".join(lines).encode("utf-8", "surrogateescape") + b"\n")  # surrogates: invalid UTF-8
     return path
 
 
@@ -233,6 +256,11 @@ def test_engines_agree_on_generated_lines(tmp_path: Path, seed: int, options: st
     _same_import(tmp_path, _fuzz_log(tmp_path / "fuzz.jsonl", seed), OPTIONS[options])
 
 
+@pytest.mark.parametrize("options", list(OPTIONS))
+def test_engines_agree_on_each_odd_value(tmp_path: Path, options: str) -> None:
+    _same_import(tmp_path, _catalogue_log(tmp_path / "catalogue.jsonl"), OPTIONS[options])
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_engines_agree_on_lines_for_the_python_fast_path(tmp_path: Path, seed: int) -> None:
     _same_import(tmp_path, _plain_fuzz_log(tmp_path / "plain.jsonl", seed), {})
@@ -286,6 +314,9 @@ DISAGREEING = {
          '{"query": "label backlog", "user_id": -9223372036854775810}'], {}),
     "a year before 1000 (python: an unpadded year, '1-01-01T00:00:00')": (
         ['{"query": "label backlog", "timestamp": "0001-01-01T00:00:00Z", "result_count": 2}'], {}),
+    "a year before 1000 and --since (python: '999-12-31T23:00:00' >= '2026-10-01' as text)": (
+        ['{"query": "label backlog", "timestamp": "0999-12-31T23:00:00Z", "result_count": 2}'],
+        {"since": "2026-10-01"}),
     # the python reader's fast path (a block of plain lines) and its line-by-line path differ
     "fast path: hour 24": (['{"timestamp": "2026-10-02T24:00:00", "user_id": "u1", "query": "label backlog"}'], {}),
     "fast path: February 30": (
@@ -313,5 +344,10 @@ def test_engines_agree_on_lines_found_by_the_generator(tmp_path: Path, case: str
 ])
 @pytest.mark.parametrize("seed", SEEDS)
 def test_engines_agree_on_generated_lines_with_the_known_disagreements(tmp_path: Path, seed: int, make) -> None:
-    """The generated logs with what DISAGREEING found put back (DIVERGENT, a key twice)."""
+    """The generated logs with what DISAGREEING found put back (DIVERGENT, any key twice)."""
     _same_import(tmp_path, make(tmp_path / "fuzz.jsonl", seed, divergent=True), {})
+
+
+@pytest.mark.xfail(strict=True, reason="engines disagree: not fixed yet")
+def test_engines_agree_on_each_odd_value_with_the_known_disagreements(tmp_path: Path) -> None:
+    _same_import(tmp_path, _catalogue_log(tmp_path / "catalogue.jsonl", divergent=True), {})
