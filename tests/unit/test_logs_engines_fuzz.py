@@ -285,9 +285,9 @@ def test_engines_agree_on_lines_for_the_python_fast_path(tmp_path: Path, seed: i
 
 
 def test_the_generated_lines_are_counted_by_both_engines(tmp_path: Path) -> None:
-    """What makes the comparisons about DuckDB: it counts most lines of a generated log
-    itself, and leaves a good share to the python reader; the plain log is taken by the
-    python reader's fast path."""
+    """What makes the comparisons about DuckDB: it counts more lines of a generated log
+    itself than it leaves to the python reader, and leaves it a good share; the plain
+    log is taken by the python reader's fast path."""
     for seed in SEEDS:
         log = _fuzz_log(tmp_path / f"fuzz{seed}.jsonl", seed)
         fields = Fields(**read_source(Source(log.name, log), engine="duckdb").fields)
@@ -297,7 +297,7 @@ def test_the_generated_lines_are_counted_by_both_engines(tmp_path: Path) -> None
             scanned = duck.scan(reader, source, duck.JsonSql(fields, Window()), log.name)
         finally:
             reader.close()
-        assert scanned.agg.parsed > 0.55 * LINES and scanned.doubtful > 0.25 * LINES
+        assert scanned.agg.parsed > scanned.doubtful > 0.25 * LINES
         plain = _plain_fuzz_log(tmp_path / f"plain{seed}.jsonl", seed).read_bytes()
         handler = JsonlHandler(Fields(query="query", time="timestamp", user="user_id"))
         assert handler.try_fast(plain, Aggregate())
