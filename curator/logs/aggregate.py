@@ -137,7 +137,7 @@ def parse_time(value: object) -> str | None:
     if isinstance(value, int | float):
         seconds = value / 1000 if value > 1e11 else value
         try:
-            return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+            return datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None).isoformat(timespec="seconds")
         except (OverflowError, OSError, ValueError):
             return None
     if not isinstance(value, str):
@@ -153,7 +153,7 @@ def parse_time(value: object) -> str | None:
         return None
     if parsed.tzinfo is not None:
         parsed = parsed.astimezone(UTC)
-    return parsed.strftime("%Y-%m-%dT%H:%M:%S")
+    return parsed.replace(tzinfo=None, microsecond=0).isoformat()
 
 
 def iso_z(ts: str | None) -> str | None:

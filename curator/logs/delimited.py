@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import IO
 
 from curator.logs.aggregate import Aggregate, parse_time
-from curator.logs.fields import GUESSES, Fields, as_number, id_list
+from curator.logs.fields import COUNT_REASON, GUESSES, Fields, as_count, as_number, id_list
 from curator.logs.lines import MAX_LINE_BYTES, Window
 
 
@@ -94,11 +94,10 @@ def read_delimited(
 
         n = 1
         if "count" in col:
-            value = as_number(cell("count"))
-            if value is None or value < 0 or value != int(value):
-                agg.reject(f"{fields.count!r} is not a whole number", lineno)
+            n = as_count(cell("count"))
+            if n is None:
+                agg.reject(COUNT_REASON.format(fields.count), lineno)
                 continue
-            n = int(value)
             if n == 0:
                 agg.ignored["count of 0"] += 1
                 continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -13,6 +14,10 @@ CLICK_FIELDS = ("clicked", "clicks", "clicked_ids", "click_ids")
 RESULTS_FIELDS = ("result_count", "results_count", "num_results", "total_hits", "hits_count")
 LATENCY_FIELDS = ("latency_ms", "latency", "took_ms", "took", "duration_ms")
 URL_PARAMS = ("q", "query", "search", "s", "term", "text", "keywords")
+# The largest count one line may carry (pre-aggregated input): past it a count is no
+# count, and the totals stay within SQLite's 64-bit integers
+MAX_COUNT = 10**15 - 1
+COUNT_REASON = "{!r} is not a whole number up to 10^15"
 
 GUESSES = {
     "query": QUERY_FIELDS,
@@ -108,13 +113,25 @@ def id_list(value: Any) -> list[str]:
 
 
 def as_number(value: Any) -> float | None:
+    """A finite number from a number or its text, else None (`"NaN"`, `"inf"`, `true`)."""
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
+        number = float(value)
+    elif isinstance(value, str):
         try:
-            return float(value.strip())
+            number = float(value.strip())
         except ValueError:
             return None
-    return None
+    else:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def as_count(value: Any) -> int | None:
+    """A line's count (pre-aggregated input): a whole number from 0 to MAX_COUNT, as a
+    number or its text, else None."""
+    number = as_number(value)
+    if number is None or number < 0 or number != int(number) or number > MAX_COUNT:
+        return None
+    return int(number)

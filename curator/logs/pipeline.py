@@ -514,7 +514,8 @@ class _Group:
         if not self.users:
             self.users = users  # shared, not copied: most groups have one form
         elif len(self.users) < USERS_CAP:
-            self.users = self.users | set(list(users)[: USERS_CAP - len(self.users)])
+            both = self.users | users
+            self.users = both if len(both) <= USERS_CAP else set(list(both)[:USERS_CAP])
 
 
 class _Grouped:

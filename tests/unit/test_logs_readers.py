@@ -102,7 +102,7 @@ def test_pre_aggregated_tsv_with_count_field() -> None:
     read = _read("aggregated.tsv", fields=Fields(count="n"))
     assert read.format == "tsv"
     assert read.agg.counts["escalation policy"] == 40
-    assert read.agg.rejected["'n' is not a whole number"].lines == [5]
+    assert read.agg.rejected["'n' is not a whole number up to 10^15"].lines == [5]
     assert read.agg.ignored["count of 0"] == 1
 
 
