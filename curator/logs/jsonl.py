@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from datetime import date
 from itertools import compress
 from operator import not_
 from typing import Any
@@ -118,8 +117,10 @@ class JsonlHandler(LineHandler):
             self._q_key = f'"{fields.query}":'
             self._q_re = _value_re(fields.query, r'"([^"\\\n]*)"')
             self._t_re = (
-                # a time Python reads: year 1 on, hours to 23, seconds to 59 (days: below)
-                _value_re(fields.time, r'"((?!0000)\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])'
+                # a time Python reads: year 1 on, real days (29 February goes the slow
+                # way, a regex per stamp cost more), hours to 23, seconds to 59
+                _value_re(fields.time, r'"((?!0000)\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])'
+                                       r'|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|02-(?:0[1-9]|1\d|2[0-8]))'
                                        r'T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d)(?:\.\d{1,9})?(?:Z|\+00:00)?"')
                 if fields.time
                 else None
@@ -159,9 +160,6 @@ class JsonlHandler(LineHandler):
         if self._t_re is not None:
             stamps = self._t_re.findall(text)
             if len(stamps) != n:
-                return False
-            # the pattern takes days 29 to 31 of every month: their dates are checked
-            if not all(map(_is_date, {ts[:10] for ts in stamps if ts[8:10] >= "29"})):
                 return False
         if self._u_re is not None:
             users = self._u_re.findall(text)
@@ -243,14 +241,6 @@ class JsonlHandler(LineHandler):
             int(results) if results is not None else None,
             as_number(get_path(record, f.latency)) if f.latency else None,
         )
-
-
-def _is_date(text: str) -> bool:
-    try:
-        date.fromisoformat(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _add_users(agg: Aggregate, queries: list[str], users: list[str]) -> None:
