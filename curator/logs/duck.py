@@ -173,8 +173,8 @@ class JsonSql:
         if f.user:
             # a string or a whole number, whose text is what str() gives in the python reader
             j = self._j("user")
-            ok.append(f"({j} IS NULL OR {j} = 'null' OR starts_with({j}, '\"') "
-                      f"OR regexp_full_match({j}, '0|-?[1-9][0-9]{{0,17}}'))")  # past 64 bits: a float to orjson
+            ok.append(_unless(f"{j} IS NULL OR {j} = 'null' OR starts_with({j}, '\"')",
+                              f"regexp_full_match({j}, '0|-?[1-9][0-9]{{0,17}}')"))  # past 64 bits: a float to orjson
             values["u"] = j
         if f.hits or f.clicks:
             values["ids"] = " || '\n' || ".join(
@@ -182,11 +182,11 @@ class JsonSql:
             )
         if f.results:
             j = self._j("results")
-            ok.append(f"({j} IS NULL OR {j} = 'null' OR regexp_full_match({j}, '-?[0-9]{{1,15}}'))")
+            ok.append(_unless(f"{j} IS NULL OR {j} = 'null'", f"regexp_full_match({j}, '-?[0-9]{{1,15}}')"))
             values["results"] = j
         if f.latency:
             j = self._j("latency")
-            ok.append(f"({j} IS NULL OR {j} = 'null' OR regexp_full_match({j}, {_quote(_NUMBER)}))")
+            ok.append(_unless(f"{j} IS NULL OR {j} = 'null'", f"regexp_full_match({j}, {_quote(_NUMBER)})"))
             values["lat"] = f"TRY_CAST({j} AS DOUBLE)"
         if self.window:
             ok.append("ts IS NOT NULL")  # the python reader rejects a line without one
@@ -235,6 +235,13 @@ class JsonSql:
         if self.window.until:
             inside.append(f"ts < {_quote(self.window.until)}::TIMESTAMP")
         return " AND ".join(inside)
+
+
+def _unless(plain: str, check: str) -> str:
+    """`plain OR check`, with `check` evaluated only where `plain` is not true: a
+    projection evaluates both sides of an OR on every line, a CASE does not (a regex
+    per line for the user field cost 0.1 s of CPU on the benchmark)."""
+    return f"CASE WHEN {plain} THEN TRUE ELSE {check} END"
 
 
 class Reader:
