@@ -27,6 +27,7 @@ import sys
 import threading
 from collections import Counter
 from dataclasses import dataclass
+from itertools import compress
 from pathlib import Path
 from typing import Any
 
@@ -410,11 +411,13 @@ def _counts(reader: Reader, users: bool) -> tuple[Aggregate, int, Counted]:
     queries = list(map(loads, raws))
     counted = Counted(queries, hashes, *arrays[9:]) if users else Counted(queries, hashes)
     if not counted.two_ways:  # the usual case: no query has two JSON spellings
+        # C-level: compress() keeps the queries whose value is there (None, 0: not there)
         agg.counts.update(dict(zip(queries, ns, strict=True)))
-        agg.first = {q: t for q, t in zip(queries, firsts, strict=True) if t is not None}
-        agg.last = {q: t for q, t in zip(queries, lasts, strict=True) if t is not None}
-        agg.zero_results.update({q: z for q, z in zip(queries, zeros, strict=True) if z})
-        agg.latency = {q: [s, n] for q, s, n in zip(queries, lat_sums, lat_ns, strict=True) if n}
+        agg.first = dict(zip(compress(queries, firsts), filter(None, firsts), strict=True))
+        agg.last = dict(zip(compress(queries, lasts), filter(None, lasts), strict=True))
+        agg.zero_results.update(dict(zip(compress(queries, zeros), filter(None, zeros), strict=True)))
+        pairs = map(list, zip(compress(lat_sums, lat_ns), filter(None, lat_ns), strict=True))
+        agg.latency = dict(zip(compress(queries, lat_ns), pairs, strict=True))
         return agg, doubtful, counted
     for q, n, first, last, zero, lat_sum, lat_n in zip(queries, ns, firsts, lasts, zeros, lat_sums, lat_ns,
                                                        strict=True):
