@@ -605,7 +605,7 @@ def read(source, fmt: str, head: bytes, fields: Fields, window, max_line: int, p
 
     `settle`: the thread runs beside DuckDB and the FileRead has its fingerprint. Without,
     the thread starts once DuckDB is done, to run beside the Python work that follows
-    (the two cores are DuckDB's while it reads: hashing beside it cost 0.4 s of 5.5 on
+    (the two cores are DuckDB's while it reads: hashing beside it cost 0.4 s on
     the 5M-line benchmark), and `FileRead.pending()` gives the fingerprint or raises
     NotForDuckDB then."""
     from curator.logs.reading import FileRead, make_handler, open_stream
