@@ -279,14 +279,13 @@ def _run(ws, sources: list[Source], settings: _Settings, callbacks, overlap: boo
         read.agg = Aggregate(lines=read.agg.lines, parsed=read.agg.parsed)  # free the copy
         summary.files.append(fs)
 
-    min_count, min_length, max_length = settings.limits
     stage = on_stage or (lambda _text: None)
     stage(f"Grouping and clustering {len(total.counts) if total else 0:,} distinct queries")
     with paused_gc():  # millions of small containers, no cycles: a third faster
         groups = _group(total or Aggregate(), redactor, summary)
         del total
         summary.redactions = dict(redactor.counts)
-        chosen = _choose(ws, groups, opts, similarity, (min_count, min_length, max_length), noise, summary)
+        chosen = _choose(ws, groups, opts, similarity, settings.limits, noise, summary)
         del groups  # all but the chosen groups: freed before DuckDB counts their users
     if deferred:
         _settle(*deferred, seen_fingerprints, set() if opts.force else known["fingerprints"])
@@ -329,8 +328,6 @@ def _settle(read: FileRead, fs: FileSummary, seen: set[str], known) -> None:
         raise _Again
     read.fingerprint, read.pending = fingerprint, None
     fs.fingerprint = fingerprint[:16]
-
-
 
 
 def _choose(ws, grouped: _Grouped, opts: ImportOptions, similarity: float, limits, noise,
