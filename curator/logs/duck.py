@@ -50,7 +50,7 @@ _ISO = r'"\d{4}-\d\d-\d\d[T ]([01]\d|2[0-3]):\d\d:\d\d(\.\d{1,6})?(Z|\+00(:00)?)
 _ISO_Z = ("'\"____-__-__T__:__:__Z\"'", "'\"%Y-%m-%dT%H:%M:%SZ\"'")
 _NUMBER = r"-?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d{1,2})?"  # 1e400 is no number to orjson
 _PROGRESS_SECONDS = 0.1
-_BITMAP = 1 << 16  # bits in the filter of the queries whose users are looked up
+_BITMAP = 1 << 16  # bits in the filter of the queries whose users are looked up, at least
 _CHUNK = 16 << 20  # bytes the fingerprint thread reads at a time (two hashing blocks)
 # A user is the hash of their name as a JSON string: DuckDB writes every text alike
 # (`"a"` and `"\u0061"`), a whole number is quoted (`7` and `"7"` are one user, as in
@@ -274,8 +274,8 @@ class Reader:
             self.con.execute("SET memory_limit = '64MB'")
         self.con.execute(f"SET memory_limit = '{self.memory_limit}'")
 
-    def query(self, sql: str, label: str, share: tuple[float, float] = (0.0, 1.0)) -> Any:
-        """Run `sql` to completion, reporting progress as `share` of the whole read."""
+    def query(self, sql: str, label: str, share: tuple[float, float] = (0.0, 1.0), params=None) -> Any:
+        """Run `sql` (with `params`) to completion, reporting progress as `share` of the whole read."""
         done = threading.Event()
 
         def watch() -> None:
@@ -290,7 +290,7 @@ class Reader:
         watcher = threading.Thread(target=watch, daemon=True)
         watcher.start()
         try:
-            return self.con.execute(sql)
+            return self.con.execute(sql, params)
         except self.duckdb.OutOfMemoryException:
             raise OutOfMemory(
                 f"{label}: DuckDB ran out of its {self.memory_limit} while counting queries "
@@ -502,41 +502,54 @@ class UsersOf:
         """The users of each of `queries` (those with any), exactly up to USERS_CAP."""
         found, left = self.settled(queries)
         query_of = {self.counted.hashes[row]: q for q in left for row in self.counted.rows(q)}
-        wanted = list(query_of)
-        if not wanted:
-            return found
-        # A bitmap of the wanted hashes (a literal: parsed once) picks their lines in O(1)
-        # each; IN (subquery) is planned as a join that may hold the whole log in memory.
-        # The few other queries it lets through are dropped below.
-        bits = bytearray(b"0" * _BITMAP)
+        for hq, users in self._users(list(query_of)) if query_of else ():
+            if hq in query_of:
+                _union(found, query_of[hq], FULL if users is None else set(users))
+        return found
+
+    def _users(self, wanted: list[int]) -> list[tuple[int, list[int] | None]]:
+        """(hash, its users or None for USERS_CAP or more) of the `wanted` query hashes,
+        in one pass over the file, or in one per half of them if that runs out of memory."""
+        try:
+            return self._users_pass(wanted)
+        except OutOfMemory:
+            if len(wanted) < 2:
+                raise
+            half = len(wanted) // 2
+            return self._users(wanted[:half]) + self._users(wanted[half:])
+
+    def _users_pass(self, wanted: list[int]) -> list[tuple[int, list[int] | None]]:
+        # A bitmap of the wanted hashes picks their lines in O(1) each (IN (subquery) is
+        # planned as a join that may hold the whole log in memory), 16 bits a query so
+        # that few other lines pass (they are dropped by the caller): with 65,536 bits
+        # for all 117k queries a `--limit 0` import wants, most lines passed and the
+        # pass ran out of memory.
+        size = min(max(_BITMAP, 1 << (16 * len(wanted) - 1).bit_length()), 1 << 24)
+        bits = bytearray(b"0" * size)
         for h in wanted:
-            bits[h % _BITMAP] = ord("1")
+            bits[h % size] = ord("1")
         reader = Reader(lambda _fraction: None, USERS_MEMORY_LIMIT)
         try:
-            rows = reader.query(
+            return reader.query(
                 # Distinct (query, user) pairs of the wanted queries only, then one list per
-                # query: a list per line (list_distinct at the end) costs 60 MB more on a
-                # 5M-line log. CASEs, not a WHERE: a WHERE is pushed below the projections
-                # and would parse every line twice; a user's name is hashed only on the
-                # lines of a wanted query.
+                # query: a list per line (list_distinct at the end) would hold every line
+                # of a query asked by few people many times. CASEs, not a WHERE: a WHERE is
+                # pushed below the projections and would parse every line twice; a user's
+                # name is hashed only on the lines of a wanted query.
                 f"""SELECT hq, CASE WHEN count(*) < {USERS_CAP} THEN list(hu) END FROM (
                       SELECT DISTINCT hq, hu FROM (
                         SELECT CASE WHEN ok AND inside AND {_NAMED}
-                                     AND get_bit('{bits.decode()}'::BIT, (hash(q) % {_BITMAP})::INTEGER) = 1
+                                     AND get_bit($1::BIT, (hash(q) % {size})::INTEGER) = 1
                                     THEN hash(q) END AS hq,
                                CASE WHEN hq IS NOT NULL THEN {_USER} END AS hu
                         FROM ({self.sql.user_rows(self.source_sql) if self.trusted
                                else self.sql.rows(self.source_sql)}))
                       WHERE hq IS NOT NULL)
                     GROUP BY hq""",
-                self.label,
+                self.label, params=[bits.decode()],
             ).fetchall()
         finally:
             reader.close()
-        for hq, users in rows:
-            if hq in query_of:
-                _union(found, query_of[hq], FULL if users is None else set(users))
-        return found
 
 
 def _union(found: dict, query: str, users: frozenset[int] | set[int]) -> None:

@@ -400,3 +400,15 @@ def test_duckdb_never_spills_to_disk() -> None:
         reader.close()
     assert settings["temp_directory"] == ""
     assert settings["memory_limit"] != ""
+
+
+def test_a_users_pass_without_enough_memory_is_a_clear_error(tmp_path: Path, monkeypatch) -> None:
+    """The users pass halves its queries when it runs out of memory; with too little
+    memory for even one query it stops there and says so (DuckDB never spills)."""
+    monkeypatch.setattr(duck, "USERS_MEMORY_LIMIT", "1MB")
+    log = _many_users_log(tmp_path / "users.jsonl", clean=True)
+    read = read_source(Source("users.jsonl", log), engine="duckdb")
+    _, left = read.users_of.settled({"pickup window", "dhl cutoff time"})
+    assert left == {"pickup window", "dhl cutoff time"}
+    with pytest.raises(duck.OutOfMemory, match=r"users.jsonl: DuckDB ran out of its 1MB"):
+        read.users_of(left)
