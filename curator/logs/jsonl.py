@@ -59,7 +59,10 @@ def strict_loads(data: bytes | str) -> Any:
     with or without orjson: NaN, Infinity, out-of-range numbers and lone surrogates
     (`"\\ud800"`) are broken JSON, and integers past 64 bits become floats."""
     raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
-    value = _STRICT.decode(raw.decode("utf-8"))
+    try:
+        value = _STRICT.decode(raw.decode("utf-8"))
+    except RecursionError:  # nested about 1,000 deep (orjson's limit is 1,024)
+        raise ValueError("nested too deep") from None
     if _SURROGATE_ESCAPE.search(raw):
         json.dumps(value, ensure_ascii=False).encode("utf-8")  # UnicodeEncodeError on a lone one
     return value
