@@ -5,11 +5,14 @@ from __future__ import annotations
 import sys
 
 import click
+from rich.console import RenderableType
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
     DownloadColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TextColumn,
     TimeElapsedColumn,
     TransferSpeedColumn,
@@ -101,17 +104,21 @@ def import_logs_cmd(ws, paths: tuple[str, ...], fmt: str, query_field, count_fie
         seed=seed, dry_run=dry_run, force=force, workers=workers, engine=engine,
     )
     with Progress(
-        TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-        TimeElapsedColumn(), console=err_console, transient=True,
+        TextColumn("{task.description}"), BarColumn(), _ForReading(DownloadColumn()),
+        _ForReading(TransferSpeedColumn()), TimeElapsedColumn(), console=err_console, transient=True,
         disable=as_json or not sys.stderr.isatty(),
     ) as bar:
-        task = bar.add_task("Reading", total=None)
+        task = bar.add_task("Reading", total=None, reading=True)
+        stage = bar.add_task("", total=None, visible=False, reading=False)  # no measure of how far: it pulses
 
         def on_file(source, size: int | None) -> None:
-            bar.update(task, description=f"Reading {escape(source.label[-50:])}", total=size, completed=0)
+            bar.update(stage, visible=False)
+            bar.update(task, description=f"Reading {escape(source.label[-50:])}", total=size, completed=0,
+                       visible=True)
 
-        def on_stage(text: str) -> None:  # no measure of how far: the bar pulses
-            bar.update(task, description=text, total=None, completed=0)
+        def on_stage(text: str) -> None:
+            bar.update(task, visible=False)
+            bar.reset(stage, description=text, visible=True)  # its time from now
 
         summary = import_logs(
             ws, list(paths), options, progress=lambda n: bar.advance(task, n), on_file=on_file,
@@ -123,6 +130,17 @@ def import_logs_cmd(ws, paths: tuple[str, ...], fmt: str, query_field, count_fie
         _print(summary)
     if summary.partial:
         sys.exit(EXIT_PARTIAL)
+
+
+class _ForReading(ProgressColumn):
+    """A column shown for the reading task only (bytes read, speed), blank for a stage."""
+
+    def __init__(self, column: ProgressColumn) -> None:
+        super().__init__()
+        self.column = column
+
+    def render(self, task: Task) -> RenderableType:
+        return self.column.render(task) if task.fields.get("reading") else ""
 
 
 def _print(s) -> None:
