@@ -659,11 +659,12 @@ def read(source, fmt: str, head: bytes, fields: Fields, window, max_line: int, p
     trusted = not (scanned.doubtful or refused_lines)
     users_of = UsersOf(source_sql, sql, source.label, scanned.counted, trusted) if sql.fields.user else None
     read = FileRead(source, fmt, "", agg, handler.fields.given(), "duckdb", users_of)
+    lines = agg.lines  # not `agg`: the caller frees it once merged
     if settle:
-        read.fingerprint = fingerprint.result(agg.lines)
+        read.fingerprint = fingerprint.result(lines)
     else:
         fingerprint.start()
-        read.pending = lambda: fingerprint.result(agg.lines)
+        read.pending = lambda: fingerprint.result(lines)
     return read
 
 
