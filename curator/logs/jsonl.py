@@ -58,9 +58,13 @@ def strict_loads(data: bytes | str) -> Any:
     """The standard library's parser held to what orjson accepts, so a log reads the same
     with or without orjson: NaN, Infinity, out-of-range numbers and lone surrogates
     (`"\\ud800"`) are broken JSON, and integers past 64 bits become floats."""
+    return _decode(_STRICT, data)
+
+
+def _decode(decoder: json.JSONDecoder, data: bytes | str) -> Any:
     raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
     try:
-        value = _STRICT.decode(raw.decode("utf-8"))
+        value = decoder.decode(raw.decode("utf-8"))
     except RecursionError:  # nested about 1,000 deep (orjson's limit is 1,024)
         raise ValueError("nested too deep") from None
     if _SURROGATE_ESCAPE.search(raw):
@@ -85,14 +89,11 @@ def loads_record(data: bytes | str) -> Any:
         return loads(data)
     except JSON_ERRORS as exc:
         refused = exc
-    raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
     try:
-        value = _HUGE.decode(raw.decode("utf-8"))
-        if _SURROGATE_ESCAPE.search(raw):
-            json.dumps(value, ensure_ascii=False).encode("utf-8")  # UnicodeEncodeError on a lone one
-    except (ValueError, RecursionError):
+        return _decode(_HUGE, data)
+    except ValueError:
         raise refused from None
-    return value
+
 
 _TRAILING_COMMA = re.compile(rb",\s*[\]}]")
 _SIMPLE_KEY = re.compile(r"^[A-Za-z_@][\w@-]*$")
@@ -138,9 +139,10 @@ class JsonlHandler(LineHandler):
 
     def try_fast(self, data: bytes, agg: Aggregate) -> bool:
         """Every line must be one JSON object (`{` ... `}`) without what the JSON parser
-        refuses, hold the query key exactly once with a plain string value (no escapes: the pattern refuses backslashes),
-        no query may be over-long, and the timestamp and user patterns must also match
-        once per line; otherwise the block goes through the JSON parser."""
+        refuses, hold the query key exactly once with a plain string value (no escapes:
+        the pattern refuses backslashes), no query may be over-long, and the timestamp
+        and user patterns must also match once per line; otherwise the block goes
+        through the JSON parser."""
         if not self.fast_ok or not data.startswith(b"{") or not data.endswith(b"}\n"):
             return False
         # what the JSON parser refuses in a line (its other fields included): NaN,
