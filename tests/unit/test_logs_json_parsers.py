@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from curator.logs.jsonl import strict_loads
+from curator.logs.jsonl import loads_record, strict_loads
 
 REFUSED = [
     b'{"latency_ms": NaN}',
@@ -19,6 +19,7 @@ REFUSED = [
     b'{"query": "lone \\uDC00 low surrogate"}',
     b'{"query": "trailing comma",}',
     b'{"query": "caf\xe9"}',
+    b'{"query": "x", "note": ' + b"[" * 1100 + b"]" * 1100 + b"}",  # deeper than either parser goes
 ]
 
 ACCEPTED = {
@@ -68,3 +69,20 @@ def test_any_json_value_round_trips(value: object) -> None:
                 strict_loads(line)
         else:
             assert strict_loads(line) == value
+
+
+@pytest.mark.parametrize("line,value", [
+    (b'{"query": "x", "note": 1e400}', {"query": "x", "note": float("inf")}),
+    (b'{"query": "x", "note": 1' + b"0" * 400 + b"}", {"query": "x", "note": float("inf")}),
+    (b'{"query": "x", "note": 2}', {"query": "x", "note": 2}),
+])
+def test_a_log_line_takes_numbers_past_a_double_as_infinity(line: bytes, value: object) -> None:
+    """Valid JSON (RFC 8259 sets no range) that orjson and the strict fallback refuse:
+    a field curator does not read cannot make the line broken."""
+    assert loads_record(line) == value
+
+
+@pytest.mark.parametrize("line", [line for line in REFUSED if b"1e400" not in line])
+def test_a_log_line_is_still_broken_for_everything_else(line: bytes) -> None:
+    with pytest.raises(ValueError):
+        loads_record(line)
