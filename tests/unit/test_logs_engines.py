@@ -13,7 +13,7 @@ import pytest
 
 from curator.corpus import add_paths
 from curator.errors import InputError
-from curator.logs import duck, import_logs
+from curator.logs import duck, import_logs, reading
 from curator.logs.duck import Reader
 from curator.logs.lines import Window
 from curator.logs.reading import Source, read_source
@@ -216,7 +216,8 @@ def test_the_users_pass_of_a_plain_log_parses_only_what_it_needs(tmp_path: Path)
     """What the `timed users` comparison leans on: every line was counted by DuckDB, so
     the users pass parses the query, user and time alone, and keeps to the window."""
     log = _timed_users_log(tmp_path / "timed.jsonl")
-    read = read_source(Source("timed.jsonl", log), window=Window("2026-10-03T00:00:00", "2026-10-07T00:00:00"))
+    read = read_source(Source("timed.jsonl", log), window=Window("2026-10-03T00:00:00", "2026-10-07T00:00:00"),
+                       engine="duckdb")
     assert read.users_of.trusted
     _, left = read.users_of.settled({"label printer offline"})
     assert left == {"label printer offline"}
@@ -340,8 +341,8 @@ def test_the_last_files_fingerprint_comes_while_its_queries_are_grouped(tmp_path
     """The last file's fingerprint is worked out beside the Python work: what import_logs
     uses of it is the same as when it is settled at once."""
     log = _plain_log(tmp_path / "plain.jsonl")
-    settled = read_source(Source("plain.jsonl", log))
-    pending = read_source(Source("plain.jsonl", log), settle=False)
+    settled = read_source(Source("plain.jsonl", log), engine="duckdb")
+    pending = read_source(Source("plain.jsonl", log), engine="duckdb", settle=False)
     assert settled.pending is None and pending.fingerprint == "" and pending.pending is not None
     assert pending.pending() == settled.fingerprint
 
@@ -369,8 +370,8 @@ def test_a_file_listed_twice_under_two_names_counts_once(tmp_path: Path) -> None
     copy.write_bytes(log.read_bytes())
     ws = Workspace.init(tmp_path / "ws")
     try:
-        once = import_logs(ws, [log], dry_run=True, limit=0)
-        twice = import_logs(ws, [log, copy], limit=0)
+        once = import_logs(ws, [log], dry_run=True, limit=0, engine="duckdb")
+        twice = import_logs(ws, [log, copy], limit=0, engine="duckdb")
         assert [f.status for f in twice.files] == ["imported", "listed twice"]
         assert twice.parsed == once.parsed == 3001 and twice.queued == len(ws.candidates())
         assert {c.query: c.count for c in ws.candidates()}["dhl cutoff time"] == 600
@@ -412,3 +413,13 @@ def test_a_users_pass_without_enough_memory_is_a_clear_error(tmp_path: Path, mon
     assert left == {"pickup window", "dhl cutoff time"}
     with pytest.raises(duck.OutOfMemory, match=r"users.jsonl: DuckDB ran out of its 1MB"):
         read.users_of(left)
+
+
+def test_auto_reads_a_small_file_with_python_and_a_big_one_with_duckdb(tmp_path: Path, monkeypatch) -> None:
+    """For a small uncompressed file DuckDB's start costs more than it saves; the
+    engines give the same import either way (the comparisons above)."""
+    log = _plain_log(tmp_path / "plain.jsonl")
+    assert read_source(Source("plain.jsonl", log)).engine == "python"
+    assert read_source(Source("plain.jsonl", log), engine="duckdb").engine == "duckdb"
+    monkeypatch.setattr(reading, "DUCKDB_MIN_BYTES", log.stat().st_size)
+    assert read_source(Source("plain.jsonl", log)).engine == "duckdb"
