@@ -34,15 +34,11 @@ from typing import Any
 from curator.errors import CuratorError, InputError
 from curator.logs.aggregate import USERS_CAP, Aggregate, _add_ids
 from curator.logs.fields import Fields, id_list
-from curator.logs.jsonl import JsonlHandler, loads, loads_record
+from curator.logs.jsonl import NOT_JSON_WORDS, TRAILING_COMMA, JsonlHandler, loads, loads_record
 
 MEMORY_LIMIT = "256MB"  # counting per query (pass 1)
 USERS_MEMORY_LIMIT = "192MB"  # users of the queued queries only
 FORMATS = ("jsonl", "ubi", "parquet")
-# Valid JSON to DuckDB but not to the python reader (NaN, Infinity, trailing commas):
-# such lines go to the python reader.
-_DOUBTFUL = ("NaN", "Infinity")
-_TRAILING_COMMA = r",\s*[\]}]"
 _ESCAPED_KEY = r'"(?:[^"\\]|\\.)*\\u[0-9a-fA-F]{4}(?:[^"\\]|\\.)*"\s*:'
 # hour 24 is the next day to DuckDB's cast, no time to the python reader
 _ISO = r'"\d{4}-\d\d-\d\d[T ]([01]\d|2[0-3]):\d\d:\d\d(\.\d{1,6})?(Z|\+00(:00)?)?"'
@@ -149,8 +145,9 @@ class JsonSql:
         ok = [
             "j IS NOT NULL",
             "starts_with(line, '{')",
-            *(f"NOT contains(line, {_quote(t)})" for t in _DOUBTFUL),
-            f"NOT regexp_matches(line, {_quote(_TRAILING_COMMA)})",
+            # valid JSON to DuckDB but not to the python reader
+            *(f"NOT contains(line, {_quote(word)})" for word in NOT_JSON_WORDS),
+            f"NOT regexp_matches(line, {_quote(TRAILING_COMMA)})",
             *(f"line NOT LIKE {_quote('%' + key + '%' + key + '%')}" for key in sorted(keys)),  # wildcards only widen
             # a key spelled with escapes ("q\u0075ery") may be a second query key
             f"CASE WHEN contains(line, '\\u') THEN NOT regexp_matches(line, {_quote(_ESCAPED_KEY)}) ELSE TRUE END",
@@ -347,9 +344,9 @@ def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> Scan:
     rows = f"({sql.rows(source_sql)})"
     passes = 1 + bool(fields.hits or fields.clicks)
     step = 1 / passes
-    users, named = ("", "")
+    settling, hashed = ("", "")
     if fields.user:  # a user's hash once per line, on the lines that name one
-        users, named = f", {_SETTLING}", f", CASE WHEN {_NAMED} THEN {_USER} END AS hu"
+        settling, hashed = f", {_SETTLING}", f", CASE WHEN {_NAMED} THEN {_USER} END AS hu"
     # aggregates over a field the log does not have are left out: constants cost nothing
     zero = "sum(n) FILTER (WHERE results IN ('0', '-0'))" if fields.results else "NULL"
     lat_sum, lat_n = ("sum(lat * n)", "sum(n) FILTER (WHERE lat IS NOT NULL)") if fields.latency else ("NULL", "NULL")
@@ -359,8 +356,8 @@ def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> Scan:
                    strftime(min(ts), '%Y-%m-%dT%H:%M:%S') AS first,
                    strftime(max(ts), '%Y-%m-%dT%H:%M:%S') AS last,
                    {zero}::BIGINT AS zero, {lat_sum}::DOUBLE AS lat_sum, {lat_n}::BIGINT AS lat_n,
-                   hash(q) AS hq {users}
-            FROM (SELECT * {named} FROM {rows}) GROUP BY ALL""",
+                   hash(q) AS hq {settling}
+            FROM (SELECT * {hashed} FROM {rows}) GROUP BY ALL""",
         label, (0.0, step),
     )
     reader.release()  # what the pass kept cached (150 MB), before Python decodes its table
@@ -409,7 +406,7 @@ def _counts(reader: Reader, users: bool) -> tuple[Aggregate, int, Counted]:
     agg.parsed = sum(lines)
     agg.lines += agg.parsed
     queries = list(map(loads, raws))
-    counted = Counted(queries, hashes, *arrays[9:]) if users else Counted(queries, hashes)
+    counted = Counted(queries, hashes, *arrays[9:])  # the user aggregates, if any
     if not counted.two_ways:  # the usual case: no query has two JSON spellings
         # C-level: compress() keeps the queries whose value is there (None, 0: not there)
         agg.counts.update(dict(zip(queries, ns, strict=True)))
@@ -501,9 +498,15 @@ class UsersOf:
     def __call__(self, queries: set[str]) -> dict[str, frozenset[int] | set[int]]:
         """The users of each of `queries` (those with any), exactly up to USERS_CAP."""
         found, left = self.settled(queries)
-        query_of = {self.counted.hashes[row]: q for q in left for row in self.counted.rows(q)}
+        found.update(self.unsettled(left))
+        return found
+
+    def unsettled(self, queries: set[str]) -> dict[str, frozenset[int] | set[int]]:
+        """The users of `queries`, which pass 1 did not settle, from a users pass."""
+        query_of = {self.counted.hashes[row]: q for q in queries for row in self.counted.rows(q)}
+        found: dict[str, frozenset[int] | set[int]] = {}
         for hq, users in self._users(list(query_of)) if query_of else ():
-            if hq in query_of:
+            if hq in query_of:  # the bitmap lets a few others through
                 _union(found, query_of[hq], FULL if users is None else set(users))
         return found
 

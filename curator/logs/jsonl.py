@@ -95,7 +95,12 @@ def loads_record(data: bytes | str) -> Any:
         raise refused from None
 
 
-_TRAILING_COMMA = re.compile(rb",\s*[\]}]")
+# What lenient parsers (DuckDB's, for one) read and the JSON parser here refuses,
+# anywhere in a line: the words, and a comma before a closing bracket
+NOT_JSON_WORDS = ("NaN", "Infinity")
+TRAILING_COMMA = r",\s*[\]}]"
+_NOT_JSON_WORDS = tuple(word.encode() for word in NOT_JSON_WORDS)
+_TRAILING_COMMA = re.compile(TRAILING_COMMA.encode())
 _SIMPLE_KEY = re.compile(r"^[A-Za-z_@][\w@-]*$")
 
 
@@ -147,7 +152,7 @@ class JsonlHandler(LineHandler):
             return False
         # what the JSON parser refuses in a line (its other fields included): NaN,
         # Infinity, a trailing comma (20 ms per 8 MiB block)
-        if b"NaN" in data or b"Infinity" in data or _TRAILING_COMMA.search(data):
+        if any(word in data for word in _NOT_JSON_WORDS) or _TRAILING_COMMA.search(data):
             return False
         try:
             text = data.decode("utf-8")

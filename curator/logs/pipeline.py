@@ -603,7 +603,7 @@ def _look_up_users(chosen: list[_ClusterItem], lookups) -> None:
         unsettled.append(left)
     full = {raw for item in chosen if _user_count(item) >= USERS_CAP for g in item.groups for raw in g.raws}
     for users_of, left in zip(lookups, unsettled, strict=True):
-        for raw, users in users_of(left - full).items():
+        for raw, users in users_of.unsettled(left - full).items():
             group_of[raw].add_users(users)
 
 

@@ -232,8 +232,8 @@ def test_a_cluster_with_enough_users_needs_no_users_pass(tmp_path: Path, monkeyp
     lines += [_line(query="Label printer offline ", user_id=u) for u in ("a", "b", "a")]
     log.write_bytes(b"\n".join(lines) + b"\n")
     asked: list[set[str]] = []
-    call = duck.UsersOf.__call__
-    monkeypatch.setattr(duck.UsersOf, "__call__", lambda self, queries: asked.append(queries) or call(self, queries))
+    call = duck.UsersOf.unsettled
+    monkeypatch.setattr(duck.UsersOf, "unsettled", lambda self, queries: asked.append(queries) or call(self, queries))
     _, summary, candidates = _import(tmp_path, "duckdb", log, {})
     assert summary["clusters"] == 1 and asked == [set()]
     assert candidates[0][3]["users"] == 100 and candidates[0][3]["users_at_least"]
