@@ -350,13 +350,13 @@ def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> Scan:
     # aggregates over a field the log does not have are left out: constants cost nothing
     zero = "sum(n) FILTER (WHERE results IN ('0', '-0'))" if fields.results else "NULL"
     lat_sum, lat_n = ("sum(lat * n)", "sum(n) FILTER (WHERE lat IS NOT NULL)") if fields.latency else ("NULL", "NULL")
+    total = "sum(n)::BIGINT" if fields.count else "count(*)"  # a sum of ones per line: 0.1 CPU s on the benchmark
     reader.query(
         f"""CREATE TEMP TABLE counted AS
-            SELECT ok, inside, empty, q, count(*) AS lines, sum(n)::BIGINT AS n,
+            SELECT ok, inside, empty, q, count(*) AS lines, {total} AS n,
                    strftime(min(ts), '%Y-%m-%dT%H:%M:%S') AS first,
                    strftime(max(ts), '%Y-%m-%dT%H:%M:%S') AS last,
-                   {zero}::BIGINT AS zero, {lat_sum}::DOUBLE AS lat_sum, {lat_n}::BIGINT AS lat_n,
-                   hash(q) AS hq {settling}
+                   {zero}::BIGINT AS zero, {lat_sum}::DOUBLE AS lat_sum, {lat_n}::BIGINT AS lat_n {settling}
             FROM (SELECT * {hashed} FROM {rows}) GROUP BY ALL""",
         label, (0.0, step),
     )
@@ -399,7 +399,8 @@ def _counts(reader: Reader, users: bool) -> tuple[Aggregate, int, Counted]:
         agg.ignored["blank line" if empty else "outside --since/--until"] += lines
     settling = ", named, coalesce(least, 0) AS least, coalesce(greatest, 0) AS greatest, buckets" if users else ""
     columns = reader.con.execute(
-        f"SELECT q, lines, n, first, last, zero, lat_sum, lat_n, hq {settling} FROM counted WHERE ok AND inside"
+        # hash(q) here, once per query, not in the GROUP BY of every line (0.07 CPU s)
+        f"SELECT q, lines, n, first, last, zero, lat_sum, lat_n, hash(q) AS hq {settling} FROM counted WHERE ok AND inside"
     ).fetchnumpy()
     arrays = list(columns.values())
     raws, lines, ns, firsts, lasts, zeros, lat_sums, lat_ns, hashes = (a.tolist() for a in arrays[:9])
