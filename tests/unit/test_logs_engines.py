@@ -109,7 +109,8 @@ def _timed_users_log(path: Path) -> Path:
 def _plain_log(path: Path) -> Path:
     """Lines DuckDB counts itself: times in each form it takes, users as text, numbers
     and null, ids, zero results, latencies, escaped text, and one query spelled two ways
-    in JSON ("caf\\u00e9", "café")."""
+    in JSON ("caf\\u00e9", "café"), and keys that end like the query key (`raw_query`:
+    the key-twice check must not take them for it)."""
     rows = []
     for i in range(3000):
         rows.append({
@@ -121,6 +122,7 @@ def _plain_log(path: Path) -> Path:
             "hits": [f"carriers.md#{i % 3}"] if i % 2 else [],
             "result_count": i % 4,
             "latency_ms": i % 9 * 1.5,
+            **({"raw_query": "dhl query"} if i % 3 == 0 else {}),
         })
     data = b"".join(json.dumps(r).replace("\\\\", "\\").encode() + b"\n" for r in rows)
     data += '{"query": "café 😀 dhl", "user_id": "u9"}\n'.encode()
