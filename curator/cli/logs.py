@@ -149,6 +149,10 @@ def _print(s) -> None:
             console.print(f"[yellow]{escape(f.path)}[/]: listed twice (fingerprint {f.fingerprint}): the same "
                           "content as another file of this import, counted once.")
             continue
+        if f.status == "empty":
+            lines = f"{f.lines:,} blank line{'s' if f.lines != 1 else ''}" if f.lines else "no lines"
+            console.print(f"[yellow]{escape(f.path)}[/]: empty ({lines}), nothing to import.")
+            continue
         if f.status != "imported":
             console.print(f"[yellow]{escape(f.path)}[/]: {f.status} (fingerprint {f.fingerprint}); "
                           "--force reads it again.")

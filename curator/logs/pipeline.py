@@ -33,7 +33,16 @@ from curator.logs.normalise import (
     looks_like_identifier,
     normalize_query,
 )
-from curator.logs.reading import ENGINES, FORMATS, FileRead, Progress, Source, expand, read_source
+from curator.logs.reading import (
+    ENGINES,
+    FORMATS,
+    FileRead,
+    Progress,
+    Source,
+    blank_lines,
+    expand,
+    read_source,
+)
 from curator.logs.redact import Redactor
 from curator.logs.sample import SAMPLERS, sample_order
 from curator.models import CandidateIn, Suggestion
@@ -116,7 +125,7 @@ class ImportOptions:
 @dataclass
 class FileSummary:
     path: str
-    status: str  # imported | already imported | listed twice
+    status: str  # imported | already imported | listed twice | empty
     format: str | None = None
     engine: str | None = None  # duckdb | python
     fingerprint: str | None = None
@@ -242,6 +251,12 @@ def _run(ws, sources: list[Source], settings: _Settings, callbacks, overlap: boo
     seen_fingerprints: set[str] = set()
     deferred: tuple[FileRead, FileSummary] | None = None
     for n, source in enumerate(sources):
+        blank = blank_lines(source)
+        if blank is not None:  # nothing to read, and no reason to stop the others
+            summary.files.append(FileSummary(source.label, "empty", lines=blank,
+                                             ignored={"blank line": blank} if blank else {}))
+            summary.lines += blank
+            continue
         quick = _quick_key(source)
         if not opts.force and quick and quick in known["quick"]:
             summary.files.append(FileSummary(source.label, "already imported", fingerprint=known["quick"][quick][:16]))

@@ -16,6 +16,7 @@ import multiprocessing as mp
 import os
 import sys
 import time
+import zlib
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
@@ -314,6 +315,36 @@ def read_source(
             stream.close()
         digests = hasher.finish()
     return FileRead(source, fmt, combine(digests), agg, used)
+
+
+def blank_lines(source: Source) -> int | None:
+    """The number of lines of a source that holds nothing but blank lines (an empty
+    file, a rotated log nobody wrote to), else None. Only a source known whole from its
+    first MiB qualifies, and a compressed one must decompress cleanly: damage is for the
+    reader to report, with what came before it."""
+    if source.compression == "zst":  # read by DuckDB when `zstandard` is missing
+        return None
+    if source.path is None:
+        if source.stdin_head is None:
+            source.stdin_head = _read_up_to(sys.stdin.buffer, HEAD)
+        raw = source.stdin_head
+    else:
+        if (source.size() or 0) >= HEAD:
+            return None
+        try:
+            raw = source.path.read_bytes()
+        except OSError as exc:
+            raise InputError(source.label, f"cannot read: {exc}") from None
+    if len(raw) >= HEAD:
+        return None
+    if source.compression == "gz":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error):
+            return None
+    if raw.strip():
+        return None
+    return raw.count(b"\n") + (not raw.endswith(b"\n")) if raw else 0
 
 
 def _head(source: Source) -> bytes:

@@ -281,3 +281,40 @@ def test_cli_says_what_it_skipped_and_why(cws, run_cli) -> None:
     assert "copy-of-search.jsonl: listed twice" in result.output and "counted once" in result.output
     result = run_cli(both[:4])
     assert "search.jsonl: already imported" in result.output and "--force reads it again" in result.output
+
+
+def test_an_empty_log_is_reported_and_the_others_are_imported(cws, run_cli, tmp_path: Path) -> None:
+    """A glob over rotated logs often takes in an empty one: it is said to be empty, not
+    an error that stops the import of the rest."""
+    import gzip
+
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    (tmp_path / "blank.jsonl").write_bytes(b"\n  \n\t\n")
+    (tmp_path / "empty.jsonl.gz").write_bytes(gzip.compress(b""))
+    logs = [str(tmp_path / name) for name in ("empty.jsonl", "blank.jsonl", "empty.jsonl.gz")]
+    result = run_cli(["-w", str(cws.root), "import-logs", str(DATA / "queries.txt"), *logs, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    status = {Path(f["path"]).name: (f["status"], f["lines"]) for f in data["files"]}
+    assert status == {"queries.txt": ("imported", 5), "empty.jsonl": ("empty", 0), "blank.jsonl": ("empty", 3),
+                      "empty.jsonl.gz": ("empty", 0)}
+    assert data["queued"] == len(cws.candidates()) == 3
+    result = run_cli(["-w", str(cws.root), "import-logs", logs[1]])
+    assert result.exit_code == 0 and "blank.jsonl: empty (3 blank lines), nothing to import." in result.output
+
+
+def test_a_damaged_small_gzip_is_not_taken_for_an_empty_log(cws, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl.gz"
+    bad.write_bytes(b"\x1f\x8b\x08\x00damaged")
+    with pytest.raises(InputError, match="bad.jsonl.gz"):
+        import_logs(cws, [bad])
+
+
+def test_the_console_script_says_empty_stdin_is_empty(cws) -> None:
+    exe = Path(sys.executable).parent / "curator"
+    proc = subprocess.run([str(exe), "-w", str(cws.root), "import-logs", "-", "--json"], input=b"",
+                          capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr.decode()
+    out = json.loads(proc.stdout)
+    assert out["files"] == [{**out["files"][0], "path": "<stdin>", "status": "empty", "lines": 0}]
+    assert out["queued"] == 0
