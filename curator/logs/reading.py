@@ -360,12 +360,28 @@ def _head(source: Source) -> bytes:
         with source.path.open("rb") as raw:
             if source.compression == "gz":
                 with gzip.GzipFile(fileobj=raw) as gz:
-                    return _read_up_to(gz, HEAD)
+                    return _gzip_head(gz, source.label)
             if source.compression == "zst":
                 return b""
             return raw.read(HEAD)
     except OSError as exc:
         raise InputError(source.label, f"cannot read: {exc}") from None
+
+
+def _gzip_head(stream: IO[bytes], label: str) -> bytes:
+    """The first MiB of a gzip file; an error if it is damaged before anything in it can
+    be read (damage further on is the reader's to report, keeping what came before)."""
+    buf = bytearray()
+    try:
+        while len(buf) < HEAD:
+            chunk = stream.read(min(1 << 16, HEAD - len(buf)))
+            if not chunk:
+                break
+            buf += chunk
+    except (EOFError, zlib.error) as exc:
+        if not buf:
+            raise InputError(label, f"a damaged or truncated gzip file: nothing in it can be read ({exc})") from None
+    return bytes(buf)
 
 
 def _read_up_to(stream: IO[bytes], n: int) -> bytes:

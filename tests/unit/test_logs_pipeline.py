@@ -303,11 +303,12 @@ def test_an_empty_log_is_reported_and_the_others_are_imported(cws, run_cli, tmp_
     assert result.exit_code == 0 and "blank.jsonl: empty (3 blank lines), nothing to import." in result.output
 
 
-def test_a_damaged_small_gzip_is_not_taken_for_an_empty_log(cws, tmp_path: Path) -> None:
+def test_a_gzip_damaged_before_anything_can_be_read_is_an_error_not_an_empty_log(cws, tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl.gz"
     bad.write_bytes(b"\x1f\x8b\x08\x00damaged")
-    with pytest.raises(InputError, match="bad.jsonl.gz"):
+    with pytest.raises(InputError, match="bad.jsonl.gz: a damaged or truncated gzip file: nothing in it can be read"):
         import_logs(cws, [bad])
+    assert cws.candidates() == []
 
 
 def test_the_console_script_says_empty_stdin_is_empty(cws) -> None:
