@@ -158,7 +158,8 @@ def _print(s) -> None:
                           "--force reads it again.")
             continue
         fields = ", ".join(f"{k}={v}" for k, v in f.fields.items())
-        console.print(f"[bold]{escape(f.path)}[/] ({f.format}, {f.engine}; {escape(fields)}): "
+        read_as = f"{f.format}, {f.engine}" + (f"; {fields}" if fields else "")  # a text file has no fields
+        console.print(f"[bold]{escape(f.path)}[/] ({escape(read_as)}): "
                       f"{f.lines:,} lines, {f.parsed:,} parsed")
         for reason, info in f.rejected.items():
             where = ", ".join(str(n) for n in info["lines"])

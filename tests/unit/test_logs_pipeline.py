@@ -319,3 +319,10 @@ def test_the_console_script_says_empty_stdin_is_empty(cws) -> None:
     out = json.loads(proc.stdout)
     assert out["files"] == [{**out["files"][0], "path": "<stdin>", "status": "empty", "lines": 0}]
     assert out["queued"] == 0
+
+
+def test_the_summary_names_each_files_format_engine_and_fields(cws, run_cli) -> None:
+    result = run_cli(["-w", str(cws.root), "import-logs", str(DATA / "queries.txt"), str(DATA / "search.jsonl"),
+                      "--dry-run", "--engine", "python"])
+    assert "queries.txt (text, python): 5 lines" in result.output  # a text file has no fields to name
+    assert "search.jsonl (jsonl, python; query=query, time=timestamp" in result.output
