@@ -202,7 +202,7 @@ def import_logs(
         ),
         {**cfg.redact_patterns, **opts.redact},
         [_compile(p, "noise pattern") for p in [*cfg.noise_patterns, *opts.noise]],
-        Window(_bound(opts.since, "--since"), _bound(opts.until, "--until")),
+        _window(opts),
         Fields(
             opts.query_field, opts.count_field, opts.time_field, opts.user_field,
             opts.hits_field, opts.clicks_field, opts.results_field, opts.latency_field,
@@ -411,9 +411,21 @@ def _bound(value: str | None, option: str) -> str | None:
     return ts
 
 
+def _window(opts: ImportOptions) -> Window:
+    window = Window(_bound(opts.since, "--since"), _bound(opts.until, "--until"))
+    if window.since and window.until and window.since >= window.until:
+        from curator.errors import CuratorError
+
+        raise CuratorError(f"--since {opts.since} is not before --until {opts.until}: no line could be imported "
+                           "(--until is the first moment left out)")
+    return window
+
+
 def _require_found(read: FileRead) -> None:
+    """InputError when no line had the query field (or an access log's parameter). A
+    file whose every line falls outside --since/--until may have it: it is not asked."""
     agg = read.agg
-    if agg.parsed or not agg.lines:
+    if agg.parsed or not agg.lines or agg.ignored.get("outside --since/--until"):
         return
     missing = [r for r in agg.rejected if r.startswith("no '")]
     if missing:

@@ -326,3 +326,24 @@ def test_the_summary_names_each_files_format_engine_and_fields(cws, run_cli) -> 
                       "--dry-run", "--engine", "python"])
     assert "queries.txt (text, python): 5 lines" in result.output  # a text file has no fields to name
     assert "search.jsonl (jsonl, python; query=query, time=timestamp" in result.output
+
+
+def test_a_window_that_leaves_out_every_line_is_not_a_missing_field(cws, tmp_path: Path) -> None:
+    log = tmp_path / "october.jsonl"
+    log.write_text('{"query": "dhl cutoff time", "timestamp": "2026-10-02T08:00:00Z"}\n'
+                   '{"text": "no query here", "timestamp": "2026-10-03T08:00:00Z"}\n')
+    for engine in ("python", "duckdb"):
+        summary = import_logs(cws, [log], since="2030-01-01", engine=engine, force=True)
+        assert (summary.parsed, summary.queued) == (0, 0)
+        assert summary.files[0].ignored == {"outside --since/--until": 1}
+        assert summary.files[0].rejected["no 'query' field"]["count"] == 1
+
+
+def test_since_after_until_is_an_error_before_anything_is_read(cws) -> None:
+    from curator.errors import CuratorError
+
+    with pytest.raises(CuratorError, match="--since 2026-10-09 is not before --until 2026-10-01"):
+        import_logs(cws, [DATA / "search.jsonl"], since="2026-10-09", until="2026-10-01")
+    with pytest.raises(CuratorError, match="is not before"):
+        import_logs(cws, [DATA / "search.jsonl"], since="2026-10-01", until="2026-10-01")
+    assert cws.candidates() == []
