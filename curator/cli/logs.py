@@ -176,7 +176,8 @@ def _print(s) -> None:
         table.add_row("filtered", f"{n:,} × {escape(reason)}")
     for reason, n in sorted(s.duplicates.items()):
         table.add_row("duplicates", f"{n:,} × {escape(reason)}")
-    table.add_row("sampled", f"{s.sampled:,} ({s.sample}, limit {s.limit or 'none'})")
+    seed = "" if s.seed is None else f", seed {s.seed}"
+    table.add_row("sampled", f"{s.sampled:,} ({s.sample}{seed}, limit {s.limit or 'none'})")
     if s.dry_run:
         table.add_row("queued", "nothing (dry run)")
     else:

@@ -8,11 +8,12 @@ run once per distinct query, not once per line.
 
 from __future__ import annotations
 
+import random
 import re
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from itertools import accumulate, compress
 from operator import add, itemgetter, ne, not_
@@ -157,6 +158,7 @@ class ImportSummary:
     dry_run: bool = False
     sample: str = "top"
     limit: int = 0
+    seed: int | None = None  # random and pps: the seed drawn with (--seed, or one chosen and shown)
 
     @property
     def partial(self) -> bool:
@@ -191,6 +193,8 @@ def import_logs(
     if overrides:
         opts = ImportOptions(**{**asdict(opts), **overrides})
     _check(opts)
+    if opts.sample != "top" and opts.seed is None:  # drawn, and reported: any sample can be drawn again
+        opts = replace(opts, seed=random.SystemRandom().randrange(1 << 31))
     cfg = ws.config.logs
     settings = _Settings(
         opts,
@@ -244,7 +248,8 @@ def _run(ws, sources: list[Source], settings: _Settings, callbacks, overlap: boo
     opts, similarity, noise = settings.opts, settings.similarity, settings.noise
     progress, on_file, on_stage = callbacks
     redactor = Redactor(settings.redact)
-    summary = ImportSummary(dry_run=opts.dry_run, sample=opts.sample, limit=opts.limit)
+    summary = ImportSummary(dry_run=opts.dry_run, sample=opts.sample, limit=opts.limit,
+                            seed=None if opts.sample == "top" else opts.seed)
     known = _known_imports(ws)
     total: Aggregate | None = None
     reads: list[FileRead] = []

@@ -347,3 +347,15 @@ def test_since_after_until_is_an_error_before_anything_is_read(cws) -> None:
     with pytest.raises(CuratorError, match="is not before"):
         import_logs(cws, [DATA / "search.jsonl"], since="2026-10-01", until="2026-10-01")
     assert cws.candidates() == []
+
+
+@pytest.mark.parametrize("sample", ["random", "pps"])
+def test_a_drawn_sample_reports_its_seed_and_the_seed_draws_it_again(cws, run_cli, sample: str) -> None:
+    base = ["-w", str(cws.root), "import-logs", str(DATA / "search.jsonl"), "--sample", sample, "--limit", "4",
+            "--dry-run"]
+    first = json.loads(run_cli([*base, "--json"]).output)
+    assert isinstance(first["seed"], int)
+    again = json.loads(run_cli([*base, "--json", "--seed", str(first["seed"])]).output)
+    assert again["seed"] == first["seed"] and again["preview"] == first["preview"] and len(first["preview"]) == 4
+    assert f"({sample}, seed {first['seed']}, limit 4)" in run_cli([*base, "--seed", str(first["seed"])]).output
+    assert json.loads(run_cli([*base[:4], "--dry-run", "--json"]).output)["seed"] is None  # top draws nothing
