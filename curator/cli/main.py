@@ -16,7 +16,7 @@ import click
 from rich.console import Console
 
 from curator import __version__
-from curator.errors import CuratorError
+from curator.errors import EXIT_INTERRUPTED, CuratorError
 
 console = Console(soft_wrap=True)  # long paths and ids stay on one line (greppable)
 err_console = Console(stderr=True, soft_wrap=True)
@@ -35,6 +35,9 @@ class CuratorGroup(click.Group):
             if exc.hint:
                 err_console.print(f"[dim]hint:[/] {_escape(exc.hint)}", highlight=False)
             sys.exit(exc.exit_code)
+        except KeyboardInterrupt:  # Ctrl-C: a word and the shell's code for it, not a traceback
+            err_console.print("[yellow]interrupted[/]", highlight=False)
+            sys.exit(EXIT_INTERRUPTED)
 
 
 def _escape(text: str) -> str:

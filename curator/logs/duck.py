@@ -308,6 +308,10 @@ class Reader:
         except self.duckdb.IOException as exc:  # a damaged gzip stream, for one
             # the python reader keeps what came before the damage and says where it was
             raise NotForDuckDB(f"DuckDB could not read it: {str(exc).splitlines()[0]}") from None
+        except (RuntimeError, self.duckdb.InterruptException) as exc:
+            if "interrupted" in str(exc).lower():  # Ctrl-C: DuckDB stopped the query and says so
+                raise KeyboardInterrupt from None
+            raise
         except self.duckdb.InvalidInputException as exc:
             if "state machine reached an invalid state" in str(exc):
                 # DuckDB's CSV reader takes a carriage return for a line break, which

@@ -359,3 +359,58 @@ def test_a_drawn_sample_reports_its_seed_and_the_seed_draws_it_again(cws, run_cl
     assert again["seed"] == first["seed"] and again["preview"] == first["preview"] and len(first["preview"]) == 4
     assert f"({sample}, seed {first['seed']}, limit 4)" in run_cli([*base, "--seed", str(first["seed"])]).output
     assert json.loads(run_cli([*base[:4], "--dry-run", "--json"]).output)["seed"] is None  # top draws nothing
+
+
+def test_ctrl_c_is_a_word_and_exit_130_not_a_traceback(cws) -> None:
+    """The real console script, waiting for a log on standard input, gets SIGINT."""
+    import platform
+    import signal
+
+    if not Path("/proc/self/syscall").exists() or platform.machine() not in ("x86_64", "aarch64"):
+        pytest.skip("needs Linux's /proc/PID/syscall to see the read")
+    import time
+
+    exe = Path(sys.executable).parent / "curator"
+    proc = subprocess.Popen([str(exe), "-w", str(cws.root), "import-logs", "-"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdin.write(b"dhl cutoff time\n")  # and no end: it waits for more
+    proc.stdin.flush()
+    deadline = time.monotonic() + 60
+    while not _reading_stdin(proc.pid) and time.monotonic() < deadline:  # past the imports, in the read
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err.decode()
+    assert b"interrupted" in err and b"Traceback" not in err
+    assert cws.candidates() == []
+
+
+def _reading_stdin(pid: int) -> bool:
+    """Is the process blocked in read(0, ...)? (/proc/PID/syscall: number, then arguments)"""
+    import platform
+
+    read = {"x86_64": "0", "aarch64": "63"}[platform.machine()]
+    try:
+        call = Path(f"/proc/{pid}/syscall").read_text().split()
+    except OSError:
+        return False
+    return call[:2] == [read, "0x0"]  # read, file descriptor 0
+
+
+def test_an_interrupted_duckdb_query_is_a_keyboard_interrupt() -> None:
+    """DuckDB stops a query on Ctrl-C and raises RuntimeError('Query interrupted'), or
+    InterruptException when told to from another thread (as here: a signal can take
+    DuckDB seconds to notice); either is the KeyboardInterrupt the CLI turns into 130."""
+    import threading
+
+    from curator.logs import duck
+
+    reader = duck.Reader(lambda _fraction: None)
+    timer = threading.Timer(0.3, reader.con.interrupt)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            timer.start()
+            reader.query("SELECT count(*) FROM range(10000000000) t(i) WHERE hash(i) % 7 = 1", "endless")
+    finally:
+        timer.cancel()
+        reader.close()
