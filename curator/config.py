@@ -76,6 +76,20 @@ class LogsConfig(_Section):
     max_length: int = Field(300, ge=1)
     redact_patterns: dict[str, str] = Field(default_factory=dict)  # KIND -> regex
     noise_patterns: list[str] = Field(default_factory=list)  # regexes of queries to drop
+    # The defaults of `curator import-logs`; its flags override them. A field left unset
+    # is guessed from the first records; "" means the log has none (--time-field "").
+    sample: Literal["top", "random", "pps"] = "top"
+    limit: int = Field(500, ge=0)  # 0: no limit
+    engine: Literal["auto", "duckdb", "python"] = "auto"
+    query_field: str | None = None
+    count_field: str | None = None
+    time_field: str | None = None
+    user_field: str | None = None
+    hits_field: str | None = None
+    clicks_field: str | None = None
+    results_field: str | None = None
+    latency_field: str | None = None
+    param: str | None = None  # access logs: the URL parameter with the query
 
 
 class Gate(_Section):
@@ -280,6 +294,15 @@ min_count = 1
 min_length = 3
 max_length = 300
 # noise_patterns = ["^test$", "^asdf"]
+# Defaults of `curator import-logs` (its flags override them):
+# sample = "top"                 # top | random | pps
+# limit = 500                    # review budget per import (0: no limit)
+# engine = "auto"                # auto | duckdb | python
+# query_field = "request.params.q"   # unset: guessed (query, q, search, ...); dotted paths work
+# time_field = "@timestamp"      # unset: guessed; "" if the log has none
+# user_field = "session_id"      # counted, never stored
+# count_field = "n"              # pre-aggregated logs
+# hits_field, clicks_field, results_field, latency_field, param (access logs) likewise
 # [logs.redact_patterns]
 # TICKET = "INC-\\\\d{6}"
 

@@ -40,13 +40,13 @@ def _pairs(values: tuple[str, ...]) -> dict[str, str]:
     type=click.Choice(["auto", "jsonl", "ubi", "csv", "tsv", "text", "access", "parquet"]),
     help="Log format (auto: from the name and the first lines).",
 )
-@click.option("--query-field", help="Field or column with the query; dotted paths (request.params.q) work.")
-@click.option("--count-field", help="Pre-aggregated input: the field with how often the query was asked.")
-@click.option("--time-field", help="Field with the timestamp (default: timestamp, @timestamp, time, ts, ...).")
-@click.option("--user-field", help="Field with the user or session id (counted, never stored).")
-@click.option("--hits-field", help="Field with the returned passage ids.")
-@click.option("--clicks-field", help="Field with the clicked passage ids.")
-@click.option("--param", help="Access logs: the URL parameter that holds the query (default: q, query, search, ...).")
+@click.option("--query-field", help="Field or column with the query; dotted paths (request.params.q) work [logs.query_field].")
+@click.option("--count-field", help="Pre-aggregated input: the field with how often the query was asked [logs.count_field].")
+@click.option("--time-field", help="Field with the timestamp (default: timestamp, @timestamp, time, ts, ...; '' for none) [logs.time_field].")
+@click.option("--user-field", help="Field with the user or session id (counted, never stored) [logs.user_field].")
+@click.option("--hits-field", help="Field with the returned passage ids [logs.hits_field].")
+@click.option("--clicks-field", help="Field with the clicked passage ids [logs.clicks_field].")
+@click.option("--param", help="Access logs: the URL parameter that holds the query (default: q, query, search, ...) [logs.param].")
 @click.option("--since", help="Only lines at or after this time (2026-10-01 or an ISO time).")
 @click.option("--until", help="Only lines before this time.")
 @click.option("--similarity", type=click.FloatRange(0, 100), help="Fuzzy score that joins a cluster [logs.similarity].")
@@ -55,16 +55,17 @@ def _pairs(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--max-length", type=click.IntRange(1), help="Longest query kept [logs.max_length].")
 @click.option("--noise", multiple=True, metavar="REGEX", help="Drop queries matching this (repeatable).")
 @click.option("--redact", multiple=True, metavar="KIND=REGEX", help="Also redact this pattern as <KIND> (repeatable).")
-@click.option("--sample", type=click.Choice(["top", "random", "pps"]), default="top", show_default=True,
-              help="How to pick clusters: most asked, uniformly, or proportional to frequency.")
-@click.option("--limit", type=click.IntRange(0), default=500, show_default=True,
-              help="Review budget: at most this many new candidates (0: all).")
+@click.option("--sample", type=click.Choice(["top", "random", "pps"]),
+              help="How to pick clusters: most asked, uniformly, or proportional to frequency "
+                   "[logs.sample, default top].")
+@click.option("--limit", type=click.IntRange(0),
+              help="Review budget: at most this many new candidates, 0 for all [logs.limit, default 500].")
 @click.option("--seed", type=int, help="Seed for --sample random|pps.")
 @click.option("--dry-run", is_flag=True, help="Show what would be queued; change nothing.")
 @click.option("--force", is_flag=True, help="Read logs again even if already imported.")
-@click.option("--engine", type=click.Choice(["auto", "duckdb", "python"]), default="auto", show_default=True,
+@click.option("--engine", type=click.Choice(["auto", "duckdb", "python"]),
               help="Who reads JSON Lines and Parquet: DuckDB (fast), the python readers, or auto "
-                   "(DuckDB where the input allows).")
+                   "(DuckDB where the input allows) [logs.engine, default auto].")
 @click.option("--workers", type=click.IntRange(0), default=0,
               help="Python engine: processes for big files (0: one per core).")
 @json_option

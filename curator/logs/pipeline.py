@@ -113,13 +113,13 @@ class ImportOptions:
     max_length: int | None = None
     noise: list[str] = field(default_factory=list)
     redact: dict[str, str] = field(default_factory=dict)
-    sample: str = "top"
-    limit: int = 500  # 0: no limit
+    sample: str | None = None  # top | random | pps ([logs] sample, else top)
+    limit: int | None = None  # 0: no limit ([logs] limit, else 500)
     seed: int | None = None
     dry_run: bool = False
     force: bool = False
     workers: int = 0  # 0: one per core, for big uncompressed files (python engine)
-    engine: str = "auto"  # auto | duckdb | python: who reads JSON Lines and Parquet
+    engine: str | None = None  # auto | duckdb | python: who reads JSON Lines and Parquet ([logs] engine)
     max_line_bytes: int = MAX_LINE_BYTES
 
 
@@ -192,6 +192,7 @@ def import_logs(
     opts = options or ImportOptions()
     if overrides:
         opts = ImportOptions(**{**asdict(opts), **overrides})
+    opts = _configured(opts, ws.config.logs)
     _check(opts)
     if opts.sample != "top" and opts.seed is None:  # drawn, and reported: any sample can be drawn again
         opts = replace(opts, seed=random.SystemRandom().randrange(1 << 31))
@@ -381,6 +382,15 @@ def _choose(ws, grouped: _Grouped, opts: ImportOptions, similarity: float, limit
 
 
 # ---- reading helpers -----------------------------------------------------------------
+
+
+_CONFIGURED = ("sample", "limit", "engine", "query_field", "count_field", "time_field", "user_field",
+               "hits_field", "clicks_field", "results_field", "latency_field", "param")
+
+
+def _configured(opts: ImportOptions, cfg) -> ImportOptions:
+    """`opts` with what it leaves unset (None) taken from the workspace's [logs]."""
+    return replace(opts, **{k: getattr(cfg, k) for k in _CONFIGURED if getattr(opts, k) is None})
 
 
 def _check(opts: ImportOptions) -> None:

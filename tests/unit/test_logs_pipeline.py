@@ -414,3 +414,37 @@ def test_an_interrupted_duckdb_query_is_a_keyboard_interrupt() -> None:
     finally:
         timer.cancel()
         reader.close()
+
+
+def test_curator_toml_sets_the_import_defaults_and_flags_override_them(cws, run_cli) -> None:
+    (cws.root / "curator.toml").write_text(
+        '[logs]\nquery_field = "request.params.q"\ntime_field = "ts"\nuser_field = "session"\n'
+        'sample = "pps"\nlimit = 2\nengine = "python"\n', encoding="utf-8")
+    base = ["-w", str(cws.root), "import-logs", str(DATA / "nested.jsonl.gz"), "--dry-run", "--json"]
+    configured = json.loads(run_cli(base).output)
+    assert configured["files"][0]["fields"] == {"query": "request.params.q", "time": "ts", "user": "session"}
+    assert configured["files"][0]["engine"] == "python"
+    assert (configured["sample"], configured["limit"], configured["sampled"]) == ("pps", 2, 2)
+    assert isinstance(configured["seed"], int)
+    flagged = json.loads(run_cli([*base, "--sample", "top", "--limit", "1", "--time-field", "",
+                                  "--engine", "duckdb"]).output)
+    assert flagged["files"][0]["fields"] == {"query": "request.params.q", "user": "session"}
+    assert flagged["files"][0]["engine"] == "duckdb"
+    assert (flagged["sample"], flagged["limit"], flagged["sampled"], flagged["seed"]) == ("top", 1, 1, None)
+
+
+def test_environment_overrides_the_logs_section(cws, run_cli, monkeypatch) -> None:
+    (cws.root / "curator.toml").write_text('[logs]\nquery_field = "nope"\n', encoding="utf-8")
+    base = ["-w", str(cws.root), "import-logs", str(DATA / "nested.jsonl.gz"), "--dry-run", "--json"]
+    assert run_cli(base).exit_code == 1  # no line has `nope`
+    monkeypatch.setenv("CURATOR_LOGS__QUERY_FIELD", "request.params.q")
+    monkeypatch.setenv("CURATOR_LOGS__LIMIT", "3")
+    data = json.loads(run_cli(base).output)
+    assert data["files"][0]["fields"]["query"] == "request.params.q" and data["limit"] == 3
+
+
+def test_a_bad_logs_setting_names_the_file_and_the_key(cws, run_cli) -> None:
+    (cws.root / "curator.toml").write_text('[logs]\nsample = "best"\n', encoding="utf-8")
+    result = run_cli(["-w", str(cws.root), "import-logs", str(DATA / "search.jsonl"), "--dry-run"])
+    assert result.exit_code == 1 and "curator.toml" in result.output
+    assert "logs.sample: Input should be 'top', 'random' or 'pps'" in result.output
