@@ -185,9 +185,12 @@ def _print(s) -> None:
         table.add_row("queued", f"{s.queued:,} new candidates" + (f", {s.already_queued} already queued" if s.already_queued else ""))
     console.print(table)
     if s.dry_run and s.preview:
-        preview = Table("count", "query", "slice", "variants", "suggested", title="Would queue")
+        preview = Table(title="Would queue")
+        for name in ("count", "query", "slice", "variants", "suggested"):
+            preview.add_column(name, justify="left" if name in ("query", "slice") else "right")
         for p in s.preview:
-            preview.add_row(str(p["count"]), escape(p["query"]), p["slice"] or "", str(p["variants"]), str(len(p["suggestions"])))
+            preview.add_row(f"{p['count']:,}", escape(p["query"]), p["slice"] or "", str(p["variants"]),
+                            str(len(p["suggestions"])))
         console.print(preview)
         if s.sampled > len(s.preview):
             console.print(f"[dim]... and {s.sampled - len(s.preview)} more[/]")
