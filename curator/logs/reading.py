@@ -325,9 +325,7 @@ def blank_lines(source: Source) -> int | None:
     if source.compression == "zst":  # read by DuckDB when `zstandard` is missing
         return None
     if source.path is None:
-        if source.stdin_head is None:
-            source.stdin_head = _read_up_to(sys.stdin.buffer, HEAD)
-        raw = source.stdin_head
+        raw = _stdin_head(source)
     else:
         if (source.size() or 0) >= HEAD:
             return None
@@ -347,20 +345,25 @@ def blank_lines(source: Source) -> int | None:
     return raw.count(b"\n") + (not raw.endswith(b"\n")) if raw else 0
 
 
+def _stdin_head(source: Source) -> bytes:
+    """The first MiB of standard input, read once and kept (the reader reads it first)."""
+    if source.stdin_head is None:
+        source.stdin_head = _read_up_to(sys.stdin.buffer, HEAD)
+    return source.stdin_head
+
+
 def _head(source: Source) -> bytes:
     """The first MiB (decompressed) of a file; for stdin, peeked without consuming it."""
     try:
         if source.path is None:
-            if source.stdin_head is None:
-                source.stdin_head = _read_up_to(sys.stdin.buffer, HEAD)
-            head = source.stdin_head
+            head = _stdin_head(source)
             if source.compression == "gz":
                 return _read_up_to(gzip.GzipFile(fileobj=io.BytesIO(head)), HEAD)
             return head
         with source.path.open("rb") as raw:
             if source.compression == "gz":
                 with gzip.GzipFile(fileobj=raw) as gz:
-                    return _gzip_head(gz, source.label)
+                    return _read_up_to(gz, HEAD, damaged=source.label)
             if source.compression == "zst":
                 return b""
             return raw.read(HEAD)
@@ -368,24 +371,10 @@ def _head(source: Source) -> bytes:
         raise InputError(source.label, f"cannot read: {exc}") from None
 
 
-def _gzip_head(stream: IO[bytes], label: str) -> bytes:
-    """The first MiB of a gzip file; an error if it is damaged before anything in it can
-    be read (damage further on is the reader's to report, keeping what came before)."""
-    buf = bytearray()
-    try:
-        while len(buf) < HEAD:
-            chunk = stream.read(min(1 << 16, HEAD - len(buf)))
-            if not chunk:
-                break
-            buf += chunk
-    except (EOFError, zlib.error) as exc:
-        if not buf:
-            raise InputError(label, f"a damaged or truncated gzip file: nothing in it can be read ({exc})") from None
-    return bytes(buf)
-
-
-def _read_up_to(stream: IO[bytes], n: int) -> bytes:
-    """Up to n bytes; a truncated compressed stream gives what it had."""
+def _read_up_to(stream: IO[bytes], n: int, damaged: str | None = None) -> bytes:
+    """Up to n bytes; a truncated or damaged compressed stream gives what it had (the
+    reader reports the damage), unless that is nothing and `damaged` names the file: a
+    gzip file damaged before anything in it can be read is an InputError."""
     buf = bytearray()
     try:
         while len(buf) < n:
@@ -393,8 +382,9 @@ def _read_up_to(stream: IO[bytes], n: int) -> bytes:
             if not chunk:
                 break
             buf += chunk
-    except EOFError:
-        pass
+    except (EOFError, zlib.error) as exc:
+        if damaged is not None and not buf:
+            raise InputError(damaged, f"a damaged or truncated gzip file: nothing in it can be read ({exc})") from None
     return bytes(buf)
 
 
