@@ -671,7 +671,7 @@ def read(source, fmt: str, head: bytes, fields: Fields, window, max_line: int, p
     from curator.logs.reading import FileRead, make_handler, open_stream
 
     if source.path is None:
-        raise NotForDuckDB("standard input")
+        raise NotForDuckDB("a stream: standard input or a pipe")
     if not available():
         raise NotForDuckDB("the duckdb package is not installed")
     if fmt == "parquet":
@@ -850,7 +850,8 @@ class _RawLines:
                 self.stream = open_stream(source, BlockHasher(), lambda _n: None)
             except InputError as exc:  # zstd without `zstandard`: the python reader says so
                 raise NotForDuckDB(str(exc)) from None
-        self.position = 0
+        self.position = 0  # of the stream, when not seekable: where `ahead` starts
+        self.ahead = bytearray()  # read past the last line asked for: the next may be in it
 
     def __enter__(self):
         return self.line_at
@@ -859,13 +860,20 @@ class _RawLines:
         self.stream.close()
 
     def line_at(self, offset: int) -> bytes:
+        """The line at `offset`, cut after max_line + 2 bytes (so an over-long line is one)."""
+        want = self.max_line + 2
         if self.seekable:
             self.stream.seek(offset)
-        while self.position < offset and not self.seekable:
-            skipped = self.stream.read(min(offset - self.position, 1 << 20))
-            if not skipped:
-                break
-            self.position += len(skipped)
-        raw = self.stream.read(self.max_line + 2)
-        self.position = offset + len(raw)
-        return raw.split(b"\n", 1)[0]
+            return self.stream.read(want).split(b"\n", 1)[0]
+        drop = offset - self.position
+        if drop <= len(self.ahead):
+            del self.ahead[:drop]
+        else:
+            drop -= len(self.ahead)
+            self.ahead.clear()
+            while drop and (skipped := self.stream.read(min(drop, 1 << 20))):
+                drop -= len(skipped)
+        self.position = offset
+        while b"\n" not in self.ahead and len(self.ahead) < want and (more := self.stream.read(1 << 16)):
+            self.ahead += more
+        return bytes(self.ahead[:want]).split(b"\n", 1)[0]

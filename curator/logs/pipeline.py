@@ -217,8 +217,11 @@ def import_logs(
     sources = expand(paths)
     if not sources:
         raise InputError(", ".join(map(str, paths)) or "(no paths)", "no log files to read")
+    # a stream cannot be read again, so the import that might have to be (see _run) is
+    # not tried with one
+    overlap = all(source.path is not None for source in sources)
     try:
-        return _run(ws, sources, settings, (progress, on_file, on_stage), overlap=True)
+        return _run(ws, sources, settings, (progress, on_file, on_stage), overlap=overlap)
     except _Again:  # rare: see _run
         return _run(ws, sources, settings, (progress, on_file, on_stage), overlap=False)
 

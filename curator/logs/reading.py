@@ -45,20 +45,37 @@ ENGINES = ("auto", "duckdb", "python")
 Progress = Callable[[int], None]  # bytes (as stored) read since the last call
 
 
+_MAGIC = {b"\x1f\x8b": "gz", b"\x28\xb5\x2f\xfd": "zst"}
+
+
 @dataclass
 class Source:
     label: str  # what messages name: the path as given, or "<stdin>"
-    path: Path | None  # None for stdin
-    stdin_head: bytes | None = None  # what was read from stdin to detect its format
+    path: Path | None  # None for a stream: standard input, or a pipe named as a path
+    stdin_head: bytes | None = None  # what was read from the stream to detect its format
+    pipe: IO[bytes] | None = None  # a pipe named as a path (`<(zcat ...)`), opened once; None: stdin
+    magic: bytes | None = None  # the first bytes as stored, once looked at
+
+    def stream(self) -> IO[bytes]:
+        """A stream source's bytes, read once, as they come."""
+        return self.pipe if self.pipe is not None else sys.stdin.buffer
 
     @property
     def compression(self) -> str | None:
+        """gz or zst, by the name's suffix, else by the first bytes (`curator import-logs -
+        < search.jsonl.gz`, a rotated `search.log.1` that is gzip inside)."""
         name = self.label.lower()
         if name.endswith(".gz"):
             return "gz"
         if name.endswith((".zst", ".zstd")):
             return "zst"
-        return None
+        if self.magic is None:
+            if self.path is None:
+                self.magic = _stdin_head(self)[:4]
+            else:
+                with self.path.open("rb") as fh:
+                    self.magic = fh.read(4)
+        return _MAGIC.get(self.magic[:2]) or _MAGIC.get(self.magic[:4])
 
     @property
     def stem(self) -> str:
@@ -94,6 +111,12 @@ def expand(paths: list[str | os.PathLike[str]]) -> list[Source]:
                 continue
             if not path.exists():
                 raise InputError(name, "no such file")
+            if not path.is_file():  # a pipe (`<(zcat log.gz)`, /dev/stdin): read once, like stdin
+                try:
+                    sources.append(Source(name, None, pipe=path.open("rb")))
+                except OSError as exc:
+                    raise InputError(name, f"cannot read: {exc.strerror or exc}") from None
+                continue
             try:
                 with path.open("rb") as fh:
                     fh.read(1)
@@ -158,7 +181,7 @@ class _HashingReader(io.RawIOBase):
 def open_stream(source: Source, hasher: BlockHasher, progress: Progress) -> IO[bytes]:
     """The decompressed bytes of a source, hashing the stored bytes on the way."""
     if source.path is None:
-        raw: IO[bytes] = _Prefixed(source.stdin_head or b"", sys.stdin.buffer)  # type: ignore[assignment]
+        raw: IO[bytes] = _Prefixed(source.stdin_head or b"", source.stream())  # type: ignore[assignment]
     else:
         raw = source.path.open("rb")
     counted = io.BufferedReader(_HashingReader(raw, hasher, progress), buffer_size=1 << 20)
@@ -281,7 +304,7 @@ def read_source(
                     hint="Use --engine python (or auto, which picks it for such files).",
                 ) from None
     elif engine == "duckdb":
-        what = "standard input" if source.path is None else f"{fmt} files"
+        what = "streams (standard input, pipes)" if source.path is None else f"{fmt} files"
         raise InputError(
             source.label, f"the duckdb engine reads JSON Lines and Parquet files, not {what}",
             hint="Use --engine auto or python.",
@@ -346,9 +369,9 @@ def blank_lines(source: Source) -> int | None:
 
 
 def _stdin_head(source: Source) -> bytes:
-    """The first MiB of standard input, read once and kept (the reader reads it first)."""
+    """The first MiB of a stream source, read once and kept (the reader reads it first)."""
     if source.stdin_head is None:
-        source.stdin_head = _read_up_to(sys.stdin.buffer, HEAD)
+        source.stdin_head = _read_up_to(source.stream(), HEAD)
     return source.stdin_head
 
 

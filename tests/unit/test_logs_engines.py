@@ -146,6 +146,11 @@ CASES = {
     ),
     "ubi_queries.ndjson": (lambda tmp: DATA / "ubi_queries.ndjson", {}),
     "awkward lines": (lambda tmp: _awkward_log(tmp / "awkward.jsonl"), {}),
+    # refused lines are read back from the decompressed stream, in order
+    "search.jsonl, gzip": (lambda tmp: _gzipped(DATA / "search.jsonl", tmp / "search.jsonl.gz"), {}),
+    "awkward lines, gzip": (lambda tmp: _gzipped(_awkward_log(tmp / "awkward.jsonl"), tmp / "awkward.jsonl.gz"), {}),
+    # a rotated log that is gzip inside, without the suffix: found by its first bytes
+    "search.jsonl, gzip, named search.log.1": (lambda tmp: _gzipped(DATA / "search.jsonl", tmp / "search.log.1"), {}),
     "awkward lines, a window": (lambda tmp: _awkward_log(tmp / "awkward.jsonl"), {"since": "2026-10-01T08:00:00"}),
     "pre-aggregated counts": (lambda tmp: _counted_log(tmp / "counts.jsonl"), {"count_field": "n"}),
     "many users": (lambda tmp: _many_users_log(tmp / "users.jsonl"), {}),
@@ -159,6 +164,11 @@ CASES = {
         lambda tmp: _many_users_log(tmp / "users.jsonl.gz", clean=True), {}
     ),
 }
+
+
+def _gzipped(log: Path, to: Path) -> Path:
+    to.write_bytes(gzip.compress(log.read_bytes()))
+    return to
 
 
 def _import(tmp_path: Path, engine: str, log: Path, options: dict):

@@ -3,6 +3,7 @@ and the `curator import-logs` command (in-process and as the real console script
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -448,3 +449,40 @@ def test_a_bad_logs_setting_names_the_file_and_the_key(cws, run_cli) -> None:
     result = run_cli(["-w", str(cws.root), "import-logs", str(DATA / "search.jsonl"), "--dry-run"])
     assert result.exit_code == 1 and "curator.toml" in result.output
     assert "logs.sample: Input should be 'top', 'random' or 'pps'" in result.output
+
+
+def test_a_pipe_named_as_a_path_is_read_once_like_stdin(cws, tmp_path: Path) -> None:
+    """`curator import-logs <(zcat search.jsonl.gz)`: the shell passes /dev/fd/63, a pipe.
+    Opening it twice (once to look at it, once to read it) used to lose its first MiB.
+    The real console script, so that a regression fails on the timeout, not hangs."""
+    import gzip
+    import threading
+
+    fifo = tmp_path / "search-pipe"
+    os.mkfifo(fifo)
+    data = gzip.compress((DATA / "search.jsonl").read_bytes())  # gzip, known by its first bytes
+
+    def write() -> None:
+        with contextlib.suppress(BrokenPipeError), fifo.open("wb") as fh:
+            fh.write(data)
+
+    threading.Thread(target=write, daemon=True).start()
+    exe = Path(sys.executable).parent / "curator"
+    proc = subprocess.run([str(exe), "-w", str(cws.root), "import-logs", str(fifo), "--json", "--dry-run"],
+                          capture_output=True, timeout=60)
+    out = json.loads(proc.stdout)
+    plain = import_logs(cws, [DATA / "search.jsonl"], dry_run=True, engine="python")
+    assert (out["files"][0]["lines"], out["parsed"]) == (plain.files[0].lines, plain.parsed) == (20, 14)
+    assert (out["files"][0]["engine"], out["files"][0]["format"]) == ("python", "jsonl")
+    assert out["preview"] == plain.preview
+
+
+def test_the_console_script_reads_gzip_on_stdin(cws) -> None:
+    import gzip
+
+    exe = Path(sys.executable).parent / "curator"
+    proc = subprocess.run([str(exe), "-w", str(cws.root), "import-logs", "-", "--json", "--dry-run"],
+                          input=gzip.compress((DATA / "search.jsonl").read_bytes()), capture_output=True, timeout=60)
+    assert proc.returncode == EXIT_PARTIAL, proc.stderr.decode()
+    out = json.loads(proc.stdout)
+    assert (out["files"][0]["format"], out["parsed"]) == ("jsonl", 14)
