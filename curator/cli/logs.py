@@ -161,7 +161,7 @@ def _print(s) -> None:
         fields = ", ".join(f"{k}={v}" for k, v in f.fields.items())
         read_as = f"{f.format}, {f.engine}" + (f"; {fields}" if fields else "")  # a text file has no fields
         console.print(f"[bold]{escape(f.path)}[/] ({escape(read_as)}): "
-                      f"{f.lines:,} lines, {f.parsed:,} parsed")
+                      f"{f.lines:,} line{'' if f.lines == 1 else 's'}, {f.parsed:,} parsed")
         for reason, info in f.rejected.items():
             where = ", ".join(str(n) for n in info["lines"])
             more = " ..." if info["count"] > len(info["lines"]) else ""
