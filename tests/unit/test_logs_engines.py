@@ -435,6 +435,11 @@ def test_auto_reads_a_small_file_with_python_and_a_big_one_with_duckdb(tmp_path:
     assert read_source(Source("plain.jsonl", log), engine="duckdb").engine == "duckdb"
     monkeypatch.setattr(reading, "DUCKDB_MIN_BYTES", log.stat().st_size)
     assert read_source(Source("plain.jsonl", log)).engine == "duckdb"
+    # a compressed file by its stored size: many small rotated .gz logs are the usual glob
+    packed = _gzipped(log, tmp_path / "plain.jsonl.gz")
+    assert read_source(Source("plain.jsonl.gz", packed)).engine == "python"
+    monkeypatch.setattr(reading, "DUCKDB_MIN_COMPRESSED_BYTES", packed.stat().st_size)
+    assert read_source(Source("plain.jsonl.gz", packed)).engine == "duckdb"
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="per-thread read counts are Linux's")
