@@ -486,3 +486,24 @@ def test_the_console_script_reads_gzip_on_stdin(cws) -> None:
     assert proc.returncode == EXIT_PARTIAL, proc.stderr.decode()
     out = json.loads(proc.stdout)
     assert (out["files"][0]["format"], out["parsed"]) == ("jsonl", 14)
+
+
+def test_the_review_card_says_what_the_log_says_of_a_query(cws, tmp_path: Path) -> None:
+    """Count, distinct users, when, written forms and searches that found nothing: the
+    provenance the import stores, as the review card shows it."""
+    from curator.tui.widgets.card import _log_facts
+
+    log = tmp_path / "search.jsonl"
+    lines = [{"query": "dhl cutoff time", "user_id": f"u{i % 3}", "timestamp": f"2026-10-0{1 + i % 2}T08:00:00Z",
+              "result_count": i % 2} for i in range(6)]
+    lines += [{"query": "DHL cutoff time ", "user_id": "u1", "timestamp": "2026-10-05T08:00:00Z"}]
+    lines += [{"query": "label backlog", "user_id": "u9", "timestamp": "2026-10-03T09:00:00Z"}]
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    import_logs(cws, [log])
+    facts = {c.query: _log_facts(c.provenance, c.count) for c in cws.candidates()}
+    assert facts == {
+        "dhl cutoff time": ["asked 7× by 3 users", "2026-10-01 → 2026-10-05", "2 variants", "3 with no results"],
+        "label backlog": ["asked 1× by 1 user", "2026-10-03"],
+    }
+    full = {"count": 5000, "users": 100, "users_at_least": True}
+    assert _log_facts(full, 5000) == ["asked 5,000× by 100+ users"]

@@ -29,13 +29,7 @@ class Provenance(Static):
         elif cand is None:
             text = Content("")
         elif cand.source_kind == "log":
-            p = cand.provenance
-            variants = p.get("variants") or []
-            text = Content.assemble(
-                ("log", "b"),
-                f" asked {p.get('count', cand.count)}× · {_day(p.get('first_seen'))} → "
-                f"{_day(p.get('last_seen'))}" + (f" · {len(variants)} variants" if variants else ""),
-            )
+            text = Content.assemble(("log", "b"), " " + " · ".join(_log_facts(cand.provenance, cand.count)))
         elif cand.source_kind == "generated":
             p = cand.provenance
             sources = ", ".join(
@@ -86,3 +80,22 @@ class LabelState(Static):
 
 def _day(value: object) -> str:
     return str(value)[:10] if value else "?"
+
+
+def _log_facts(p: dict, count: int) -> list[str]:
+    """What the log says of a mined query: `asked 31× by 12 users`, when (a day, or first
+    → last), how many written forms, how many searches found nothing."""
+    asked = f"asked {p.get('count', count):,}×"
+    if users := p.get("users"):
+        more = "+" if p.get("users_at_least") else ""
+        asked += f" by {users}{more} user{'' if users == 1 and not more else 's'}"
+    facts = [asked]
+    if p.get("first_seen"):
+        first, last = _day(p["first_seen"]), _day(p.get("last_seen"))
+        facts.append(first if first == last else f"{first} → {last}")
+    forms = p.get("distinct_forms") or len(p.get("variants") or [])
+    if forms > 1:
+        facts.append(f"{forms} variants")
+    if zero := p.get("zero_result_searches"):
+        facts.append(f"{zero:,} with no results")
+    return facts
