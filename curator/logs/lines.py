@@ -24,6 +24,7 @@ class Window:
 
 
 _CONTROL = bytes(c for c in range(32) if c not in (9, 13))
+_BOM = b"\xef\xbb\xbf"
 
 
 def _is_binary(raw: bytes) -> bool:
@@ -66,6 +67,8 @@ class LineHandler:
 
     def process_line(self, raw: bytes, lineno: int, agg: Aggregate) -> None:
         agg.lines += 1
+        if lineno == 1 and raw.startswith(_BOM):  # written by Windows tools; DuckDB's reader drops it too
+            raw = raw[len(_BOM):]
         if len(raw) > self.max_line_bytes:
             agg.reject("line too long", lineno)
             return

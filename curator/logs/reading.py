@@ -293,7 +293,7 @@ def read_source(
     DUCKDB_MIN_COMPRESSED_BYTES compressed).
     `settle=False` lets the DuckDB engine hand back the fingerprint later
     (`FileRead.pending`)."""
-    head = _head(source)
+    head = _head(source).removeprefix(b"\xef\xbb\xbf")  # for guessing only: the readers drop a BOM themselves
     if fmt == "auto":
         fmt = detect_format(source, head)
     if engine == "auto" and fmt != "parquet" and _small(source):

@@ -149,6 +149,9 @@ CASES = {
     # refused lines are read back from the decompressed stream, in order
     "search.jsonl, gzip": (lambda tmp: _gzipped(DATA / "search.jsonl", tmp / "search.jsonl.gz"), {}),
     "awkward lines, gzip": (lambda tmp: _gzipped(_awkward_log(tmp / "awkward.jsonl"), tmp / "awkward.jsonl.gz"), {}),
+    # a byte-order mark (Windows tools write one), on a log named without .jsonl
+    "search.jsonl with a BOM, named search.log": (
+        lambda tmp: _written(tmp / "search.log", b"\xef\xbb\xbf" + (DATA / "search.jsonl").read_bytes()), {}),
     # a rotated log that is gzip inside, without the suffix: found by its first bytes
     "search.jsonl, gzip, named search.log.1": (lambda tmp: _gzipped(DATA / "search.jsonl", tmp / "search.log.1"), {}),
     "awkward lines, a window": (lambda tmp: _awkward_log(tmp / "awkward.jsonl"), {"since": "2026-10-01T08:00:00"}),
@@ -164,6 +167,11 @@ CASES = {
         lambda tmp: _many_users_log(tmp / "users.jsonl.gz", clean=True), {}
     ),
 }
+
+
+def _written(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
 
 
 def _gzipped(log: Path, to: Path) -> Path:

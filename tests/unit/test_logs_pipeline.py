@@ -507,3 +507,10 @@ def test_the_review_card_says_what_the_log_says_of_a_query(cws, tmp_path: Path) 
     }
     full = {"count": 5000, "users": 100, "users_at_least": True}
     assert _log_facts(full, 5000) == ["asked 5,000× by 100+ users"]
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_query(cws, tmp_path: Path) -> None:
+    log = tmp_path / "queries.txt"
+    log.write_bytes(b"\xef\xbb\xbfdhl cutoff time\nlabel backlog\n")
+    summary = import_logs(cws, [log], dry_run=True)
+    assert sorted(p["query"] for p in summary.preview) == ["dhl cutoff time", "label backlog"]
