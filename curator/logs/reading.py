@@ -293,7 +293,12 @@ def read_source(
     DUCKDB_MIN_COMPRESSED_BYTES compressed).
     `settle=False` lets the DuckDB engine hand back the fingerprint later
     (`FileRead.pending`)."""
-    head = _head(source).removeprefix(b"\xef\xbb\xbf")  # for guessing only: the readers drop a BOM themselves
+    head = _head(source)
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # PowerShell's `>` writes UTF-16
+        raise InputError(source.label, "is UTF-16 text; logs are read as UTF-8",
+                         hint="Convert it first: iconv -f UTF-16 -t UTF-8 IN > OUT "
+                              "(PowerShell: Get-Content IN | Set-Content -Encoding utf8 OUT).")
+    head = head.removeprefix(b"\xef\xbb\xbf")  # for guessing only: the readers drop a BOM themselves
     if fmt == "auto":
         fmt = detect_format(source, head)
     if engine == "auto" and fmt != "parquet" and _small(source):

@@ -514,3 +514,12 @@ def test_a_byte_order_mark_is_not_part_of_the_first_query(cws, tmp_path: Path) -
     log.write_bytes(b"\xef\xbb\xbfdhl cutoff time\nlabel backlog\n")
     summary = import_logs(cws, [log], dry_run=True)
     assert sorted(p["query"] for p in summary.preview) == ["dhl cutoff time", "label backlog"]
+
+
+def test_a_utf16_log_is_a_clear_error_with_the_fix(cws, tmp_path: Path) -> None:
+    log = tmp_path / "search.jsonl"  # as PowerShell's `>` writes it
+    log.write_bytes('{"query": "dhl cutoff time"}\n'.encode("utf-16"))
+    with pytest.raises(InputError, match="search.jsonl: is UTF-16 text; logs are read as UTF-8") as raised:
+        import_logs(cws, [log])
+    assert "iconv -f UTF-16 -t UTF-8" in raised.value.hint
+    assert cws.candidates() == []
