@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
 
 import click
 from rich.console import RenderableType
@@ -144,8 +145,20 @@ class _ForReading(ProgressColumn):
         return self.column.render(task) if task.fields.get("reading") else ""
 
 
+SKIPPED_SHOWN = 5  # files skipped for one reason that are named; the rest are counted (all in --json)
+
+
 def _print(s) -> None:
+    skipped = Counter(f.status for f in s.files if f.status != "imported")
+    shown: Counter[str] = Counter()
     for f in s.files:
+        if f.status != "imported":
+            shown[f.status] += 1
+            if shown[f.status] > SKIPPED_SHOWN:
+                if shown[f.status] == skipped[f.status]:  # after the last of them
+                    console.print(f"[yellow]... and {skipped[f.status] - SKIPPED_SHOWN:,} more files "
+                                  f"{f.status}[/]")
+                continue
         if f.status == "listed twice":
             console.print(f"[yellow]{escape(f.path)}[/]: listed twice (fingerprint {f.fingerprint}): the same "
                           "content as another file of this import, counted once.")

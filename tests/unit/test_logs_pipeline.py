@@ -523,3 +523,15 @@ def test_a_utf16_log_is_a_clear_error_with_the_fix(cws, tmp_path: Path) -> None:
         import_logs(cws, [log])
     assert "iconv -f UTF-16 -t UTF-8" in raised.value.hint
     assert cws.candidates() == []
+
+
+def test_many_files_skipped_for_one_reason_are_named_a_few_then_counted(cws, run_cli, tmp_path: Path) -> None:
+    for n in range(8):
+        (tmp_path / f"rotated-{n}.jsonl").write_bytes(b"")
+    result = run_cli(["-w", str(cws.root), "import-logs", str(DATA / "queries.txt"), str(tmp_path / "rotated-*.jsonl"),
+                      "--dry-run"])
+    assert result.output.count(": empty (no lines), nothing to import.") == 5
+    assert "... and 3 more files empty" in result.output and "queries.txt (text, python)" in result.output
+    data = json.loads(run_cli(["-w", str(cws.root), "import-logs", str(tmp_path / "rotated-*.jsonl"), "--dry-run",
+                               "--json"]).output)
+    assert [f["status"] for f in data["files"]] == ["empty"] * 8  # --json lists every file
