@@ -105,7 +105,7 @@ class Redactor:
             except re.error as exc:
                 from curator.errors import ConfigError
 
-                raise ConfigError(f"redact pattern {kind!r} is not a valid regex: {exc}") from None
+                raise ConfigError(f"redact pattern {kind}={pattern!r} is not a valid regex: {exc}") from None
             self._rules.append((kind.lower(), compiled, f"<{kind.upper()}>"))
 
     def redact(self, text: str, weight: int = 1) -> str:

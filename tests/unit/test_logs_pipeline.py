@@ -535,3 +535,12 @@ def test_many_files_skipped_for_one_reason_are_named_a_few_then_counted(cws, run
     data = json.loads(run_cli(["-w", str(cws.root), "import-logs", str(tmp_path / "rotated-*.jsonl"), "--dry-run",
                                "--json"]).output)
     assert [f["status"] for f in data["files"]] == ["empty"] * 8  # --json lists every file
+
+
+def test_a_bad_redact_or_noise_pattern_is_named_before_anything_is_read(cws, run_cli) -> None:
+    base = ["-w", str(cws.root), "import-logs", str(DATA / "search.jsonl")]
+    result = run_cli([*base, "--redact", "TICKET=INC-(\\d"])
+    assert result.exit_code == 1 and "redact pattern TICKET='INC-(\\\\d' is not a valid regex" in result.output
+    result = run_cli([*base, "--noise", "^test("])
+    assert result.exit_code == 1 and "noise pattern '^test(' is not a valid regex" in result.output
+    assert cws.candidates() == []
