@@ -289,9 +289,9 @@ class Reader:
     def query(self, sql: str, label: str, share: tuple[float, float] = (0.0, 1.0), params=None) -> Any:
         """Run `sql` (with `params`) to completion, reporting progress as `share` of the whole read."""
         done = threading.Event()
+        start = _bytes_read(self.skip()) if self.size else None  # before DuckDB reads a byte
 
         def watch() -> None:
-            start = _bytes_read(self.skip()) if self.size else None
             while not done.wait(_PROGRESS_SECONDS):
                 try:
                     fraction = self.con.query_progress() / 100  # negative: not known
