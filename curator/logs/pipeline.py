@@ -280,7 +280,8 @@ def _run(ws, sources: list[Source], settings: _Settings, callbacks, overlap: boo
         fs = FileSummary(
             source.label, "imported", read.format, read.engine, read.fingerprint[:16], read.fields,
             read.agg.lines, read.agg.parsed,
-            {r: {"count": x.count, "lines": x.lines} for r, x in sorted(read.agg.rejected.items())},
+            # copies: the first file's aggregate takes in the others' lines when they are merged
+            {r: {"count": x.count, "lines": list(x.lines)} for r, x in sorted(read.agg.rejected.items())},
             dict(read.agg.ignored),
         )
         if read.pending:

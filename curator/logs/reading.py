@@ -95,8 +95,8 @@ class Source:
 
 
 def expand(paths: list[str | os.PathLike[str]]) -> list[Source]:
-    """Files named, globbed, or inside named folders; `-` is standard input. Every
-    pattern must match something and every file must be readable."""
+    """Files named, globbed, or inside named folders (not hidden ones); `-` is standard
+    input. Every pattern must match something and every file must be readable."""
     sources: list[Source] = []
     for raw in paths:
         text = os.fspath(raw)
@@ -111,8 +111,9 @@ def expand(paths: list[str | os.PathLike[str]]) -> list[Source]:
             matched = [text]
         for name in matched:
             path = Path(name)
-            if path.is_dir():
-                sources.extend(Source(str(p), p) for p in sorted(path.rglob("*")) if p.is_file())
+            if path.is_dir():  # every file inside but hidden ones (.git, .DS_Store)
+                sources.extend(Source(str(p), p) for p in sorted(path.rglob("*"))
+                               if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts))
                 continue
             if not path.exists():
                 raise InputError(name, "no such file")

@@ -544,3 +544,16 @@ def test_a_bad_redact_or_noise_pattern_is_named_before_anything_is_read(cws, run
     result = run_cli([*base, "--noise", "^test("])
     assert result.exit_code == 1 and "noise pattern '^test(' is not a valid regex" in result.output
     assert cws.candidates() == []
+
+
+def test_a_folder_is_its_files_but_hidden_ones_and_each_file_keeps_its_own_reject_lines(cws, tmp_path: Path) -> None:
+    folder = tmp_path / "logs"
+    (folder / ".git").mkdir(parents=True)
+    (folder / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (folder / ".DS_Store").write_bytes(b"Bud1\x00\x00\x00\x01junk")
+    (folder / "a.jsonl").write_text('{"query": "dhl cutoff time"}\nnot json\n')
+    (folder / "b.jsonl").write_text('{"query": "label backlog"}\n{"query": "x"}\nnot json either\n')
+    summary = import_logs(cws, [folder], dry_run=True)
+    assert [Path(f.path).name for f in summary.files] == ["a.jsonl", "b.jsonl"]
+    # the first file's aggregate takes in the second's when merged: its summary must not
+    assert [f.rejected["broken JSON"]["lines"] for f in summary.files] == [[2], [3]]
