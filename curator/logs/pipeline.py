@@ -259,6 +259,7 @@ def _run(ws, sources: list[Source], settings: _Settings, callbacks, overlap: boo
     reads: list[FileRead] = []
     seen_fingerprints: set[str] = set()
     deferred: tuple[FileRead, FileSummary] | None = None
+    hashed_users = False  # `total` holds users as DuckDB's hashes, not names
     for n, source in enumerate(sources):
         blank = blank_lines(source)
         if blank is not None:  # nothing to read, and no reason to stop the others
@@ -297,6 +298,13 @@ def _run(ws, sources: list[Source], settings: _Settings, callbacks, overlap: boo
             summary.lines += read.agg.lines
             summary.parsed += read.agg.parsed
             summary.rejected += sum(x.count for x in read.agg.rejected.values())
+            # Users are names to the python reader and hashes of them to DuckDB: where
+            # both kinds of file meet, the names are hashed, so a user counts once
+            if read.engine == "duckdb" and total is not None and not hashed_users:
+                _hash_user_names(total)
+            elif read.engine != "duckdb" and hashed_users:
+                _hash_user_names(read.agg)
+            hashed_users = hashed_users or read.engine == "duckdb"
             if total is None:
                 total = read.agg
             else:
@@ -337,6 +345,16 @@ def _run(ws, sources: list[Source], settings: _Settings, callbacks, overlap: boo
         summary.candidate_ids = result.added
         _record_imports(ws, reads, summary.queued)
     return summary
+
+
+def _hash_user_names(agg: Aggregate) -> None:
+    from curator.logs import duck
+
+    reader = duck.Reader(lambda _fraction: None)
+    try:
+        duck.hash_users(reader, agg)
+    finally:
+        reader.close()
 
 
 def _settle(read: FileRead, fs: FileSummary, seen: set[str], known) -> None:

@@ -486,3 +486,23 @@ def test_reading_progress_counts_what_duckdb_reads_and_not_what_the_fingerprint_
     finally:
         stop.set()
         thread.join()
+
+
+@pytest.mark.parametrize("duckdb_first", [True, False])
+def test_a_user_in_a_file_read_by_duckdb_and_one_read_by_python_counts_once(tmp_path: Path, monkeypatch,
+                                                                             duckdb_first: bool) -> None:
+    """`auto` reads a big file with DuckDB (users are hashes) and a small one with python
+    (users are names): where they meet, the names are hashed."""
+    big, small = tmp_path / "big.jsonl", tmp_path / "small.jsonl"
+    lines = [json.dumps({"query": "dhl cutoff time", "user_id": f"u{i % 3}"}) + "\n" for i in range(9)]
+    big.write_text("".join(lines) + json.dumps({"query": "label backlog", "user_id": 7}) + "\n" * 2000)
+    small.write_text("".join(lines) + json.dumps({"query": "label backlog", "user_id": "7"}) + "\n")
+    monkeypatch.setattr(reading, "DUCKDB_MIN_BYTES", small.stat().st_size + 1)  # big: duckdb, small: python
+    ws = Workspace.init(tmp_path / "ws")
+    try:
+        summary = import_logs(ws, [big, small] if duckdb_first else [small, big], limit=0)
+        assert {Path(f.path).name: f.engine for f in summary.files} == {"big.jsonl": "duckdb", "small.jsonl": "python"}
+        users = {c.query: c.provenance.get("users") for c in ws.candidates()}
+    finally:
+        ws.close()
+    assert users == {"dhl cutoff time": 3, "label backlog": 1}  # 7 and "7" are one user, as in either engine
