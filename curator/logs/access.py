@@ -5,7 +5,7 @@ checks) are counted as ignored, not rejected; so are requests from obvious bots.
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from urllib.parse import parse_qs, urlsplit
 
 from curator.logs.aggregate import Aggregate
@@ -51,18 +51,32 @@ class AccessHandler(LineHandler):
         if not m:
             agg.reject("not an access-log line", lineno)
             return
-        values = parse_qs(urlsplit(m["url"]).query, keep_blank_values=True).get(self.param)
+        values = parse_qs(urlsplit(m["url"]).query, keep_blank_values=True, errors="surrogateescape").get(self.param)
         if not values:
             agg.ignored["request without the search parameter"] += 1
             return
         if m["agent"] and BOTS.search(m["agent"]):
             agg.ignored["bot user agent"] += 1
             return
-        try:
-            ts = datetime.strptime(m["time"], "%d/%b/%Y:%H:%M:%S %z").strftime("%Y-%m-%dT%H:%M:%S")
+        try:  # in UTC, like every other time (`+0200` is two hours ahead of it)
+            ts = datetime.strptime(m["time"], "%d/%b/%Y:%H:%M:%S %z").astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
         except ValueError:
             ts = None
         if not self.timestamp_ok(ts, lineno, agg):
             return
         user = m["user"] if m["user"] != "-" else m["host"]  # counted, never stored
-        agg.add(values[0], 1, ts, user)
+        agg.add(_decoded(values[0]), 1, ts, user)
+
+
+def _decoded(value: str) -> str:
+    """A URL-decoded value: UTF-8, or else what old clients sent, the page's Windows-1252
+    (`%E9` for é), not U+FFFD in a queued query."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # bytes that were not UTF-8, kept by surrogateescape
+        raw = value.encode("utf-8", "surrogateescape")
+        try:
+            return raw.decode("cp1252")
+        except UnicodeDecodeError:  # the five bytes cp1252 leaves undefined
+            return raw.decode("latin-1")
+    return value

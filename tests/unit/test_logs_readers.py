@@ -126,6 +126,20 @@ def test_access_log_decodes_the_parameter_and_skips_bots_and_assets() -> None:
     assert read.agg.first["CARRIER-E1042"] == "2026-10-10T14:00:00"
 
 
+def test_access_log_times_are_utc_and_legacy_percent_bytes_are_windows_1252(tmp_path: Path) -> None:
+    log = tmp_path / "access.log"
+    log.write_text(
+        '10.0.0.1 - - [01/Oct/2026:08:00:00 +0200] "GET /search?q=caf%C3%A9 HTTP/1.1" 200 5\n'
+        '10.0.0.2 - - [01/Oct/2026:08:00:00 +0000] "GET /search?q=r%E9sum%E9+%80 HTTP/1.1" 200 5\n'
+        '10.0.0.3 - - [01/Oct/2026:08:00:00 +0000] "GET /search?q=%81x HTTP/1.1" 200 5\n'
+    )
+    read = read_source(Source("access.log", log))
+    assert read.agg.first == {"café": "2026-10-01T06:00:00", "résumé €": "2026-10-01T08:00:00",
+                              "\x81x": "2026-10-01T08:00:00"}  # 0x81: none in cp1252, so Latin-1
+    later = read_source(Source("access.log", log), window=Window("2026-10-01T07:00:00", None))
+    assert set(later.agg.counts) == {"résumé €", "\x81x"} and later.agg.ignored == {"outside --since/--until": 1}
+
+
 def test_time_window() -> None:
     window = Window("2026-10-04T00:00:00", "2026-10-07T00:00:00")
     agg = _read("search.jsonl", window=window).agg
