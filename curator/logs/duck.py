@@ -45,6 +45,8 @@ _ISO = r'"\d{4}-\d\d-\d\d[T ]([01]\d|2[0-3]):\d\d:\d\d(\.\d{1,6})?(Z|\+00(:00)?)
 # The usual form, as a LIKE pattern (cheap; fixes where each part is) and as strptime's
 _ISO_Z = ("'\"____-__-__T__:__:__Z\"'", "'\"%Y-%m-%dT%H:%M:%SZ\"'")
 _NUMBER = r"-?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d{1,2})?"  # 1e400 is no number to orjson
+_EPOCH_S = r'[1-9]\d{9}|"[1-9]\d{9}"'  # epoch seconds, 2001-09-09 to 2286
+_EPOCH_MS = r'[1-9]\d{12}|"[1-9]\d{12}"'  # epoch milliseconds, the same years
 _PROGRESS_SECONDS = 0.1
 _BITMAP = 1 << 16  # bits in the filter of the queries whose users are looked up, at least
 _CHUNK = 16 << 20  # bytes the fingerprint thread reads at a time (two hashing blocks)
@@ -219,13 +221,19 @@ class JsonSql:
         """
 
     def _time(self) -> str:
-        """The time field as a TIMESTAMP where it is ISO text in UTC (epoch numbers and
-        other forms are the python reader's); strptime reads a year padded with a space,
-        " 026", and the cast hour 24, the python reader neither (see _ISO)."""
+        """The time field as a TIMESTAMP where it is ISO text in UTC, or epoch seconds or
+        milliseconds of 10 or 13 digits, as a number or digits in quotes (2001 to 2286:
+        no question which they are; other forms are the python reader's). strptime reads
+        a year padded with a space, " 026", and the cast hour 24, the python reader
+        neither (see _ISO). The python reader takes a number over 1e11 for milliseconds
+        and drops the fraction of a second, as `// 1000` does here."""
         j = self._j("time")
         shape, form = _ISO_Z
+        digits = f"trim({j}, '\"')::BIGINT"
         return (f"CASE WHEN {j} LIKE {shape} AND NOT starts_with({j}, '\" ') THEN try_strptime({j}, {form}) "
-                f"WHEN regexp_full_match({j}, {_quote(_ISO)}) THEN TRY_CAST({j}[2:20] AS TIMESTAMP) END")
+                f"WHEN regexp_full_match({j}, {_quote(_ISO)}) THEN TRY_CAST({j}[2:20] AS TIMESTAMP) "
+                f"WHEN regexp_full_match({j}, {_quote(_EPOCH_S)}) THEN make_timestamp({digits} * 1000000) "
+                f"WHEN regexp_full_match({j}, {_quote(_EPOCH_MS)}) THEN make_timestamp({digits} // 1000 * 1000000) END")
 
     def _inside(self) -> str:
         inside = ["TRUE"]
