@@ -113,13 +113,12 @@ def _quote(text: str) -> str:
 class JsonSql:
     """The SQL that turns raw lines into (ok, inside, empty, q, n, ts, u, ids, results, lat)."""
 
-    def __init__(self, fields: Fields, window):
-        self.fields, self.window = fields, window
-        paths = ["$._source"]
-        self.index: dict[str, int] = {}
-        for role, field in fields.given().items():
-            self.index[role] = len(paths) + 1
-            paths.append(json_path(field))
+    def __init__(self, fields: Fields, window, wrapped: bool = False):
+        """`wrapped`: the log holds OpenSearch / Elasticsearch hits (`_source` objects,
+        which the python reader unwraps), so each field is also looked for inside
+        `_source`. Otherwise a line with `_source` is left to the python reader."""
+        self.fields, self.window, self.wrapped = fields, window, wrapped
+        paths, self.values = _field_paths(fields.given(), wrapped)
         self.literal: list[int] = []  # `a.b` as one key wins in the python reader
         for field in fields.given().values():
             if "." in field:
@@ -156,7 +155,10 @@ class JsonSql:
             f"CASE WHEN contains(line, '\\u') THEN NOT regexp_matches(line, {_quote(_ESCAPED_KEY)}) ELSE TRUE END",
             # deeper than the python reader's parsers go (1,000 brackets: a superset)
             "CASE WHEN strlen(line) >= 1000 THEN strlen(line) - strlen(translate(line, '[{', '')) < 1000 ELSE TRUE END",
-            "f_source IS NULL",  # an `_source` field: the python reader may unwrap it
+            # an `_source` field: the python reader unwraps it (the last one, if twice)
+            _unless("f_source IS NULL", _not_twice('"_source"') + (" AND NOT starts_with(f_source, '{')"
+                                                                   if self.literal else ""))
+            if self.wrapped else "f_source IS NULL",
             f"starts_with({self._j('query')}, '\"')",
             *(f"lit_{i} IS NULL" for i in self.literal),
         ]
@@ -192,7 +194,7 @@ class JsonSql:
         if self.window:
             ok.append("ts IS NOT NULL")  # the python reader rejects a line without one
         columns = ["j[1] AS f_source"]
-        columns += [f"j[{i}] AS f_{role}" for role, i in self.index.items()]
+        columns += [f"{value} AS f_{role}" for role, value in self.values.items()]
         columns += [f"j[{i}] AS lit_{i}" for i in self.literal]
         # try(): NULL where DuckDB cannot parse the line, at half the cost of json_valid
         parse = f"try(json_extract(line, {self.paths}))::VARCHAR[]"
@@ -210,8 +212,9 @@ class JsonSql:
         found `ok`: only the query, the user and (for a window) the time are parsed and
         nothing is checked again (1.1 s for the benchmark log, against 1.4)."""
         roles = ["query", "user", *(["time"] if self.fields.time else [])]
-        paths = "[" + ", ".join(_quote(json_path(getattr(self.fields, r))) for r in roles) + "]"
-        columns = ", ".join(f"j[{k}] AS f_{role}" for k, role in enumerate(roles, 1))
+        found, values = _field_paths({r: getattr(self.fields, r) for r in roles}, self.wrapped)
+        paths = "[" + ", ".join(_quote(p) for p in found) + "]"
+        columns = ", ".join(f"{values[role]} AS f_{role}" for role in roles)
         ts = self._time() if self.fields.time else "NULL::TIMESTAMP"
         return f"""
             SELECT TRUE AS ok, {self._inside()} AS inside, f_query AS q, f_user AS u
@@ -242,6 +245,20 @@ class JsonSql:
         if self.window.until:
             inside.append(f"ts < {_quote(self.window.until)}::TIMESTAMP")
         return " AND ".join(inside)
+
+
+def _field_paths(fields: dict[str, str], wrapped: bool) -> tuple[list[str], dict[str, str]]:
+    """The JSON paths one parse extracts (`$._source` first, as j[1]) and, by role, the SQL
+    for the field's JSON text: if `wrapped`, from inside `_source` when that is an object."""
+    paths = ["$._source"]
+    values: dict[str, str] = {}
+    for role, field in fields.items():
+        paths.append(json_path(field))
+        values[role] = f"j[{len(paths)}]"
+        if wrapped:
+            paths.append("$._source" + json_path(field)[1:])
+            values[role] = f"CASE WHEN starts_with(j[1], '{{') THEN j[{len(paths)}] ELSE {values[role]} END"
+    return paths, values
 
 
 def _not_twice(key: str) -> str:
@@ -691,7 +708,8 @@ def read(source, fmt: str, head: bytes, fields: Fields, window, max_line: int, p
             head = first_lines(source, source_sql, "zstd file")
     handler = make_handler(source, "jsonl" if fmt == "parquet" else fmt, head, fields, None, window, max_line)
     assert isinstance(handler, JsonlHandler)
-    sql = JsonSql(handler.fields, window)
+    # hits exported from OpenSearch / Elasticsearch (UBI's ubi_queries index, for one)
+    sql = JsonSql(handler.fields, window, wrapped=b'"_source"' in head)
 
     fingerprint = _Fingerprint(source, fmt)
     if settle:

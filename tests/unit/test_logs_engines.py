@@ -131,6 +131,15 @@ def _plain_log(path: Path) -> Path:
     return path
 
 
+def test_duckdb_counts_every_line_of_an_export_of_hits_itself(tmp_path: Path) -> None:
+    """Lines wrapped in `_source` are DuckDB's too (they all went to the python reader:
+    a 400k-line export took 4.8 s against 1.9 now)."""
+    read = read_source(Source("hits.jsonl", _hits_log(tmp_path / "hits.jsonl", odd=False)), engine="duckdb")
+    assert read.fields == {"query": "user_query", "time": "timestamp", "user": "client_id",
+                           "hits": "query_response_hit_ids"}
+    assert read.users_of.trusted and read.agg.lines == read.agg.parsed == 400
+
+
 def test_duckdb_counts_every_line_of_a_plain_log(tmp_path: Path) -> None:
     """What makes the `a plain log` comparison about DuckDB: no line of it (null times
     and users included) is left to the python reader."""
@@ -150,6 +159,9 @@ CASES = {
     # refused lines are read back from the decompressed stream, in order
     "search.jsonl, gzip": (lambda tmp: _gzipped(DATA / "search.jsonl", tmp / "search.jsonl.gz"), {}),
     "awkward lines, gzip": (lambda tmp: _gzipped(_awkward_log(tmp / "awkward.jsonl"), tmp / "awkward.jsonl.gz"), {}),
+    "OpenSearch hits (_source), odd lines among them": (lambda tmp: _hits_log(tmp / "hits.jsonl"), {}),
+    "OpenSearch hits (_source), a users pass": (lambda tmp: _hits_log(tmp / "hits.jsonl", odd=False),
+                                                 {"sample": "pps", "seed": 3}),
     # a byte-order mark (Windows tools write one), on a log named without .jsonl
     "search.jsonl with a BOM, named search.log": (
         lambda tmp: _written(tmp / "search.log", b"\xef\xbb\xbf" + (DATA / "search.jsonl").read_bytes()), {}),
@@ -168,6 +180,27 @@ CASES = {
         lambda tmp: _many_users_log(tmp / "users.jsonl.gz", clean=True), {}
     ),
 }
+
+
+def _hits_log(path: Path, odd: bool = True) -> Path:
+    """An export of OpenSearch hits: each record inside `_source` (UBI's ubi_queries index
+    exported this way), and, if `odd`, the lines around it: a record without `_source`,
+    `_source` as text, `_source` twice, a query at the top and another inside."""
+    lines = []
+    for i in range(400):
+        record = {"user_query": ["dhl cutoff time", "label backlog", f"rare {i % 60}"][i % 3],
+                  "timestamp": f"2026-10-0{1 + i % 9}T08:00:00Z", "client_id": f"c{i % 130}",
+                  "query_response_hit_ids": [f"carriers.md#{i % 3}"]}
+        lines.append(json.dumps({"_index": "ubi_queries", "_id": str(i), "_source": record}))
+    if odd:
+        lines += [
+            json.dumps({"user_query": "label backlog", "client_id": "c1", "timestamp": "2026-10-02T08:00:00Z"}),
+            json.dumps({"_source": "not an object", "user_query": "pickup window", "client_id": "c2"}),
+            '{"_source": {"user_query": "first"}, "_source": {"user_query": "pickup window"}}',
+            '{"user_query": "outer", "_source": {"user_query": "dhl cutoff time", "client_id": "c3"}}',
+        ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
 
 
 def _written(path: Path, data: bytes) -> Path:
