@@ -152,7 +152,10 @@ def parse_time(value: object) -> str | None:
     except ValueError:
         return None
     if parsed.tzinfo is not None:
-        parsed = parsed.astimezone(UTC)
+        try:
+            parsed = parsed.astimezone(UTC)
+        except OverflowError:  # 0001-01-01T00:30+01:00 is before the year 1 in UTC
+            return None
     return parsed.replace(tzinfo=None, microsecond=0).isoformat()
 
 

@@ -45,6 +45,8 @@ _ISO = r'"\d{4}-\d\d-\d\d[T ]([01]\d|2[0-3]):\d\d:\d\d(\.\d{1,6})?(Z|\+00(:00)?)
 # The usual form, as a LIKE pattern (cheap; fixes where each part is) and as strptime's
 _ISO_Z = ("'\"____-__-__T__:__:__Z\"'", "'\"%Y-%m-%dT%H:%M:%SZ\"'")
 _NUMBER = r"-?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d{1,2})?"  # 1e400 is no number to orjson
+# a local time and its offset from UTC (what nginx's $time_iso8601 writes)
+_ISO_OFFSET = r'"\d{4}-\d\d-\d\d[T ]([01]\d|2[0-3]):\d\d:\d\d(\.\d{1,6})?[+-]([01]\d|2[0-3]):?[0-5]\d"'
 _EPOCH_S = r'[1-9]\d{9}|"[1-9]\d{9}"'  # epoch seconds, 2001-09-09 to 2286
 _EPOCH_MS = r'[1-9]\d{12}|"[1-9]\d{12}"'  # epoch milliseconds, the same years
 _PROGRESS_SECONDS = 0.1
@@ -172,7 +174,8 @@ class JsonSql:
             # Year 0 is a date to DuckDB (1 BC), not to Python.
             j = self._j("time")
             values["ts"] = self._time()
-            ok.append(f"({j} IS NULL OR {j} = 'null' OR ts >= TIMESTAMP '0001-01-01')")
+            ok.append(f"({j} IS NULL OR {j} = 'null' OR ts BETWEEN TIMESTAMP '0001-01-01' "
+                      "AND TIMESTAMP '9999-12-31 23:59:59.999999')")  # in UTC, years 1 to 9999 (Python's)
         if f.user:
             # a string or a whole number, whose text is what str() gives in the python reader
             j = self._j("user")
@@ -224,7 +227,8 @@ class JsonSql:
         """
 
     def _time(self) -> str:
-        """The time field as a TIMESTAMP where it is ISO text in UTC, or epoch seconds or
+        """The time field as a TIMESTAMP where it is ISO text in UTC or with an offset
+        (converted to UTC; up to microseconds, dropped at output), or epoch seconds or
         milliseconds of 10 or 13 digits, as a number or digits in quotes (2001 to 2286:
         no question which they are; other forms are the python reader's). strptime reads
         a year padded with a space, " 026", and the cast hour 24, the python reader
@@ -235,6 +239,8 @@ class JsonSql:
         digits = f"trim({j}, '\"')::BIGINT"
         return (f"CASE WHEN {j} LIKE {shape} AND NOT starts_with({j}, '\" ') THEN try_strptime({j}, {form}) "
                 f"WHEN regexp_full_match({j}, {_quote(_ISO)}) THEN TRY_CAST({j}[2:20] AS TIMESTAMP) "
+                f"WHEN regexp_full_match({j}, {_quote(_ISO_OFFSET)}) "
+                f"THEN make_timestamp(epoch_us({_with_offset(j)})) "
                 f"WHEN regexp_full_match({j}, {_quote(_EPOCH_S)}) THEN make_timestamp({digits} * 1000000) "
                 f"WHEN regexp_full_match({j}, {_quote(_EPOCH_MS)}) THEN make_timestamp({digits} // 1000 * 1000000) END")
 
@@ -245,6 +251,17 @@ class JsonSql:
         if self.window.until:
             inside.append(f"ts < {_quote(self.window.until)}::TIMESTAMP")
         return " AND ".join(inside)
+
+
+def _with_offset(j: str) -> str:
+    """SQL: `j`, of the shape _ISO_OFFSET, as a TIMESTAMPTZ. One strptime format per
+    shape (T or space, a fraction or not): given a list of formats, DuckDB's strptime
+    takes 30 February for 2 March, with one it refuses it, as Python does."""
+    def parse(sep: str, fraction: str) -> str:
+        return f"try_strptime({j}, '\"%Y-%m-%d{sep}%H:%M:%S{fraction}%z\"')"
+
+    return (f"CASE WHEN {j}[12:12] = 'T' THEN (CASE WHEN contains({j}, '.') THEN {parse('T', '.%f')} "
+            f"ELSE {parse('T', '')} END) WHEN contains({j}, '.') THEN {parse(' ', '.%f')} ELSE {parse(' ', '')} END")
 
 
 def _field_paths(fields: dict[str, str], wrapped: bool) -> tuple[list[str], dict[str, str]]:

@@ -250,3 +250,15 @@ def test_zstd_without_the_package_says_how_to_fix_it(tmp_path: Path) -> None:
             read_source(Source(str(path), path), fmt="jsonl", fields=Fields(query="query"), engine="python")
     else:
         pytest.skip("zstandard is installed")
+
+
+def test_a_time_outside_the_years_python_has_once_in_utc_is_no_time_not_a_crash(tmp_path: Path) -> None:
+    from curator.logs.aggregate import parse_time
+
+    assert parse_time("2026-10-01T08:00:00.5+02:30") == "2026-10-01T05:30:00"
+    assert parse_time("0001-01-01T00:30:00+01:00") is None  # the year 0 in UTC
+    assert parse_time("9999-12-31T23:30:00-01:00") is None  # the year 10000
+    log = tmp_path / "edge.jsonl"
+    log.write_text('{"query": "dhl cutoff time", "timestamp": "0001-01-01T00:30:00+01:00"}\n')
+    read = read_source(Source("edge.jsonl", log), engine="python")
+    assert read.agg.parsed == 1 and read.agg.first == {}
