@@ -39,7 +39,11 @@ from curator.logs.jsonl import NOT_JSON_WORDS, TRAILING_COMMA, JsonlHandler, loa
 MEMORY_LIMIT = "256MB"  # counting per query (pass 1)
 USERS_MEMORY_LIMIT = "192MB"  # users of the queued queries only
 FORMATS = ("jsonl", "ubi", "parquet")
-_ESCAPED_KEY = r'"(?:[^"\\]|\\.)*\\u[0-9a-fA-F]{4}(?:[^"\\]|\\.)*"\s*:'
+# A `\u` escape in a key: from the escape to the end of its string, then a colon. Looked
+# for from the escape on, not from each quote (a regex that begins with a string costs
+# 4x: 0.24 CPU s per 400k lines of ASCII-escaped JSON, which Python's json writes); any
+# string it could match that is not a key only sends a line to the python reader.
+_ESCAPED_KEY = r'\\u[0-9a-fA-F]{4}(?:[^"\\]|\\.)*"\s*:'
 # hour 24 is the next day to DuckDB's cast, no time to the python reader
 _ISO = r'"\d{4}-\d\d-\d\d[T ]([01]\d|2[0-3]):\d\d:\d\d(\.\d{1,6})?(Z|\+00(:00)?)?"'
 # The usual form, as a LIKE pattern (cheap; fixes where each part is) and as strptime's
