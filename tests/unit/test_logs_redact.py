@@ -123,12 +123,24 @@ def test_the_pipeline_prefilter_never_skips_a_query_redaction_would_change(parts
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.text(alphabet="ab9:@+(.- eyjtokenſKé", max_size=16), max_size=12))
+@given(st.lists(st.text(alphabet="ab9:@+(.- eyjtokenſKéıİAPI_KEYΣ٣", max_size=16), max_size=12))
 def test_the_batch_prefilter_lets_through_exactly_what_the_single_one_does(texts: list[str]) -> None:
     from curator.logs.pipeline import _maybe_personal, _maybe_personal_at
 
     texts = [" ".join(t.split()) for t in texts]  # as the pipeline has them; ends meet in the scan
     assert _maybe_personal_at(texts) == [k for k, t in enumerate(texts) if _maybe_personal(t)]
+
+
+def test_the_batch_prefilter_sees_letters_as_re_i_does_in_texts_that_are_not_ascii() -> None:
+    """`ſ` is an s and `K` (Kelvin) a k to re.I, `ı` an i: a word written with them is
+    found in a text that is not ASCII (its scan folds them), and only such texts."""
+    from curator.logs.pipeline import _maybe_personal, _maybe_personal_at
+
+    texts = ["ſecret für dich", "toKen für dich", "apı_key für dich", "bearer für dich", "plain für dich",
+             "café 10.0.0.1", "ΣΑΣ akıa", "no word é"]
+    expected = [0, 1, 2, 3, 5, 6]
+    assert [k for k, t in enumerate(texts) if _maybe_personal(t)] == expected
+    assert _maybe_personal_at(texts) == expected
 
 
 @pytest.mark.parametrize(
