@@ -98,6 +98,14 @@ def test_csv_with_quoted_commas_and_bad_rows() -> None:
     assert "unterminated" not in " ".join(read.agg.counts) or read.agg.parsed == 4
 
 
+def test_csv_rows_that_are_not_utf8_are_rejected_and_the_others_kept(tmp_path: Path) -> None:
+    log = tmp_path / "export.csv"
+    log.write_bytes("query,n\ncaf\u00e9 dhl,2\n".encode() + b"caf\xe9 latin,3\nlabel backlog,1\n")
+    read = read_source(Source("export.csv", log), fields=Fields(count="n"))
+    assert read.agg.counts == {"caf\u00e9 dhl": 2, "label backlog": 1}
+    assert read.agg.rejected["invalid UTF-8"].lines == [3]
+
+
 def test_pre_aggregated_tsv_with_count_field() -> None:
     read = _read("aggregated.tsv", fields=Fields(count="n"))
     assert read.format == "tsv"
