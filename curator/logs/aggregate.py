@@ -7,6 +7,7 @@ compare correctly as strings.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -150,13 +151,39 @@ def parse_time(value: object) -> str | None:
     try:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        return None
+        parsed = _other_time(text)
+        if parsed is None:
+            return None
     if parsed.tzinfo is not None:
         try:
             parsed = parsed.astimezone(UTC)
         except OverflowError:  # 0001-01-01T00:30+01:00 is before the year 1 in UTC
             return None
     return parsed.replace(tzinfo=None, microsecond=0).isoformat()
+
+
+# four-digit years from 1000 on: email.utils reads `0001` as 2001 (RFC 2822's old two-digit years)
+_HTTP_DATE = re.compile(r"[A-Z][a-z]{2}, \d{1,2} [A-Z][a-z]{2} [1-9]\d{3} \d\d:\d\d:\d\d (GMT|UTC|[+-]\d{4})")
+_NGINX_LOCAL = re.compile(r"\d\d/[A-Z][a-z]{2}/\d{4}:\d\d:\d\d:\d\d [+-]\d{4}")
+
+
+def _other_time(text: str) -> datetime | None:
+    """The forms logs write that are not ISO-8601: BigQuery's `2026-10-01 08:00:00 UTC`,
+    nginx's `$time_local` (`01/Oct/2026:08:00:00 +0200`) and the HTTP / e-mail date
+    (`Thu, 01 Oct 2026 08:00:00 GMT`)."""
+    try:
+        if _HTTP_DATE.fullmatch(text):
+            from email.utils import parsedate_to_datetime
+
+            return parsedate_to_datetime(text)
+        if _NGINX_LOCAL.fullmatch(text):
+            return datetime.strptime(text, "%d/%b/%Y:%H:%M:%S %z")
+        if text.endswith((" UTC", " GMT")):
+            parsed = datetime.fromisoformat(text[:-4])
+            return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else None  # `+02:00 UTC`: which?
+    except (ValueError, TypeError, IndexError):
+        return None
+    return None
 
 
 def iso_z(ts: str | None) -> str | None:

@@ -51,6 +51,9 @@ _ISO_Z = ("'\"____-__-__T__:__:__Z\"'", "'\"%Y-%m-%dT%H:%M:%SZ\"'")
 _NUMBER = r"-?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d{1,2})?"  # 1e400 is no number to orjson
 # a local time and its offset from UTC (what nginx's $time_iso8601 writes)
 _ISO_OFFSET = r'"\d{4}-\d\d-\d\d[T ]([01]\d|2[0-3]):\d\d:\d\d(\.\d{1,6})?[+-]([01]\d|2[0-3]):?[0-5]\d"'
+# BigQuery's CSV/JSON exports: `2026-10-01 08:00:00 UTC`; nginx's `$time_local`
+_ISO_UTC_WORD = r'"\d{4}-\d\d-\d\d[T ]([01]\d|2[0-3]):\d\d:\d\d(\.\d{1,6})? (UTC|GMT)"'
+_NGINX_LOCAL = r'"\d\d/[A-Z][a-z]{2}/\d{4}:([01]\d|2[0-3]):\d\d:\d\d [+-]([01]\d|2[0-3])[0-5]\d"'
 _EPOCH_S = r'[1-9]\d{9}|"[1-9]\d{9}"'  # epoch seconds, 2001-09-09 to 2286
 _EPOCH_MS = r'[1-9]\d{12}|"[1-9]\d{12}"'  # epoch milliseconds, the same years
 _PROGRESS_SECONDS = 0.1
@@ -232,7 +235,8 @@ class JsonSql:
 
     def _time(self) -> str:
         """The time field as a TIMESTAMP where it is ISO text in UTC or with an offset
-        (converted to UTC; up to microseconds, dropped at output), or epoch seconds or
+        (converted to UTC; up to microseconds, dropped at output), ISO text followed by
+        ` UTC` (BigQuery), nginx's `$time_local`, or epoch seconds or
         milliseconds of 10 or 13 digits, as a number or digits in quotes (2001 to 2286:
         no question which they are; other forms are the python reader's). strptime reads
         a year padded with a space, " 026", and the cast hour 24, the python reader
@@ -245,6 +249,9 @@ class JsonSql:
                 f"WHEN regexp_full_match({j}, {_quote(_ISO)}) THEN TRY_CAST({j}[2:20] AS TIMESTAMP) "
                 f"WHEN regexp_full_match({j}, {_quote(_ISO_OFFSET)}) "
                 f"THEN make_timestamp(epoch_us({_with_offset(j)})) "
+                f"WHEN regexp_full_match({j}, {_quote(_ISO_UTC_WORD)}) THEN TRY_CAST({j}[2:20] AS TIMESTAMP) "
+                f"WHEN regexp_full_match({j}, {_quote(_NGINX_LOCAL)}) "
+                f"THEN make_timestamp(epoch_us(try_strptime({j}, '\"%d/%b/%Y:%H:%M:%S %z\"'))) "
                 f"WHEN regexp_full_match({j}, {_quote(_EPOCH_S)}) THEN make_timestamp({digits} * 1000000) "
                 f"WHEN regexp_full_match({j}, {_quote(_EPOCH_MS)}) THEN make_timestamp({digits} // 1000 * 1000000) END")
 

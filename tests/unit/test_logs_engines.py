@@ -108,7 +108,7 @@ def _timed_users_log(path: Path) -> Path:
 
 def _plain_log(path: Path) -> Path:
     """Lines DuckDB counts itself: times in each form it takes (ISO in UTC or with an
-    offset, epoch seconds and milliseconds), users as text, numbers
+    offset or ` UTC`, nginx's $time_local, epoch seconds and milliseconds), users as text, numbers
     and null, ids, zero results, latencies, escaped text, and one query spelled two ways
     in JSON ("caf\\u00e9", "café"), and keys that end like the query key (`raw_query`:
     the key-twice check must not take them for it)."""
@@ -117,7 +117,8 @@ def _plain_log(path: Path) -> Path:
         rows.append({
             "timestamp": ["2026-10-01T08:00:00Z", "2026-10-02 09:30:00", "2026-10-03T10:00:00.250Z",
                           "2026-10-04T11:00:00+00:00", None, 1759572000, 1759575600999, "1759579200",
-                          "2026-10-05T10:00:00+02:00", "2026-10-05 10:00:00.5-0130"][i % 10],
+                          "2026-10-05T10:00:00+02:00", "2026-10-05 10:00:00.5-0130", "2026-10-06 08:00:00 UTC",
+                          "06/Oct/2026:10:00:00 +0200"][i % 12],
             "user_id": [f"u{i % 170}", i % 7, "", None][i % 4],
             "query": ["dhl cutoff time", "Label Backlog", "carrier-e1042 retry", f"rare {i % 300}",
                       "caf\u00e9 \ud83d\ude00 dhl"][i % 5],

@@ -260,6 +260,18 @@ def test_zstd_without_the_package_says_how_to_fix_it(tmp_path: Path) -> None:
         pytest.skip("zstandard is installed")
 
 
+def test_times_in_the_forms_logs_write_that_are_not_iso() -> None:
+    from curator.logs.aggregate import parse_time
+
+    assert parse_time("2026-10-01 08:00:00.5 UTC") == "2026-10-01T08:00:00"  # BigQuery
+    assert parse_time("01/Oct/2026:08:00:00 +0200") == "2026-10-01T06:00:00"  # nginx $time_local
+    assert parse_time("Thu, 01 Oct 2026 08:00:00 GMT") == "2026-10-01T08:00:00"  # HTTP date
+    assert parse_time("Thu, 01 Oct 2026 08:00:00 +0200") == "2026-10-01T06:00:00"
+    for unclear in ("2026-10-01T08:00:00+02:00 UTC", "Thu, 01 Oct 0001 08:00:00 GMT", "31/Feb/2026:08:00:00 +0000",
+                    "Thu, 31 Feb 2026 08:00:00 GMT", "yesterday"):
+        assert parse_time(unclear) is None, unclear
+
+
 def test_a_time_outside_the_years_python_has_once_in_utc_is_no_time_not_a_crash(tmp_path: Path) -> None:
     from curator.logs.aggregate import parse_time
 
