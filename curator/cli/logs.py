@@ -207,3 +207,5 @@ def _print(s) -> None:
         console.print(preview)
         if s.sampled > len(s.preview):
             console.print(f"[dim]... and {s.sampled - len(s.preview)} more[/]")
+    if s.queued:
+        console.print("[dim]Next: curator review (pending candidates, most asked first)[/]")

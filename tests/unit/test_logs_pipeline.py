@@ -280,8 +280,10 @@ def test_cli_says_what_it_skipped_and_why(cws, run_cli) -> None:
     both = ["-w", str(cws.root), "import-logs", str(DATA / "search.jsonl"), str(copy)]
     result = run_cli(both)
     assert "copy-of-search.jsonl: listed twice" in result.output and "counted once" in result.output
+    assert "Next: curator review" in result.output  # something was queued
     result = run_cli(both[:4])
     assert "search.jsonl: already imported" in result.output and "--force reads it again" in result.output
+    assert "Next: curator review" not in result.output
 
 
 def test_an_empty_log_is_reported_and_the_others_are_imported(cws, run_cli, tmp_path: Path) -> None:
