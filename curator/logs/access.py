@@ -60,7 +60,7 @@ class AccessHandler(LineHandler):
             return
         try:  # in UTC, like every other time (`+0200` is two hours ahead of it)
             ts = datetime.strptime(m["time"], "%d/%b/%Y:%H:%M:%S %z").astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
-        except ValueError:
+        except (ValueError, OverflowError):  # OverflowError: out of Python's years once in UTC
             ts = None
         if not self.timestamp_ok(ts, lineno, agg):
             return

@@ -140,12 +140,14 @@ def test_access_log_times_are_utc_and_legacy_percent_bytes_are_windows_1252(tmp_
         '10.0.0.1 - - [01/Oct/2026:08:00:00 +0200] "GET /search?q=caf%C3%A9 HTTP/1.1" 200 5\n'
         '10.0.0.2 - - [01/Oct/2026:08:00:00 +0000] "GET /search?q=r%E9sum%E9+%80 HTTP/1.1" 200 5\n'
         '10.0.0.3 - - [01/Oct/2026:08:00:00 +0000] "GET /search?q=%81x HTTP/1.1" 200 5\n'
+        '10.0.0.4 - - [01/Jan/0001:00:30:00 +0100] "GET /search?q=too+early HTTP/1.1" 200 5\n'
     )
     read = read_source(Source("access.log", log))
     assert read.agg.first == {"café": "2026-10-01T06:00:00", "résumé €": "2026-10-01T08:00:00",
                               "\x81x": "2026-10-01T08:00:00"}  # 0x81: none in cp1252, so Latin-1
     later = read_source(Source("access.log", log), window=Window("2026-10-01T07:00:00", None))
     assert set(later.agg.counts) == {"résumé €", "\x81x"} and later.agg.ignored == {"outside --since/--until": 1}
+    assert read.agg.counts["too early"] == 1  # a time before the year 1 in UTC is none, not a crash
 
 
 def test_time_window() -> None:
