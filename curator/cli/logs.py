@@ -105,10 +105,13 @@ def import_logs_cmd(ws, paths: tuple[str, ...], fmt: str, query_field, count_fie
         max_length=max_length, noise=list(noise), redact=_pairs(redact), sample=sample, limit=limit,
         seed=seed, dry_run=dry_run, force=force, workers=workers, engine=engine,
     )
+    typed = "-" in paths and sys.stdin.isatty()  # `-` at a prompt: say what it waits for, draw no bar over it
+    if typed:
+        err_console.print("[dim]Reading queries from the terminal, one per line; end with Ctrl-D.[/]")
     with Progress(
         TextColumn("{task.description}"), BarColumn(), _ForReading(DownloadColumn()),
         _ForReading(TransferSpeedColumn()), TimeElapsedColumn(), console=err_console, transient=True,
-        disable=as_json or not sys.stderr.isatty(),
+        disable=as_json or typed or not sys.stderr.isatty(),
     ) as bar:
         task = bar.add_task("Reading", total=None, reading=True)
         stage = bar.add_task("", total=None, visible=False, reading=False)  # no measure of how far: it pulses

@@ -101,7 +101,10 @@ def expand(paths: list[str | os.PathLike[str]]) -> list[Source]:
     for raw in paths:
         text = os.fspath(raw)
         if text == "-":
-            sources.append(Source("<stdin>", None))
+            # typed at a terminal: read to the first Ctrl-D now (a terminal's end of input
+            # is not for good: each of the readers' later reads would wait for another)
+            typed = io.BytesIO(sys.stdin.buffer.read()) if sys.stdin.isatty() else None
+            sources.append(Source("<stdin>", None, pipe=typed))
             continue
         if glob.has_magic(text):
             matched = sorted(glob.glob(text, recursive=True))

@@ -559,3 +559,24 @@ def test_a_folder_is_its_files_but_hidden_ones_and_each_file_keeps_its_own_rejec
     assert [Path(f.path).name for f in summary.files] == ["a.jsonl", "b.jsonl"]
     # the first file's aggregate takes in the second's when merged: its summary must not
     assert [f.rejected["broken JSON"]["lines"] for f in summary.files] == [[2], [3]]
+
+
+def test_queries_typed_at_a_terminal_end_with_one_ctrl_d(cws) -> None:
+    """`curator import-logs -` at a prompt: stdin is a terminal, whose end of input holds
+    for one read only; the queries are read to the first Ctrl-D, and it says so."""
+    import pty
+
+    exe = Path(sys.executable).parent / "curator"
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([str(exe), "-w", str(cws.root), "import-logs", "-", "--json", "--dry-run"],
+                            stdin=follower, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    os.close(follower)
+    try:
+        os.write(leader, b"dhl cutoff time\nlabel backlog\n\x04")  # \x04: Ctrl-D
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()  # a regression waits for more input: it fails on the timeout, then stops
+        os.close(leader)
+    assert proc.returncode == 0, err.decode()
+    assert b"end with Ctrl-D" in err
+    assert sorted(p["query"] for p in json.loads(out)["preview"]) == ["dhl cutoff time", "label backlog"]
