@@ -14,6 +14,7 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
+from dataclasses import fields as dataclass_fields
 from datetime import UTC, datetime
 from itertools import accumulate, compress
 from operator import add, itemgetter, ne, not_
@@ -205,12 +206,6 @@ def import_logs(
     cfg = ws.config.logs
     settings = _Settings(
         opts,
-        cfg.similarity if opts.similarity is None else opts.similarity,
-        (
-            cfg.min_count if opts.min_count is None else opts.min_count,
-            cfg.min_length if opts.min_length is None else opts.min_length,
-            cfg.max_length if opts.max_length is None else opts.max_length,
-        ),
         {**cfg.redact_patterns, **opts.redact},
         [_compile(p, "noise pattern") for p in [*cfg.noise_patterns, *opts.noise]],
         _window(opts),
@@ -234,9 +229,7 @@ def import_logs(
 
 @dataclass
 class _Settings:
-    opts: ImportOptions
-    similarity: float
-    limits: tuple[int, int, int]  # min count, min length, max length
+    opts: ImportOptions  # with the workspace's [logs] for what it left unset
     redact: dict[str, str]
     noise: list[re.Pattern[str]]
     window: Window
@@ -255,7 +248,7 @@ def _run(ws, sources: list[Source], settings: _Settings, callbacks, overlap: boo
     file was imported before or listed twice under another name, or that DuckDB missed
     some of its lines, _Again: the caller runs the import again without overlap, which
     settles each file's fingerprint before using what was read."""
-    opts, similarity, noise = settings.opts, settings.similarity, settings.noise
+    opts, noise = settings.opts, settings.noise
     progress, on_file, on_stage = callbacks
     redactor = Redactor(settings.redact)
     summary = ImportSummary(dry_run=opts.dry_run, sample=opts.sample, limit=opts.limit,
@@ -324,7 +317,7 @@ def _run(ws, sources: list[Source], settings: _Settings, callbacks, overlap: boo
         groups = _group(total or Aggregate(), redactor, summary)
         del total
         summary.redactions = dict(redactor.counts)
-        chosen = _choose(ws, groups, opts, similarity, settings.limits, noise, summary)
+        chosen = _choose(ws, groups, opts, noise, summary)
         del groups  # all but the chosen groups: freed before DuckDB counts their users
     if deferred:
         _settle(*deferred, seen_fingerprints, set() if opts.force else known["fingerprints"])
@@ -379,10 +372,10 @@ def _settle(read: FileRead, fs: FileSummary, seen: set[str], known) -> None:
     fs.fingerprint = fingerprint[:16]
 
 
-def _choose(ws, grouped: _Grouped, opts: ImportOptions, similarity: float, limits, noise,
-            summary: ImportSummary) -> list[_ClusterItem]:
-    """Filter, cluster, drop what is already known and sample to the budget."""
-    min_count, min_length, max_length = limits
+def _choose(ws, grouped: _Grouped, opts: ImportOptions, noise, summary: ImportSummary) -> list[_ClusterItem]:
+    """Filter, cluster, drop what is already known and sample to the budget (`opts` as
+    configured: no None left)."""
+    similarity, min_count, min_length, max_length = opts.similarity, opts.min_count, opts.min_length, opts.max_length
     rows = _kept(grouped, min_length, max_length, noise, summary)
     norms = list(map(grouped.norms.__getitem__, rows))
     counts = list(map(grouped.counts.__getitem__, rows))
@@ -412,13 +405,11 @@ def _choose(ws, grouped: _Grouped, opts: ImportOptions, similarity: float, limit
 # ---- reading helpers -----------------------------------------------------------------
 
 
-_CONFIGURED = ("sample", "limit", "engine", "query_field", "count_field", "time_field", "user_field",
-               "hits_field", "clicks_field", "results_field", "latency_field", "param")
-
-
 def _configured(opts: ImportOptions, cfg) -> ImportOptions:
-    """`opts` with what it leaves unset (None) taken from the workspace's [logs]."""
-    return replace(opts, **{k: getattr(cfg, k) for k in _CONFIGURED if getattr(opts, k) is None})
+    """`opts` with what it leaves unset (None) taken from the workspace's [logs], whose
+    keys of the same names are their defaults (similarity, limits, sample, fields, ...)."""
+    shared = {f.name for f in dataclass_fields(ImportOptions)} & set(type(cfg).model_fields)
+    return replace(opts, **{k: getattr(cfg, k) for k in shared if getattr(opts, k) is None})
 
 
 def _check(opts: ImportOptions) -> None:

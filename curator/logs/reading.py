@@ -57,7 +57,7 @@ _MAGIC = {b"\x1f\x8b": "gz", b"\x28\xb5\x2f\xfd": "zst"}
 class Source:
     label: str  # what messages name: the path as given, or "<stdin>"
     path: Path | None  # None for a stream: standard input, or a pipe named as a path
-    stdin_head: bytes | None = None  # what was read from the stream to detect its format
+    stream_head: bytes | None = None  # what was read from the stream to detect its format
     pipe: IO[bytes] | None = None  # a pipe named as a path (`<(zcat ...)`), opened once; None: stdin
     magic: bytes | None = None  # the first bytes as stored, once looked at
 
@@ -76,7 +76,7 @@ class Source:
             return "zst"
         if self.magic is None:
             if self.path is None:
-                self.magic = _stdin_head(self)[:4]
+                self.magic = _stream_head(self)[:4]
             else:
                 with self.path.open("rb") as fh:
                     self.magic = fh.read(4)
@@ -190,7 +190,7 @@ class _HashingReader(io.RawIOBase):
 def open_stream(source: Source, hasher: BlockHasher, progress: Progress) -> IO[bytes]:
     """The decompressed bytes of a source, hashing the stored bytes on the way."""
     if source.path is None:
-        raw: IO[bytes] = _Prefixed(source.stdin_head or b"", source.stream())  # type: ignore[assignment]
+        raw: IO[bytes] = _Prefixed(source.stream_head or b"", source.stream())  # type: ignore[assignment]
     else:
         raw = source.path.open("rb")
     counted = io.BufferedReader(_HashingReader(raw, hasher, progress), buffer_size=1 << 20)
@@ -374,38 +374,45 @@ def blank_lines(source: Source) -> int | None:
     if source.compression == "zst":  # read by DuckDB when `zstandard` is missing
         return None
     if source.path is None:
-        raw = _stdin_head(source)
+        raw = _stream_head(source)
+        if len(raw) >= HEAD:
+            return None
+        if source.compression == "gz":
+            try:
+                raw = gzip.decompress(raw)
+            except (OSError, EOFError, zlib.error):
+                return None
     else:
         if (source.size() or 0) >= HEAD:
             return None
         try:
-            raw = source.path.read_bytes()
+            with source.path.open("rb") as fh:
+                stream = gzip.GzipFile(fileobj=fh) if source.compression == "gz" else fh
+                raw = stream.read(1 << 12)
+                if raw.strip():  # the usual case, seen in the first bytes: no more is read
+                    return None
+                raw += stream.read()
+        except (EOFError, zlib.error, gzip.BadGzipFile):
+            return None
         except OSError as exc:
             raise InputError(source.label, f"cannot read: {exc}") from None
-    if len(raw) >= HEAD:
-        return None
-    if source.compression == "gz":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error):
-            return None
     if raw.strip():
         return None
     return raw.count(b"\n") + (not raw.endswith(b"\n")) if raw else 0
 
 
-def _stdin_head(source: Source) -> bytes:
+def _stream_head(source: Source) -> bytes:
     """The first MiB of a stream source, read once and kept (the reader reads it first)."""
-    if source.stdin_head is None:
-        source.stdin_head = _read_up_to(source.stream(), HEAD)
-    return source.stdin_head
+    if source.stream_head is None:
+        source.stream_head = _read_up_to(source.stream(), HEAD)
+    return source.stream_head
 
 
 def _head(source: Source) -> bytes:
     """The first MiB (decompressed) of a file; for stdin, peeked without consuming it."""
     try:
         if source.path is None:
-            head = _stdin_head(source)
+            head = _stream_head(source)
             if source.compression == "gz":
                 return _read_up_to(gzip.GzipFile(fileobj=io.BytesIO(head)), HEAD)
             return head
