@@ -44,15 +44,15 @@ FORMATS = ("jsonl", "ubi", "parquet")
 # 4x: 0.24 CPU s per 400k lines of ASCII-escaped JSON, which Python's json writes); any
 # string it could match that is not a key only sends a line to the python reader.
 _ESCAPED_KEY = r'\\u[0-9a-fA-F]{4}(?:[^"\\]|\\.)*"\s*:'
-# hour 24 is the next day to DuckDB's cast, no time to the python reader
-_ISO = r'"\d{4}-\d\d-\d\d[T ]([01]\d|2[0-3]):\d\d:\d\d(\.\d{1,6})?(Z|\+00(:00)?)?"'
+# In UTC (or, BigQuery's exports, followed by ` UTC`); hour 24 is the next day to
+# DuckDB's cast, no time to the python reader
+_ISO = r'"\d{4}-\d\d-\d\d[T ]([01]\d|2[0-3]):\d\d:\d\d(\.\d{1,6})?(Z|\+00(:00)?| UTC| GMT)?"'
 # The usual form, as a LIKE pattern (cheap; fixes where each part is) and as strptime's
 _ISO_Z = ("'\"____-__-__T__:__:__Z\"'", "'\"%Y-%m-%dT%H:%M:%SZ\"'")
 _NUMBER = r"-?(0|[1-9]\d*)(\.\d+)?([eE][-+]?\d{1,2})?"  # 1e400 is no number to orjson
 # a local time and its offset from UTC (what nginx's $time_iso8601 writes)
 _ISO_OFFSET = r'"\d{4}-\d\d-\d\d[T ]([01]\d|2[0-3]):\d\d:\d\d(\.\d{1,6})?[+-]([01]\d|2[0-3]):?[0-5]\d"'
-# BigQuery's CSV/JSON exports: `2026-10-01 08:00:00 UTC`; nginx's `$time_local`
-_ISO_UTC_WORD = r'"\d{4}-\d\d-\d\d[T ]([01]\d|2[0-3]):\d\d:\d\d(\.\d{1,6})? (UTC|GMT)"'
+# nginx's `$time_local`
 _NGINX_LOCAL = r'"\d\d/[A-Z][a-z]{2}/\d{4}:([01]\d|2[0-3]):\d\d:\d\d [+-]([01]\d|2[0-3])[0-5]\d"'
 _EPOCH_S = r'[1-9]\d{9}|"[1-9]\d{9}"'  # epoch seconds, 2001-09-09 to 2286
 _EPOCH_MS = r'[1-9]\d{12}|"[1-9]\d{12}"'  # epoch milliseconds, the same years
@@ -249,7 +249,6 @@ class JsonSql:
                 f"WHEN regexp_full_match({j}, {_quote(_ISO)}) THEN TRY_CAST({j}[2:20] AS TIMESTAMP) "
                 f"WHEN regexp_full_match({j}, {_quote(_ISO_OFFSET)}) "
                 f"THEN make_timestamp(epoch_us({_with_offset(j)})) "
-                f"WHEN regexp_full_match({j}, {_quote(_ISO_UTC_WORD)}) THEN TRY_CAST({j}[2:20] AS TIMESTAMP) "
                 f"WHEN regexp_full_match({j}, {_quote(_NGINX_LOCAL)}) "
                 f"THEN make_timestamp(epoch_us(try_strptime({j}, '\"%d/%b/%Y:%H:%M:%S %z\"'))) "
                 f"WHEN regexp_full_match({j}, {_quote(_EPOCH_S)}) THEN make_timestamp({digits} * 1000000) "
