@@ -34,7 +34,7 @@ from typing import Any
 from curator.errors import CuratorError, InputError
 from curator.logs.aggregate import USERS_CAP, Aggregate, _add_ids
 from curator.logs.fields import Fields, id_list
-from curator.logs.jsonl import NOT_JSON_WORDS, TRAILING_COMMA, JsonlHandler, loads, loads_record
+from curator.logs.jsonl import NOT_JSON_WORDS, JsonlHandler, loads, loads_record
 
 MEMORY_LIMIT = "256MB"  # counting per query (pass 1)
 USERS_MEMORY_LIMIT = "192MB"  # users of the queued queries only
@@ -156,9 +156,9 @@ class JsonSql:
         ok = [
             "j IS NOT NULL",
             "starts_with(line, '{')",
-            # valid JSON to DuckDB but not to the python reader
+            # valid JSON to DuckDB but not to the python reader (trailing commas are
+            # valid to both: see loads_record)
             *(f"NOT contains(line, {_quote(word)})" for word in NOT_JSON_WORDS),
-            f"NOT regexp_matches(line, {_quote(TRAILING_COMMA)})",
             *(_not_twice(key) for key in sorted(keys)),
             # a key spelled with escapes ("q\u0075ery") may be a second query key
             f"CASE WHEN contains(line, '\\u') THEN NOT regexp_matches(line, {_quote(_ESCAPED_KEY)}) ELSE TRUE END",

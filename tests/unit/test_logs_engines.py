@@ -34,7 +34,7 @@ def _awkward_log(path: Path) -> Path:
         _line(timestamp=t, user_id=42, query="dhl cutoff time", hits=[{"id": "carriers.md#dhl"}]),
         b'{"timestamp": "2026-10-02 09:00:00", "user_id": "u1", "query": "NaN in the parser"}',
         b'{"query": "x", "latency_ms": NaN}',  # broken JSON to orjson, fine to DuckDB
-        b'{"query": "trailing comma",}',
+        b'{"query": "trailing comma",}',  # read by both (DuckDB's parser takes one)
         b'{"query": "first", "query": "second"}',  # the python reader keeps the last
         b'{"query": "caf\\u00e9 \\ud83d\\ude00 dhl", "user_id": ""}',
         b'{"query": "lone \\ud800 surrogate"}',
@@ -61,6 +61,8 @@ def _awkward_log(path: Path) -> Path:
         # DuckDB reads a padded year and hour 24 (the next day); the python reader does not
         _line(timestamp=" 026-10-04T08:00:00Z", user_id="u7", query="cutoff time dhl"),
         _line(timestamp="2026-10-04T24:00:00", user_id="u7", query="cutoff time dhl"),
+        b'{"query": "two commas",,}',  # broken to both
+        b'{"query": "comma, ] inside", "hits": [{"id": "faq.md#cutoffs"} ,] , }',
         _line(query="x" * (2 * MiB)),  # over the 1 MiB limit: refused too (last: fields are guessed from the first MiB)
     ]
     path.write_bytes(b"\n".join(lines) + b"\n")
@@ -300,9 +302,9 @@ def test_the_awkward_log_really_is_awkward(tmp_path: Path) -> None:
     read = read_source(Source("awkward.jsonl", _awkward_log(tmp_path / "awkward.jsonl")), engine="duckdb")
     rejected = {reason: (r.count, r.lines) for reason, r in read.agg.rejected.items()}
     assert rejected == {
-        "broken JSON": (4, [3, 4, 7, 14]),
+        "broken JSON": (4, [3, 7, 14, 29]),
         "invalid UTF-8": (1, [11]),
-        "line too long": (1, [29]),
+        "line too long": (1, [31]),
         "'query' is not text": (1, [13]),
         "binary data": (1, [15]),
         "not a JSON object": (1, [18]),

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from curator.logs.jsonl import loads_record, strict_loads
+from curator.logs.jsonl import loads_record, strict_loads, without_trailing_commas
 
 REFUSED = [
     b'{"latency_ms": NaN}',
@@ -82,7 +82,37 @@ def test_a_log_line_takes_numbers_past_a_double_as_infinity(line: bytes, value: 
     assert loads_record(line) == value
 
 
-@pytest.mark.parametrize("line", [line for line in REFUSED if b"1e400" not in line])
+@pytest.mark.parametrize("line", [line for line in REFUSED if b"1e400" not in line and b'",}' not in line])
 def test_a_log_line_is_still_broken_for_everything_else(line: bytes) -> None:
     with pytest.raises(ValueError):
         loads_record(line)
+
+
+# What DuckDB's parser takes (yyjson with trailing commas allowed) and what it refuses
+TRAILING_COMMAS = [
+    "[1,]", "[,]", "[1,,]", '{"a":1,}', "{,}", '{"a":1 , }', '{"q":"x","h":[1,2,],}', '{"a":1,,}', '{"a":,}',
+    "[1,\n]", '{"a":[1,] ,}', '{"a":1}, ', '{"a":1,}x', '{"a":"x,]",}', '{"a":"x\\",}"}', '{"a":"x,}',
+    '{"a":1,\x0c}', '{"a":{},}', '{"a":[],}', '{"a":"",}', '{"a":true,}', '{"a":null ,\r\n}', "[1,]]",
+    '{"a":[1,}', '{"a":"caf\u00e9",}', '{"a":"\\"",}',
+]
+
+
+@pytest.mark.parametrize("line", TRAILING_COMMAS)
+def test_a_log_line_takes_a_trailing_comma_as_duckdb_does(line: str) -> None:
+    """One comma after the last value of an object or array is read (as DuckDB reads
+    it, so neither engine has to look for one); any other stray comma is broken JSON."""
+    import duckdb
+
+    con = duckdb.connect()
+    expected = con.execute("SELECT try(json_extract(?, '$'))::VARCHAR", [line]).fetchone()[0]
+    for data in (line, line.encode()):
+        try:
+            got = loads_record(data)
+        except ValueError:
+            got = None
+        assert got == (None if expected is None else json.loads(expected)), data
+
+
+def test_a_comma_inside_a_string_is_kept() -> None:
+    assert loads_record('{"q": "a ,}", "h": ["b ,]",],}') == {"q": "a ,}", "h": ["b ,]"]}
+    assert without_trailing_commas('{"q": "a ,}"}') is None
