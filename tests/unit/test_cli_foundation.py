@@ -115,6 +115,29 @@ def test_python_dash_m_and_console_script(tmp_path: Path) -> None:
     assert "curator" in out.stdout
 
 
+def test_the_console_script_ends_with_all_its_output_and_the_commands_exit_code(tmp_path: Path) -> None:
+    """The console script ends the process itself once a command is done (os._exit):
+    output past the stream buffers arrives whole, the workspace is closed cleanly, and
+    each exit code is the command's."""
+    script = str(Path(sys.executable).with_name("curator"))
+    ws = tmp_path / "ws"
+    subprocess.run([script, "init", str(ws)], capture_output=True, check=True)
+    log = tmp_path / "search.jsonl"
+    lines = [json.dumps({"query": f"how do I configure retry policy {i} " + "for the shipping label service " * 6})
+             for i in range(300)]
+    log.write_text("\n".join([*lines, "{broken"]) + "\n")
+    out = subprocess.run([script, "-w", str(ws), "import-logs", str(log), "--json"], capture_output=True, text=True)
+    assert len(out.stdout) > 16384  # past the 8 KiB buffer of a pipe
+    summary = json.loads(out.stdout)
+    assert out.returncode == 3 and summary["queued"] == 300 and summary["rejected"] == 1  # partial: a line was bad
+    assert not (ws / ".curator" / "workspace.db-wal").exists()  # closed (checkpointed), not abandoned
+    out = subprocess.run([script, "-w", str(ws), "import-logs", str(tmp_path / "missing.jsonl")],
+                         capture_output=True, text=True)
+    assert out.returncode == 1 and "missing.jsonl" in out.stderr
+    out = subprocess.run([script, "import-logs", "--no-such-option"], capture_output=True, text=True)
+    assert out.returncode == 2 and "no-such-option" in out.stderr
+
+
 def test_sqlite_utils_is_imported_without_pandas_which_still_imports_later() -> None:
     code = (
         "import sys, importlib.util\n"
