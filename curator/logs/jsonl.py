@@ -309,11 +309,12 @@ def _add_users(agg: Aggregate, queries: list[str], users: list[str]) -> None:
 
 
 def sniff_records(head: bytes, limit: int = 200) -> list[dict[str, Any]]:
-    """The first parseable JSON objects of a block (for guessing field names)."""
+    """The first JSON objects of a block, read as the reader reads lines (a trailing
+    comma too), for guessing field names."""
     out = []
     for raw in head.split(b"\n")[:2000]:
         try:
-            record = loads(raw)
+            record = loads_record(raw)
         except JSON_ERRORS:
             continue
         if isinstance(record, dict):

@@ -135,6 +135,25 @@ def _plain_log(path: Path) -> Path:
     return path
 
 
+def _trailing_commas_log(path: Path) -> Path:
+    """A writer that ends every object and array with a comma (JSON5 style): fields are
+    still found, and DuckDB counts each line itself."""
+    lines = []
+    for i in range(300):
+        hits = "".join(f'"carriers.md#{h}", ' for h in range(i % 3)).rstrip()  # `[,]` would be broken
+        lines.append(f'{{"timestamp": "2026-10-0{1 + i % 5}T08:00:00Z", "user_id": "u{i % 40}", '
+                     f'"query": "{["dhl cutoff time", "label backlog", "reset for ops@example.com"][i % 3]}", '
+                     f'"hits": [{hits}] ,}}')
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_duckdb_counts_every_line_with_a_trailing_comma_itself(tmp_path: Path) -> None:
+    read = read_source(Source("commas.jsonl", _trailing_commas_log(tmp_path / "commas.jsonl")), engine="duckdb")
+    assert read.fields == {"query": "query", "time": "timestamp", "user": "user_id", "hits": "hits"}
+    assert read.users_of.trusted and read.agg.lines == read.agg.parsed == 300
+
+
 def test_duckdb_counts_every_line_of_an_export_of_hits_itself(tmp_path: Path) -> None:
     """Lines wrapped in `_source` are DuckDB's too (they all went to the python reader:
     a 400k-line export took 4.8 s against 1.9 now)."""
@@ -175,6 +194,7 @@ CASES = {
     "pre-aggregated counts": (lambda tmp: _counted_log(tmp / "counts.jsonl"), {"count_field": "n"}),
     "many users": (lambda tmp: _many_users_log(tmp / "users.jsonl"), {}),
     "a plain log": (lambda tmp: _plain_log(tmp / "plain.jsonl"), {}),
+    "trailing commas on every line": (lambda tmp: _trailing_commas_log(tmp / "commas.jsonl"), {}),
     "a plain log, a window": (lambda tmp: _plain_log(tmp / "plain.jsonl"), {"since": "2026-10-02", "until": "2026-10-04"}),
     "many users, a users pass": (lambda tmp: _many_users_log(tmp / "users.jsonl.gz"), {}),
     "timed users, a users pass with a window": (
