@@ -73,7 +73,8 @@ def read_delimited(
             1,
             hint="Name it with --query-field COLUMN.",
         )
-    agg.lines += 1  # the header
+    agg.lines += 1
+    agg.ignored["header row"] += 1  # so that lines = parsed + rejected + ignored
     col = {role: index[name] for role, name in fields.given().items()}
     for row in _rows(reader, agg):
         lineno = reader.line_num

@@ -104,6 +104,9 @@ def test_csv_rows_that_are_not_utf8_are_rejected_and_the_others_kept(tmp_path: P
     read = read_source(Source("export.csv", log), fields=Fields(count="n"))
     assert read.agg.counts == {"caf\u00e9 dhl": 2, "label backlog": 1}
     assert read.agg.rejected["invalid UTF-8"].lines == [3]
+    # every line is accounted for, the header too
+    assert read.agg.ignored == {"header row": 1}
+    assert read.agg.lines == 4 == read.agg.parsed + read.agg.rejected["invalid UTF-8"].count + 1
 
 
 def test_pre_aggregated_tsv_with_count_field() -> None:
