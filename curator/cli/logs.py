@@ -97,6 +97,7 @@ def import_logs_cmd(ws, paths: tuple[str, ...], fmt: str, query_field, count_fie
         zcat search.jsonl.gz | curator import-logs - --format jsonl --json
     """
     from curator.logs import ImportOptions, import_logs
+    from curator.logs.helper import helper
 
     options = ImportOptions(
         format=fmt, query_field=query_field, count_field=count_field, time_field=time_field,
@@ -108,7 +109,9 @@ def import_logs_cmd(ws, paths: tuple[str, ...], fmt: str, query_field, count_fie
     typed = "-" in paths and sys.stdin.isatty()  # `-` at a prompt: say what it waits for, draw no bar over it
     if typed:
         err_console.print("[dim]Reading queries from the terminal, one per line; end with Ctrl-D.[/]")
-    with Progress(
+    # the helper process first: it is forked while this process has one thread (the
+    # progress bar's refresh is another)
+    with helper() as process, Progress(
         TextColumn("{task.description}"), BarColumn(), _ForReading(DownloadColumn()),
         _ForReading(TransferSpeedColumn()), TimeElapsedColumn(), console=err_console, transient=True,
         disable=as_json or typed or not sys.stderr.isatty(),
@@ -127,7 +130,7 @@ def import_logs_cmd(ws, paths: tuple[str, ...], fmt: str, query_field, count_fie
 
         summary = import_logs(
             ws, list(paths), options, progress=lambda n: bar.advance(task, n), on_file=on_file,
-            on_stage=on_stage,
+            on_stage=on_stage, helper=process,
         )
     if as_json:
         print_json(summary.to_dict())

@@ -17,14 +17,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import repeat
-from operator import add, itemgetter
+from itertools import compress, repeat
+from operator import add, itemgetter, not_
+from typing import TYPE_CHECKING
 
 from rapidfuzz import fuzz, process
 
 from curator.logs.normalise import compare_keys, digit_signatures
 
+if TYPE_CHECKING:
+    from curator.logs.helper import Helper
+
 BLOCK_LEADERS = 32
+PARALLEL_MIN = 20_000  # queries with digits worth a helper's time (it costs ~20 ms)
 
 
 @dataclass(slots=True)
@@ -48,30 +53,58 @@ class _Block:
 _NONE = _Block()  # a block nobody has led yet (never added to)
 
 
-def cluster(norms: list[str], counts: list[int], similarity: float) -> Clusters:
+def cluster(norms: list[str], counts: list[int], similarity: float, helper: Helper | None = None) -> Clusters:
     """Clusters of `norms` (normalised, distinct); each member index appears once.
     `similarity` is a rapidfuzz ratio (0-100) over the comparison forms; 100 joins
-    only word-order and punctuation variants."""
+    only word-order and punctuation variants. With a `helper` process, the queries with
+    digits are clustered there: they share no block and no comparison form with the
+    others (both keep the digits), so the two parts are exactly the whole."""
     # most frequent first, ties by text: two sorts (the second is stable, also reversed)
     # with C-level keys are three times faster than one with a tuple key
     order = sorted(range(len(norms)), key=norms.__getitem__)
     order.sort(key=counts.__getitem__, reverse=True)
+    signatures = digit_signatures(norms)
+    with_digits = list(map(bool, map(signatures.__getitem__, order)))  # in visiting order
+    digits = list(compress(order, with_digits))
+    if helper is not None and len(digits) >= PARALLEL_MIN:
+        plain = list(compress(order, map(not_, with_digits)))
+        parts = [(digits, helper.run(_joins, *_visited(digits, norms, signatures), similarity)), (plain, None)]
+        here = _joins(*_visited(plain, norms, signatures), similarity)
+    else:
+        parts = [(order, None)]
+        here = _joins(*_visited(order, norms, signatures), similarity)
+    joins = [-1] * len(norms)  # query -> the query whose cluster it joins; -1: it leads one
+    for part, there in parts:
+        joiners, joined = there() if there else here
+        for p, q in zip(joiners, joined, strict=True):
+            joins[part[p]] = part[q]
+    return Clusters(order, joins)
+
+
+def _visited(part: list[int], norms: list[str], signatures: list[str]) -> tuple[list[str], list[str]]:
+    return list(map(norms.__getitem__, part)), list(map(signatures.__getitem__, part))
+
+
+def _joins(norms: list[str], signatures: list[str], similarity: float) -> tuple[list[int], list[int]]:
+    """For `norms` in visiting order (with their digit signatures): the positions of the
+    queries that join another's cluster, and of the query each joins."""
     keys = compare_keys(norms)
     # block keys as strings (`digits|first five`), whose hashes are kept, unlike tuples'
-    digits = list(map(add, digit_signatures(norms), repeat("|")))
+    digits = list(map(add, signatures, repeat("|")))
     heads = list(map(add, digits, map(itemgetter(slice(5)), keys)))
     tails = list(map(add, digits, map(itemgetter(slice(-5, None)), keys)))
     head_blocks: dict[str, _Block] = {}
     tail_blocks: dict[str, _Block] = {}
     first_with: dict[str, int] = {}  # comparison form -> the first query that had it
-    joins = [-1] * len(norms)  # query -> the query whose cluster it joins; -1: it leads one
+    joiners: list[int] = []
+    joined: list[int] = []
     put_off: list[int] = []  # queries whose two blocks were full on their turn
     fuzzy = similarity < 100
-    in_order = (map(column.__getitem__, order) for column in (keys, heads, tails))
-    for i, key, head_key, tail_key in zip(order, *in_order, strict=True):
+    for i, key, head_key, tail_key in zip(range(len(keys)), keys, heads, tails, strict=True):
         first = first_with.setdefault(key, i)
         if first != i:
-            joins[i] = first
+            joiners.append(i)
+            joined.append(first)
             continue
         if not (fuzzy and key):
             continue
@@ -86,7 +119,8 @@ def cluster(norms: list[str], counts: list[int], similarity: float) -> Clusters:
         # ties go to the first best: head block before tail block, older leaders first
         match = process.extractOne(key, choices, scorer=fuzz.ratio, score_cutoff=similarity) if choices else None
         if match:
-            joins[i] = (head.leaders + tail.leaders)[match[2]]
+            joiners.append(i)
+            joined.append((head.leaders + tail.leaders)[match[2]])
             continue
         for block, blocks, block_key in ((head, head_blocks, head_key), (tail, tail_blocks, tail_key)):
             if block is _NONE:
@@ -97,11 +131,10 @@ def cluster(norms: list[str], counts: list[int], similarity: float) -> Clusters:
                 if len(block.keys) == BLOCK_LEADERS:
                     block.waiting = []
     if put_off:
-        leaders = _best_leaders([keys[i] for i in put_off], (head_blocks, tail_blocks), similarity)
-        for at, leader in leaders:
-            joins[put_off[at]] = leader
-
-    return Clusters(order, joins)
+        for at, leader in _best_leaders([keys[i] for i in put_off], (head_blocks, tail_blocks), similarity):
+            joiners.append(put_off[at])
+            joined.append(leader)
+    return joiners, joined
 
 
 class Clusters:

@@ -13,6 +13,7 @@ import re
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from dataclasses import fields as dataclass_fields
 from datetime import UTC, datetime
@@ -26,8 +27,9 @@ from rapidfuzz import fuzz, process
 from curator._process import paused_gc
 from curator.errors import InputError
 from curator.logs.aggregate import USERS_CAP, Aggregate, iso_z, parse_time
-from curator.logs.cluster import cluster
+from curator.logs.cluster import PARALLEL_MIN, cluster
 from curator.logs.fields import Fields
+from curator.logs.helper import helper as start_helper
 from curator.logs.lines import MAX_LINE_BYTES, Window
 from curator.logs.normalise import (
     compare_keys,
@@ -183,6 +185,7 @@ def import_logs(
     progress: Progress | None = None,
     on_file: Any = None,
     on_stage: Any = None,
+    helper: Any = None,
     **overrides: Any,
 ) -> ImportSummary:
     """Mine search-log files into review candidates of workspace `ws`.
@@ -192,6 +195,8 @@ def import_logs(
     (`import_logs(ws, ["search.jsonl"], limit=100, sample="pps", seed=1)`).
     `progress(n)` is called with bytes read; `on_file(source, size)` before each file;
     `on_stage(text)` when the work after reading begins a stage (grouping, queueing).
+    `helper`: a `curator.logs.helper.Helper` to share the per-query work with; by default
+    one is started here where that is safe (see helper.py).
     Raises InputError for a missing/unreadable file or a query field that no line has;
     malformed lines are counted in the summary and skipped. Nothing personal is
     stored or returned: queries are redacted before they are grouped.
@@ -221,10 +226,12 @@ def import_logs(
     # a stream cannot be read again, so the import that might have to be (see _run) is
     # not tried with one
     overlap = all(source.path is not None for source in sources)
-    try:
-        return _run(ws, sources, settings, (progress, on_file, on_stage), overlap=overlap)
-    except _Again:  # rare: see _run
-        return _run(ws, sources, settings, (progress, on_file, on_stage), overlap=False)
+    with nullcontext(helper) if helper is not None else start_helper() as helper:
+        callbacks = (progress, on_file, on_stage)
+        try:
+            return _run(ws, sources, settings, callbacks, helper, overlap=overlap)
+        except _Again:  # rare: see _run
+            return _run(ws, sources, settings, callbacks, helper, overlap=False)
 
 
 @dataclass
@@ -241,7 +248,7 @@ class _Again(Exception):
     import must be done again the plain way (see `_run`)."""
 
 
-def _run(ws, sources: list[Source], settings: _Settings, callbacks, overlap: bool) -> ImportSummary:
+def _run(ws, sources: list[Source], settings: _Settings, callbacks, helper, overlap: bool) -> ImportSummary:
     """The import. With `overlap`, the last file's fingerprint (a thread hashing it) is
     worked out while Python groups and clusters its queries, on the core DuckDB no
     longer needs: 0.5 s on the 5M-line benchmark. If it then turns out that the
@@ -314,10 +321,10 @@ def _run(ws, sources: list[Source], settings: _Settings, callbacks, overlap: boo
     stage = on_stage or (lambda _text: None)
     stage(f"Grouping and clustering {len(total.counts) if total else 0:,} distinct queries")
     with paused_gc():  # millions of small containers, no cycles: a third faster
-        groups = _group(total or Aggregate(), redactor, summary)
+        groups = _group(total or Aggregate(), redactor, summary, helper)
         del total
         summary.redactions = dict(redactor.counts)
-        chosen = _choose(ws, groups, opts, noise, summary)
+        chosen = _choose(ws, groups, opts, noise, summary, helper)
         del groups  # all but the chosen groups: freed before DuckDB counts their users
     if deferred:
         _settle(*deferred, seen_fingerprints, set() if opts.force else known["fingerprints"])
@@ -372,14 +379,15 @@ def _settle(read: FileRead, fs: FileSummary, seen: set[str], known) -> None:
     fs.fingerprint = fingerprint[:16]
 
 
-def _choose(ws, grouped: _Grouped, opts: ImportOptions, noise, summary: ImportSummary) -> list[_ClusterItem]:
+def _choose(ws, grouped: _Grouped, opts: ImportOptions, noise, summary: ImportSummary,
+            helper=None) -> list[_ClusterItem]:
     """Filter, cluster, drop what is already known and sample to the budget (`opts` as
     configured: no None left)."""
     similarity, min_count, min_length, max_length = opts.similarity, opts.min_count, opts.min_length, opts.max_length
     rows = _kept(grouped, min_length, max_length, noise, summary)
     norms = list(map(grouped.norms.__getitem__, rows))
     counts = list(map(grouped.counts.__getitem__, rows))
-    clusters = cluster(norms, counts, similarity)
+    clusters = cluster(norms, counts, similarity, helper)
     summary.clusters = len(clusters)
     totals = clusters.totals(counts)
     kept = list(compress(range(len(totals)), map(min_count.__le__, totals)))
@@ -596,18 +604,23 @@ class _Grouped:
         return g
 
 
-def _group(agg: Aggregate, redactor: Redactor, summary: ImportSummary) -> _Grouped:
+def _group(agg: Aggregate, redactor: Redactor, summary: ImportSummary, helper=None) -> _Grouped:
     raws = list(agg.counts)
     weights = list(agg.counts.values())
     summary.distinct_queries = len(raws)
-    texts = list(map(" ".join, map(str.split, raws)))
+    # with a helper, it cleans the second half meanwhile (each query on its own)
+    half = len(raws) // 2 if helper is not None and len(raws) >= PARALLEL_MIN else len(raws)
+    there = helper.run(_cleaned, raws[half:], weights[half:], dict(redactor.extra)) if half < len(raws) else None
+    texts, counts = _cleaned(raws[:half], weights[:half], redactor.extra)
+    if there is not None:
+        more, more_counts = there()
+        texts += more
+        counts.update(more_counts)
+    redactor.counts.update(counts)
     if not all(texts):
         _bump(summary.filtered, "empty query", sum(w for w, t in zip(weights, texts, strict=True) if not t))
         kept = [k for k, t in enumerate(texts) if t]
         raws, texts, weights = [raws[k] for k in kept], [texts[k] for k in kept], [weights[k] for k in kept]
-    suspects = range(len(texts)) if redactor.extra else _maybe_personal_at(texts)  # user patterns: all
-    for k in suspects:
-        texts[k] = redactor.redact(texts[k], weights[k])
     # `text` is stripped with single spaces: for ASCII, NFKC is the identity and
     # casefold is lower(), so this equals normalize_query(text), much faster.
     norms = list(map(str.lower, texts))
@@ -634,6 +647,17 @@ def _group(agg: Aggregate, redactor: Redactor, summary: ImportSummary) -> _Group
             grouped.surfaces[j] = max(surfaces.items(), key=lambda kv: (kv[1], kv[0]))[0]
     summary.distinct_normalised = len(grouped.norms)
     return grouped
+
+
+def _cleaned(raws: list[str], weights: list[int], extra) -> tuple[list[str], Counter[str]]:
+    """Each exact query whitespace-collapsed and redacted (an empty one stays empty),
+    and the redactions by kind, counted by `weights` (log lines)."""
+    redactor = Redactor(extra)
+    texts = list(map(" ".join, map(str.split, raws)))
+    suspects = range(len(texts)) if redactor.extra else _maybe_personal_at(texts)  # user patterns: all
+    for k in suspects:
+        texts[k] = redactor.redact(texts[k], weights[k])
+    return texts, redactor.counts
 
 
 def _maybe_personal_at(texts: list[str]) -> list[int]:
