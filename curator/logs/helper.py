@@ -34,8 +34,8 @@ class Helper:
 
     def run(self, fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
         try:
-            self.conn.send((fn, args))
-        except (OSError, ValueError):  # the helper is gone
+            self.conn.send((fn, args))  # pickled whole before a byte is sent
+        except Exception:  # the helper is gone, or the task cannot be sent
             return lambda: fn(*args)
 
         def result() -> Any:
