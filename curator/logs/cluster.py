@@ -68,14 +68,12 @@ def cluster(norms: list[str], counts: list[int], similarity: float, helper: Help
     digits = list(compress(order, with_digits))
     if helper is not None and len(digits) >= PARALLEL_MIN:
         plain = list(compress(order, map(not_, with_digits)))
-        parts = [(digits, helper.run(_joins, *_visited(digits, norms, signatures), similarity)), (plain, None)]
-        here = _joins(*_visited(plain, norms, signatures), similarity)
+        there = helper.run(_joins, *_visited(digits, norms, signatures), similarity)
+        parts = [(plain, _joins(*_visited(plain, norms, signatures), similarity)), (digits, there())]
     else:
-        parts = [(order, None)]
-        here = _joins(*_visited(order, norms, signatures), similarity)
+        parts = [(order, _joins(*_visited(order, norms, signatures), similarity))]
     joins = [-1] * len(norms)  # query -> the query whose cluster it joins; -1: it leads one
-    for part, there in parts:
-        joiners, joined = there() if there else here
+    for part, (joiners, joined) in parts:
         for p, q in zip(joiners, joined, strict=True):
             joins[part[p]] = part[q]
     return Clusters(order, joins)
