@@ -374,8 +374,11 @@ def test_ctrl_c_is_a_word_and_exit_130_not_a_traceback(cws) -> None:
     import time
 
     exe = Path(sys.executable).parent / "curator"
+    # as from a terminal: a shell's background job (how CI may run us) starts its
+    # children with SIGINT ignored, and Python then never raises KeyboardInterrupt
     proc = subprocess.Popen([str(exe), "-w", str(cws.root), "import-logs", "-"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     proc.stdin.write(b"dhl cutoff time\n")  # and no end: it waits for more
     proc.stdin.flush()
     deadline = time.monotonic() + 60
