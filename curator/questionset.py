@@ -34,7 +34,7 @@ from typing import Any, BinaryIO
 from pydantic import ValidationError
 
 from curator import __version__
-from curator._process import can_fork, paused_gc
+from curator._process import can_fork, fork, paused_gc
 from curator.errors import CuratorError
 from curator.models import Case, ChangeAction, ChangeEntry, utcnow
 from curator.text import query_slug
@@ -547,7 +547,7 @@ def _in_two_processes(jobs: list[tuple[Callable[[list[bytes]], Columns], bytes]]
     ends = mmap.mmap(-1, 24)
     struct.pack_into("qqq", ends, 0, -1, CHUNKS, 0)
     with parts_file as sent:
-        pid = os.fork()
+        pid = fork()
         if pid == 0:  # the child: claim parts from the back until the two meet, write each, exit
             code = 1
             try:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any, NoReturn
 
-from curator._process import can_fork
+from curator._process import can_fork, fork
 
 
 class Helper:
@@ -66,7 +66,7 @@ def helper() -> Iterator[Helper | None]:
     from multiprocessing import Pipe
 
     here, there = Pipe()
-    pid = os.fork()
+    pid = fork()
     if pid == 0:  # pragma: no cover - the helper (its work is checked through the parent)
         here.close()
         _serve(there)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from curator._process import frozen_for_fork
 from curator.errors import InputError
 from curator.logs.access import AccessHandler, guess_param, looks_like_access_log
 from curator.logs.aggregate import Aggregate
@@ -582,7 +583,8 @@ def _read_parallel(path: Path, size: int, handler: LineHandler, workers: int, pr
     counter = ctx.Value("q", 0)
     reported = 0
     with ProcessPoolExecutor(len(ranges), mp_context=ctx, initializer=_init_worker, initargs=(counter,)) as pool:
-        futures = [pool.submit(_read_range, str(path), s, e, handler) for s, e in ranges]
+        with frozen_for_fork():  # the workers are forked by the first submit
+            futures = [pool.submit(_read_range, str(path), s, e, handler) for s, e in ranges]
         pending = set(futures)
         while pending:
             _done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)

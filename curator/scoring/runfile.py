@@ -27,7 +27,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-from curator._process import can_fork
+from curator._process import can_fork, fork
 from curator.questionset import Problem
 from curator.scoring.evaluate import CaseSpec, score_queries
 from curator.scoring.runs import RunData, new_run, parse_range, read_run_bytes
@@ -148,7 +148,7 @@ class _Worker:
         spec_r, self.spec_w = os.pipe()
         self.result_r, result_w = os.pipe()
         self.sender: threading.Thread | None = None
-        self.pid: int | None = os.fork()
+        self.pid: int | None = fork()
         if self.pid == 0:  # pragma: no cover - the worker; its results are checked by the parent
             status = 1
             try:

@@ -103,8 +103,8 @@ def test_a_log_line_takes_a_trailing_comma_as_duckdb_does(line: str) -> None:
     it, so neither engine has to look for one); any other stray comma is broken JSON."""
     import duckdb
 
-    con = duckdb.connect()
-    expected = con.execute("SELECT try(json_extract(?, '$'))::VARCHAR", [line]).fetchone()[0]
+    with duckdb.connect() as con:
+        expected = con.execute("SELECT try(json_extract(?, '$'))::VARCHAR", [line]).fetchone()[0]
     for data in (line, line.encode()):
         try:
             got = loads_record(data)
