@@ -1,6 +1,5 @@
 """Process-level helpers for bulk work: pausing the cyclic garbage collector, whether
-to fork a second process, and forking it so that it never collects the parent's
-garbage."""
+to fork a second process, and forking one that never collects the parent's garbage."""
 
 from __future__ import annotations
 
@@ -45,31 +44,40 @@ def can_fork() -> bool:
     )
 
 
+
 @contextmanager
-def frozen_for_fork() -> Iterator[None]:
-    """Around a fork: what this process holds is moved to the garbage collector's
-    permanent generation, so a child never collects (finalises) the parent's objects.
+def no_collection() -> Iterator[bool]:
+    """The cyclic collector off for the time of the `with`, and in a child forked inside
+    it (see `settle_child`); gives whether it was on."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield enabled
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def settle_child(collect: bool) -> None:
+    """First thing in a child forked inside `no_collection`: what it inherited goes to
+    the collector's permanent generation, so it never collects (finalises) the parent's
+    objects; then the collector is on again if it was in the parent (`collect`).
 
     A child that collected the parent's unreachable cycles would run their finalizers a
     second time, in a process without the parent's threads: an open DuckDB connection
-    in such a cycle crashes the child (SIGSEGV in the collector, seen once in a worker of
-    the parallel log reader). It also leaves the parent's pages unwritten and shared, as
-    the gc module's documentation advises for fork. The parent unfreezes afterwards
-    (unless it had frozen objects of its own, as the review app does); a child's own
-    garbage is collected as usual.
-    """
-    already = gc.get_freeze_count()
-    parent = os.getpid()
+    in such a cycle crashes the child (SIGSEGV in the collector; it happened once in a
+    worker of the parallel log reader). Freezing in the child also leaves the parent's
+    pages unwritten and shared, and leaves the parent's own collector as it was."""
     gc.freeze()
-    try:
-        yield
-    finally:
-        if not already and os.getpid() == parent:
-            gc.unfreeze()
+    if collect:
+        gc.enable()
 
 
 def fork() -> int:
-    """`os.fork()`, with the parent's objects out of the child's collector's reach
-    (`frozen_for_fork`)."""
-    with frozen_for_fork():
-        return os.fork()
+    """`os.fork()`, with a child that never collects the parent's objects
+    (`settle_child`)."""
+    with no_collection() as enabled:
+        pid = os.fork()
+        if pid == 0:
+            settle_child(enabled)
+    return pid

@@ -8,6 +8,7 @@ workers there were.
 
 from __future__ import annotations
 
+import gc
 import glob
 import gzip
 import hashlib
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from curator._process import frozen_for_fork
+from curator._process import no_collection, settle_child
 from curator.errors import InputError
 from curator.logs.access import AccessHandler, guess_param, looks_like_access_log
 from curator.logs.aggregate import Aggregate
@@ -524,8 +525,9 @@ def _feed(handler, agg, block, lineno, pending, skipping):
 _shared_progress = None
 
 
-def _init_worker(counter) -> None:  # pragma: no cover - runs in the child
+def _init_worker(counter, collect: bool) -> None:  # pragma: no cover - runs in the child
     global _shared_progress
+    settle_child(collect)
     _shared_progress = counter
 
 
@@ -582,8 +584,9 @@ def _read_parallel(path: Path, size: int, handler: LineHandler, workers: int, pr
     ctx = mp.get_context("fork")
     counter = ctx.Value("q", 0)
     reported = 0
-    with ProcessPoolExecutor(len(ranges), mp_context=ctx, initializer=_init_worker, initargs=(counter,)) as pool:
-        with frozen_for_fork():  # the workers are forked by the first submit
+    init = (counter, gc.isenabled())
+    with ProcessPoolExecutor(len(ranges), mp_context=ctx, initializer=_init_worker, initargs=init) as pool:
+        with no_collection():  # the workers are forked by the first submit: see settle_child
             futures = [pool.submit(_read_range, str(path), s, e, handler) for s, e in ranges]
         pending = set(futures)
         while pending:

@@ -55,10 +55,13 @@ def garbage(tmp_path: Path):
             gc.enable()
 
 
-def _collect_and_pass(fn):
+def _then_collect(fn):
+    """`fn`, followed by a full collection wherever it runs."""
+
     def collecting(*args, **kwargs):
+        result = fn(*args, **kwargs)
         gc.collect()
-        return fn(*args, **kwargs)
+        return result
 
     return collecting
 
@@ -99,7 +102,7 @@ def test_the_parallel_log_reader_leaves_the_parents_garbage_alone(garbage, tmp_p
     path.write_text("".join(f'{{"query": "query {i % 50}"}}\n' for i in range(5000)))
     monkeypatch.setattr(reading, "BLOCK", 1 << 14)
     monkeypatch.setattr(reading, "PARALLEL_MIN_BYTES", 1)
-    monkeypatch.setattr(reading, "_init_worker", _collect_and_pass(reading._init_worker))  # runs in each worker
+    monkeypatch.setattr(reading, "_init_worker", _then_collect(reading._init_worker))  # runs in each worker
     read = read_source(Source(str(path), path), workers=2, engine="python")
     assert read.agg.parsed == 5000
     assert garbage() == [os.getpid()]
@@ -108,7 +111,7 @@ def test_the_parallel_log_reader_leaves_the_parents_garbage_alone(garbage, tmp_p
 def test_verify_in_two_processes_leaves_the_parents_garbage_alone(garbage, monkeypatch) -> None:
     monkeypatch.setattr(questionset, "PARALLEL_MIN_LINES", 10)
     blob = b"".join(b"line %d\n" % i for i in range(400))
-    parts = list(questionset._in_two_processes([(_collect_and_pass(lambda lines: list(map(len, lines))), blob)]))
+    parts = list(questionset._in_two_processes([(_then_collect(lambda lines: list(map(len, lines))), blob)]))
     assert sum(len(columns) for (columns,) in parts) == 400
     assert garbage() == [os.getpid()]
 
@@ -118,7 +121,7 @@ def test_scoring_in_two_processes_leaves_the_parents_garbage_alone(garbage, tmp_
              for i in range(50)]
     path = tmp_path / "run.trec"
     path.write_text("".join(f"q{i} Q0 d{i + r} {r + 1} {10 - r} sys\n" for i in range(50) for r in range(5)))
-    monkeypatch.setattr(runfile, "parse_range", _collect_and_pass(runfile.parse_range))
+    monkeypatch.setattr(runfile, "parse_range", _then_collect(runfile.parse_range))
     with RunFile(path, parallel=True) as source:
         result = curator.score(cases, source, k=[5])
         assert source.split  # the worker's part was used
@@ -136,4 +139,26 @@ def test_a_child_still_collects_its_own_garbage(tmp_path: Path) -> None:
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     assert notes.read_text().split() == [str(pid)]
-    assert gc.get_freeze_count() == 0  # the parent unfroze what it froze
+
+
+def test_the_parent_collects_as_before_a_fork(tmp_path: Path) -> None:
+    """A fork freezes nothing of the parent, even one that froze objects itself (as the
+    review app does after startup): its garbage is still collected here."""
+    notes = tmp_path / "finalised"
+    was = gc.isenabled()
+    gc.disable()
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        _Cycle(notes)
+        pid = fork()
+        if pid == 0:  # pragma: no cover - the child
+            os._exit(0)
+        os.waitpid(pid, 0)
+        assert gc.get_freeze_count() == frozen and gc.isenabled() is False
+        gc.collect()
+        assert notes.read_text().split() == [str(os.getpid())]
+    finally:
+        gc.unfreeze()
+        if was:
+            gc.enable()
