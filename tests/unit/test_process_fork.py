@@ -155,7 +155,7 @@ def test_the_parent_collects_as_before_a_fork(tmp_path: Path) -> None:
         if pid == 0:  # pragma: no cover - the child
             os._exit(0)
         os.waitpid(pid, 0)
-        assert gc.get_freeze_count() == frozen and gc.isenabled() is False
+        assert gc.get_freeze_count() <= frozen and gc.isenabled() is False  # none added (some may be freed)
         gc.collect()
         assert notes.read_text().split() == [str(os.getpid())]
     finally:
