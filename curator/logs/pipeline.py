@@ -249,9 +249,9 @@ class _Again(Exception):
 
 
 def _run(ws, sources: list[Source], settings: _Settings, callbacks, helper, overlap: bool) -> ImportSummary:
-    """The import. With `overlap`, the last file's fingerprint (a thread hashing it) is
-    worked out while Python groups and clusters its queries, on the core DuckDB no
-    longer needs: 0.5 s on the 5M-line benchmark. If it then turns out that the
+    """The import. With `overlap`, the last file's fingerprint (a niced thread hashing
+    it in the time DuckDB and Python leave) is only waited for after Python grouped and
+    clustered its queries: 0.5 s on the 5M-line benchmark. If it then turns out that the
     file was imported before or listed twice under another name, or that DuckDB missed
     some of its lines, _Again: the caller runs the import again without overlap, which
     settles each file's fingerprint before using what was read."""

@@ -564,3 +564,31 @@ def test_a_user_in_a_file_read_by_duckdb_and_one_read_by_python_counts_once(tmp_
     finally:
         ws.close()
     assert users == {"dhl cutoff time": 3, "label backlog": 1}  # 7 and "7" are one user, as in either engine
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="a thread's own priority is Linux's")
+def test_the_fingerprint_thread_hashes_at_the_lowest_priority(tmp_path: Path) -> None:
+    """It only takes the time DuckDB and Python leave; the import itself keeps its own."""
+    import os
+    import threading
+    import time
+
+    own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    fifo = tmp_path / "search.jsonl"
+    os.mkfifo(fifo)
+    writer = os.open(fifo, os.O_RDWR)  # never blocks; the thread then waits in its first read
+    try:
+        fingerprint = duck._Fingerprint(Source(str(fifo), fifo, magic=b'{"qu'), "jsonl")
+        fingerprint.start()
+        deadline = time.monotonic() + 30
+        while "pipe_read" not in Path(f"/proc/self/task/{fingerprint.thread.native_id}/wchan").read_text():
+            assert time.monotonic() < deadline, "the thread never reached its first read"
+            time.sleep(0.01)
+        assert os.getpriority(os.PRIO_PROCESS, fingerprint.thread.native_id) == 19
+        assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == own
+        os.write(writer, b'{"query": "dhl cutoff time"}\n' * 3)
+    finally:
+        os.close(writer)
+    plain = tmp_path / "plain.jsonl"
+    plain.write_bytes(b'{"query": "dhl cutoff time"}\n' * 3)
+    assert fingerprint.result(3) == read_source(Source(str(plain), plain), engine="python").fingerprint
