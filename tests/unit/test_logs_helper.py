@@ -8,13 +8,16 @@ import os
 import random
 import signal
 from collections import Counter
+from contextlib import nullcontext
 
 import pytest
 
+from curator.logs import cluster as clustering
+from curator.logs import pipeline
 from curator.logs.aggregate import Aggregate
 from curator.logs.cluster import PARALLEL_MIN, cluster
 from curator.logs.helper import Helper, helper
-from curator.logs.pipeline import ImportSummary, _group
+from curator.logs.pipeline import ImportOptions, ImportSummary, _group, import_logs
 from curator.logs.redact import Redactor
 
 WORDS = ["label", "printer", "offline", "dhl", "cutoff", "time", "manifest", "retry", "webhook", "customs", "invoice", "pickup", "window", "carrier", "outage", "backlog", "depot", "hub", "latency", "parcel", "tracking", "zpl", "reset", "password"]
@@ -75,6 +78,26 @@ def test_grouping_with_a_helper_is_grouping_without_it(monkeypatch) -> None:
     assert shared.norms == alone.norms and shared.surfaces == alone.surfaces and shared.counts == alone.counts
     assert shared_redactor.counts == alone_redactor.counts and alone_redactor.counts["email"] > 0
     assert shared_summary == alone_summary
+
+
+def test_an_import_with_a_helper_is_an_import_without_it(ws, tmp_path, monkeypatch) -> None:
+    """Grouping and clustering shared with a helper choose what the import alone does,
+    with noise filtered out between them."""
+    monkeypatch.setattr(pipeline, "PARALLEL_MIN", 500)
+    monkeypatch.setattr(clustering, "PARALLEL_MIN", 500)
+    norms, counts = _queries(900, 2500)
+    log = tmp_path / "queries.txt"
+    noise = ["https://example.com/x", "aaaaaaa", "ok"]
+    log.write_text("".join(f"{q}\n" * min(n, 40) for q, n in zip([*noise, *norms], [5, 5, 5, *counts], strict=True)))
+    options = ImportOptions(dry_run=True, limit=0, min_count=1)
+    monkeypatch.setattr(pipeline, "start_helper", lambda: nullcontext(None))
+    alone = import_logs(ws, [str(log)], options).to_dict()
+    asked = _spied(monkeypatch)
+    with helper() as process:
+        shared = import_logs(ws, [str(log)], options, helper=process).to_dict()
+    assert asked == ["_cleaned", "_joins"]
+    assert shared == alone
+    assert alone["filtered"] and alone["clusters"] < alone["distinct_normalised"] - 3  # typos joined
 
 
 def test_a_task_the_helper_cannot_finish_is_done_here() -> None:
