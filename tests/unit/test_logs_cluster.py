@@ -132,7 +132,7 @@ def test_queries_behind_full_blocks_cluster_as_if_compared_one_by_one() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.text(alphabet="ab 1_-.<>?é²ſ\u00a0", max_size=12), max_size=10))
+@given(st.lists(st.text(alphabet="ab 1_-.<>?é²ſ\u00a0907\n\t٣", max_size=12), max_size=10))
 def test_comparison_forms_and_digit_signatures_in_bulk_equal_one_by_one(norms: list[str]) -> None:
     from curator.logs.normalise import compare_key, compare_keys, digit_signature, digit_signatures
 
