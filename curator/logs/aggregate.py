@@ -45,6 +45,9 @@ class Aggregate:
     parsed: int = 0  # lines that gave a query
     ignored: Counter[str] = field(default_factory=Counter)  # fine lines that are not searches
     rejected: dict[str, Rejects] = field(default_factory=dict)
+    # Where every query was screened for personal data (DuckDB's read-back: pipeline's
+    # SCREEN), the ones that may hold some; None: not screened, any may.
+    suspects: set[str] | None = None
 
     def reject(self, reason: str, line: int, n: int = 1) -> None:
         self.rejected.setdefault(reason, Rejects()).add(line, n)
@@ -88,6 +91,9 @@ class Aggregate:
 
     def merge(self, other: Aggregate, line_offset: int = 0) -> None:
         """Add `other` (whose line numbers start after `line_offset` lines) to this one."""
+        if self.suspects is not None or other.suspects is not None:  # what was not screened is suspect
+            mine = set(self.counts) if self.suspects is None else self.suspects
+            self.suspects = mine | (set(other.counts) if other.suspects is None else other.suspects)
         self.counts.update(other.counts)
         for q, ts in other.first.items():
             seen = self.first.get(q)

@@ -5,7 +5,8 @@ scan of every query) and clustering run on one core while the other idles, 1.7 s
 the 5M-line benchmark's 184k queries. Part of that work is handed to a helper forked
 when the import starts, while the process still has one thread (`can_fork`: a lock
 another thread held would stay held in the child). The parts are exact splits:
-half the queries for redaction (each query on its own), and the queries with digits
+half the queries for redaction (each query on its own; not where DuckDB's read-back
+screened them, which leaves little to share), and the queries with digits
 for clustering (a query with digits is never compared with one without: see
 cluster.py). The helper gets its inputs and sends its results through a pipe.
 

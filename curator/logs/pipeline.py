@@ -12,7 +12,7 @@ import random
 import re
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from dataclasses import fields as dataclass_fields
@@ -62,6 +62,14 @@ _PERSONAL_SIGNS = r"@|\+\d|\(\d|\d[.-]\d|[0-9a-f]:[0-9a-f]|::|(?:\d[ -]?){12}\d"
 _PERSONAL_WORDS = r"eyj|bearer|token|secret|passw|pwd|api[-_]?key|sk[-_]|pk[-_]|rk[-_]|gh[pousr]_|xox|aiza|akia|asia"
 _PERSONAL = f"{_PERSONAL_SIGNS}|{_PERSONAL_WORDS}"
 _MAYBE_PERSONAL = re.compile(_PERSONAL, re.I)
+# For DuckDB's read-back (RE2, over each distinct query's JSON text, lower-cased): a
+# query it does not match cannot be one `_maybe_personal` lets through once cleaned.
+# Its text is then printable ASCII with no escape, so it is the JSON text without its
+# quotes (which no pattern holds); without two spaces in a row, cleaning only strips
+# its ends, which adds no match; for ASCII, lower() is what re.I does, and RE2's \d is
+# Python's. Anything else (an escape, a control or non-ASCII character, two spaces) is
+# matched, and left to the Python check.
+SCREEN = rf"[^\x20-\x7e]|\\|  |{_PERSONAL}"
 _MAYBE_PERSONAL_LOWER = re.compile(_PERSONAL)  # for lower-cased ASCII: 8x faster than re.I
 _SIGN = re.compile(r"[@+(:\d]")  # where every one of _PERSONAL_SIGNS starts
 _WORD = re.compile(_PERSONAL_WORDS)
@@ -608,10 +616,14 @@ def _group(agg: Aggregate, redactor: Redactor, summary: ImportSummary, helper=No
     raws = list(agg.counts)
     weights = list(agg.counts.values())
     summary.distinct_queries = len(raws)
-    # with a helper, it cleans the second half meanwhile (each query on its own)
-    half = len(raws) // 2 if helper is not None and len(raws) >= PARALLEL_MIN else len(raws)
-    there = helper.run(_cleaned, raws[half:], weights[half:], dict(redactor.extra)) if half < len(raws) else None
-    texts, counts = _cleaned(raws[:half], weights[:half], redactor.extra)
+    if agg.suspects is not None and not redactor.extra:  # screened by DuckDB: only the suspects are checked
+        texts, counts = _cleaned(raws, weights, {}, list(compress(range(len(raws)), map(agg.suspects.__contains__, raws))))
+        there = None
+    else:
+        # with a helper, it cleans the second half meanwhile (each query on its own)
+        half = len(raws) // 2 if helper is not None and len(raws) >= PARALLEL_MIN else len(raws)
+        there = helper.run(_cleaned, raws[half:], weights[half:], dict(redactor.extra)) if half < len(raws) else None
+        texts, counts = _cleaned(raws[:half], weights[:half], redactor.extra)
     if there is not None:
         more, more_counts = there()
         texts += more
@@ -649,12 +661,19 @@ def _group(agg: Aggregate, redactor: Redactor, summary: ImportSummary, helper=No
     return grouped
 
 
-def _cleaned(raws: list[str], weights: list[int], extra) -> tuple[list[str], Counter[str]]:
+def _cleaned(raws: list[str], weights: list[int], extra, screened: list[int] | None = None,
+             ) -> tuple[list[str], Counter[str]]:
     """Each exact query whitespace-collapsed and redacted (an empty one stays empty),
-    and the redactions by kind, counted by `weights` (log lines)."""
+    and the redactions by kind, counted by `weights` (log lines). `screened`: the
+    indices of the only queries that may hold personal data (see SCREEN), if known."""
     redactor = Redactor(extra)
     texts = list(map(" ".join, map(str.split, raws)))
-    suspects = range(len(texts)) if redactor.extra else _maybe_personal_at(texts)  # user patterns: all
+    if redactor.extra:  # user patterns: all
+        suspects: Iterable[int] = range(len(texts))
+    elif screened is not None:
+        suspects = list(map(screened.__getitem__, _maybe_personal_at(list(map(texts.__getitem__, screened)))))
+    else:
+        suspects = _maybe_personal_at(texts)
     for k in suspects:
         texts[k] = redactor.redact(texts[k], weights[k])
     return texts, redactor.counts

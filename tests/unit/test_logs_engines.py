@@ -592,3 +592,34 @@ def test_the_fingerprint_thread_hashes_at_the_lowest_priority(tmp_path: Path) ->
     plain = tmp_path / "plain.jsonl"
     plain.write_bytes(b'{"query": "dhl cutoff time"}\n' * 3)
     assert fingerprint.result(3) == read_source(Source(str(plain), plain), engine="python").fingerprint
+
+
+def test_duckdb_screens_the_queries_and_python_checks_only_the_suspects(tmp_path: Path, monkeypatch) -> None:
+    """Pass 1's read-back marks the queries that may hold personal data (SCREEN); only
+    those are checked in Python. Lines DuckDB leaves to the python reader (a key twice)
+    are not screened: their queries are checked too. Every e-mail and IP is redacted."""
+    from curator.logs import pipeline
+
+    log = tmp_path / "search.jsonl"
+    lines = [json.dumps({"query": f"dhl cutoff {i}"}) for i in range(200)]
+    lines += [json.dumps({"query": "reset for anna@example.com"}), json.dumps({"query": "caf\u00e9 10.0.0.1"}),
+              json.dumps({"query": "label  printer"}),  # two spaces: a suspect, nothing personal
+              '{"query": "first", "query": "mail bob@example.org"}',  # the python reader's: the last value
+              '{"query": "first", "query": "plain leftover"}']  # not screened, so checked
+    log.write_text("\n".join(lines) + "\n")
+    checked: list[list[str]] = []
+    scan = pipeline._maybe_personal_at
+    monkeypatch.setattr(pipeline, "_maybe_personal_at", lambda texts: checked.append(list(texts)) or scan(texts))
+    ws = Workspace.init(tmp_path / "ws")
+    try:
+        summary = import_logs(ws, [log], limit=0, engine="duckdb")
+        assert summary.files[0].engine == "duckdb"
+        assert [sorted(texts) for texts in checked] == [sorted(["reset for anna@example.com", "café 10.0.0.1",
+                                                                "label printer", "mail bob@example.org",
+                                                                "plain leftover"])]
+        assert summary.redactions == {"email": 2, "ipv4": 1}
+        queries = {c.query for c in ws.candidates()}
+        assert {"reset for <EMAIL>", "café <IP>", "mail <EMAIL>", "label printer"} <= queries
+        assert not any("@" in q or "10.0.0.1" in q for q in queries)
+    finally:
+        ws.close()

@@ -150,3 +150,47 @@ def test_the_prefilter_lets_ordinary_queries_skip_redaction(text: str) -> None:
     from curator.logs.pipeline import _maybe_personal
 
     assert not _maybe_personal(text)
+
+
+def _screened_out(raw_texts: list[str]) -> list[bool]:
+    """For each JSON text of a query value, as DuckDB's read-back has it (json_extract
+    from a log line): does the SCREEN leave it out (no personal data possible)?"""
+    import duckdb
+
+    from curator.logs.duck import _quote
+    from curator.logs.pipeline import SCREEN
+
+    with duckdb.connect() as con:
+        return [
+            not con.execute(f"SELECT regexp_matches(lower(json_extract(?, '$.q')::VARCHAR), {_quote(SCREEN)})",
+                            ['{"q": ' + raw + "}"]).fetchone()[0]
+            for raw in raw_texts
+        ]
+
+
+_spaced = st.lists(st.one_of(_word, _pii, st.sampled_from(["", " ", "  ", "\t", "\u00a0", "\x1f", "\u2028"])),
+                   min_size=1, max_size=6).map(lambda parts: " ".join(parts))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(_spaced, st.text(alphabet="ab9:@+(.- eyjtokenſKéıİAPI_KEYΣ٣\\\"\t/", max_size=24)), st.booleans())
+def test_what_duckdb_screens_out_the_python_check_would_pass_over(text: str, ascii_only: bool) -> None:
+    """The read-back's screen is a superset of the Python prefilter, on the query as it
+    will be cleaned: whatever it leaves out, `_maybe_personal` would have left out too
+    (and so redaction would not have changed it)."""
+    import json
+
+    from curator.logs.pipeline import _maybe_personal
+
+    raw = json.dumps(text, ensure_ascii=ascii_only)
+    (out,) = _screened_out([raw])
+    if out:
+        cleaned = " ".join(text.split())
+        assert not _maybe_personal(cleaned) and redact(cleaned) == cleaned, (raw, cleaned)
+
+
+def test_the_screen_leaves_out_ordinary_queries_and_keeps_each_kind_of_suspect() -> None:
+    plain = ['"dhl cutoff time"', '"CARRIER-E1042 packstation"', '" label printer "', '"what\'s a zpl"']
+    suspects = ['"mail a@b.c"', '"caf\\u00e9"', '"café"', '"x  y"', '"Bearer abc"', '"4111 1111 1111 1111"',
+                '"10.0.0.1"', '"tab\\tx"', '"a\\u0040b"']
+    assert _screened_out(plain + suspects) == [True] * len(plain) + [False] * len(suspects)
