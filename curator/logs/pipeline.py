@@ -646,17 +646,26 @@ def _group(agg: Aggregate, redactor: Redactor, summary: ImportSummary, helper=No
     grouped.counts = list(map(weights.__getitem__, grouped.forms))
     grouped.surfaces = list(map(texts.__getitem__, grouped.forms))
     if len(last) < len(norms):
-        position = dict(zip(grouped.norms, range(len(grouped.norms)), strict=True))
-        at = list(map(position.__getitem__, norms))  # exact query -> its norm
-        for k in compress(range(len(norms)), map(ne, map(grouped.forms.__getitem__, at), range(len(norms)))):
-            grouped.several.setdefault(at[k], [grouped.forms[at[k]]]).insert(-1, k)
+        # the exact queries that are not their norm's last, in order: only their norms
+        # have several forms (a position for every norm cost twice as much)
+        earlier = list(compress(range(len(norms)), map(ne, map(last.__getitem__, norms), range(len(norms)))))
+        shared = set(map(norms.__getitem__, earlier))
+        js = list(compress(range(len(grouped.norms)), map(shared.__contains__, grouped.norms)))
+        position = dict(zip(map(grouped.norms.__getitem__, js), js, strict=True))
+        for k in earlier:
+            ks = grouped.several.get(j := position[norms[k]])
+            if ks is None:
+                grouped.several[j] = [k]
+            else:
+                ks.append(k)
         for j, ks in grouped.several.items():
+            ks.append(grouped.forms[j])  # the last form, after the earlier ones
             grouped.forms[j] = -1
-            surfaces = Counter()
+            surfaces: dict[str, int] = {}
             for k in ks:
-                surfaces[texts[k]] += weights[k]
-            grouped.counts[j] = surfaces.total()
-            grouped.surfaces[j] = max(surfaces.items(), key=lambda kv: (kv[1], kv[0]))[0]
+                surfaces[texts[k]] = surfaces.get(texts[k], 0) + weights[k]
+            grouped.counts[j] = sum(surfaces.values())
+            grouped.surfaces[j] = max(zip(surfaces.values(), surfaces, strict=True))[1]  # most frequent, or greater
     summary.distinct_normalised = len(grouped.norms)
     return grouped
 
