@@ -676,7 +676,12 @@ def _cleaned(raws: list[str], weights: list[int], extra, screened: list[int] | N
     and the redactions by kind, counted by `weights` (log lines). `screened`: the
     indices of the only queries that may hold personal data (see SCREEN), if known."""
     redactor = Redactor(extra)
-    texts = list(map(" ".join, map(str.split, raws)))
+    if screened is None:
+        texts = list(map(" ".join, map(str.split, raws)))
+    else:  # a query SCREEN left out has no whitespace but single spaces: stripped is collapsed
+        texts = list(map(str.strip, raws))
+        for k in screened:
+            texts[k] = " ".join(raws[k].split())
     if redactor.extra:  # user patterns: all
         suspects: Iterable[int] = range(len(texts))
     elif screened is not None:

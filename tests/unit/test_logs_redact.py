@@ -186,6 +186,7 @@ def test_what_duckdb_screens_out_the_python_check_would_pass_over(text: str, asc
     (out,) = _screened_out([raw])
     if out:
         cleaned = " ".join(text.split())
+        assert cleaned == text.strip()  # what the pipeline takes for the cleaned form
         assert not _maybe_personal(cleaned) and redact(cleaned) == cleaned, (raw, cleaned)
 
 
