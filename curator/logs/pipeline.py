@@ -95,10 +95,10 @@ def _maybe_personal(text: str) -> bool:
         pattern = _MAYBE_PERSONAL_LOWER if _SIGN.search(lower) else _WORD
         return pattern.search(lower) is not None
     return _MAYBE_PERSONAL.search(text) is not None
-# built-in noise, as three patterns: two anchored ones fail at once on most queries, and
-# the probes only start at `<`, `u` or `'` (checked first: 30% faster than without)
-_URL = re.compile(r"(?:https?://|www\.)\S*$", re.I)  # a pasted URL (with .match)
-_REPEATED = re.compile(r"(.)\1{3,}$", re.I)  # aaaaaa (with .match)
+# built-in noise: a pasted URL or one character repeated (aaaaaa), with .match (it fails
+# at once on most queries; one pattern, one call per query), and injection probes, which
+# only start at `<`, `u` or `'` (checked first: 30% faster than without; see _probes_at)
+_URL_OR_REPEATED = re.compile(r"(?:(?:https?://|www\.)\S*|(.)\1{3,})$", re.I)
 _PROBE = re.compile(r"(?=[<u'])(?:<script|\bunion\s+(?:all\s+)?select\b|'\s*or\s+'?1'?\s*=\s*'?1)", re.I)
 _PLACEHOLDER = re.compile(r"<[a-z_]+>")  # in a normalised (lower-case) query
 _ALNUM = re.compile(r"[^\W_]")
@@ -781,8 +781,7 @@ def _kept(grouped: _Grouped, min_length: int, max_length: int, noise, summary: I
             reasons[j] = reason
 
     # a later rule wins over an earlier one
-    for test in (_URL.match, _REPEATED.match):
-        mark(map(test, surfaces), "noise (URL, probe or repeated character)")
+    mark(map(_URL_OR_REPEATED.match, surfaces), "noise (URL, probe or repeated character)")
     for j in _probes_at(surfaces):
         reasons[j] = "noise (URL, probe or repeated character)"
     for p in noise:
@@ -793,8 +792,9 @@ def _kept(grouped: _Grouped, min_length: int, max_length: int, noise, summary: I
     for j in list(compress(every, map(not_, words))):
         words[j] = bool(_ALNUM.search(_PLACEHOLDER.sub("", norms[j]) if "<" in norms[j] else norms[j]))
     mark(map(not_, words), "noise (no words left)")
-    mark(map(max_length.__lt__, map(len, norms)), f"longer than {max_length} characters")
-    mark(map(min_length.__gt__, map(len, norms)), f"shorter than {min_length} characters")
+    lengths = list(map(len, norms))
+    mark(map(max_length.__lt__, lengths), f"longer than {max_length} characters")
+    mark(map(min_length.__gt__, lengths), f"shorter than {min_length} characters")
     for reason, n in Counter(filter(None, reasons)).items():
         _bump(summary.filtered, reason, n)
     return list(compress(every, map(not_, reasons)))
