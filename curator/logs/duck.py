@@ -516,9 +516,10 @@ def _counts(reader: Reader, fields: Fields) -> tuple[Aggregate, int, Counted]:
     queries = list(map(loads, raws))
     agg.suspects = set(compress(queries, columns["suspect"].tolist()))
     counted = Counted(queries, hashes, *(columns[name] for name in ("named", "least", "greatest", "buckets") if users))
-    if not counted.two_ways:  # the usual case: no query has two JSON spellings
+    counts = dict(zip(queries, ns, strict=True))
+    if len(counts) == len(queries):  # the usual case: no query has two JSON spellings
         # C-level: compress() keeps the queries whose value is there (None, 0: not there)
-        agg.counts.update(dict(zip(queries, ns, strict=True)))
+        agg.counts.update(counts)
         if "first" in columns:
             agg.first = dict(zip(compress(queries, firsts), filter(None, firsts), strict=True))
             agg.last = dict(zip(compress(queries, lasts), filter(None, lasts), strict=True))
@@ -552,18 +553,17 @@ class Counted:
 
     def __init__(self, queries: list[str], hashes: list[int], named=None, least=None, greatest=None,
                  buckets=None) -> None:
-        self.hashes = hashes
-        self.row = dict(zip(queries, range(len(queries)), strict=True))  # C-level: one dict for all look-ups
-        self.two_ways: dict[str, list[int]] = {}  # a query spelled two ways in JSON ("\u00e9", "é")
-        if len(self.row) < len(queries):
-            for row, q in enumerate(queries):
-                self.two_ways.setdefault(q, []).append(row)
+        self.queries, self.hashes = queries, hashes
         self.named, self.least, self.greatest, self.buckets = named, least, greatest, buckets
 
-    def rows(self, query: str) -> list[int]:
-        if self.two_ways:
-            return self.two_ways.get(query, [])
-        return [self.row[query]] if query in self.row else []
+    def rows_of(self, wanted: set[str]) -> dict[str, list[int]]:
+        """The rows of each of the `wanted` queries that pass 1 counted (two for a query
+        spelled two ways in JSON, "\u00e9" and "é"), in one C-level pass: an index of
+        every query cost 0.04 s of the read-back, for the few hundred asked about."""
+        found: dict[str, list[int]] = {}
+        for row in compress(range(len(self.queries)), map(wanted.__contains__, self.queries)):
+            found.setdefault(self.queries[row], []).append(row)
+        return found
 
     def users(self, at: int) -> frozenset[int] | set[int] | None:
         """The users of the query in row `at` if pass 1 settled them (none, one, two
@@ -598,8 +598,9 @@ class UsersOf:
         """The users of those of `queries` that pass 1 settled, and the other queries."""
         found: dict[str, frozenset[int] | set[int]] = {}
         left: set[str] = set()
+        rows = self.counted.rows_of(queries)
         for q in queries:
-            known = [self.counted.users(row) for row in self.counted.rows(q)]
+            known = [self.counted.users(row) for row in rows.get(q, ())]
             if None in known:
                 left.add(q)
             else:
@@ -615,7 +616,7 @@ class UsersOf:
 
     def unsettled(self, queries: set[str]) -> dict[str, frozenset[int] | set[int]]:
         """The users of `queries`, which pass 1 did not settle, from a users pass."""
-        query_of = {self.counted.hashes[row]: q for q in queries for row in self.counted.rows(q)}
+        query_of = {self.counted.hashes[row]: q for q, rows in self.counted.rows_of(queries).items() for row in rows}
         found: dict[str, frozenset[int] | set[int]] = {}
         for hq, users in self._users(list(query_of)) if query_of else ():
             if hq in query_of:  # the bitmap lets a few others through

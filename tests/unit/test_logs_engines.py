@@ -623,3 +623,19 @@ def test_duckdb_screens_the_queries_and_python_checks_only_the_suspects(tmp_path
         assert not any("@" in q or "10.0.0.1" in q for q in queries)
     finally:
         ws.close()
+
+
+def test_a_query_spelled_two_ways_in_json_counts_the_users_of_both(tmp_path: Path) -> None:
+    """`caf\\u00e9` and `café` are one query, whose users are those of both spellings,
+    with either engine (DuckDB's json_extract writes both as `"café"`: one row)."""
+    log = tmp_path / "search.jsonl"
+    log.write_bytes(b'{"query": "caf\\u00e9 hours", "user_id": "a"}\n{"query": "caf\xc3\xa9 hours", "user_id": "b"}\n'
+                    b'{"query": "caf\xc3\xa9 hours", "user_id": "b"}\n{"query": "dhl cutoff", "user_id": "c"}\n')
+    for engine in ("duckdb", "python"):
+        ws = Workspace.init(tmp_path / f"ws-{engine}")
+        try:
+            assert import_logs(ws, [log], engine=engine).files[0].engine == engine
+            cafe = {c.query: c for c in ws.candidates()}["café hours"]
+            assert (cafe.count, cafe.provenance["users"]) == (3, 2), engine
+        finally:
+            ws.close()
