@@ -28,6 +28,7 @@ import threading
 from collections import Counter
 from dataclasses import dataclass
 from itertools import compress
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -513,8 +514,13 @@ def _counts(reader: Reader, fields: Fields) -> tuple[Aggregate, int, Counted]:
     )
     agg.parsed = sum(lines)
     agg.lines += agg.parsed
-    queries = list(map(loads, raws))
-    agg.suspects = set(compress(queries, columns["suspect"].tolist()))
+    # A query the screen left out is printable ASCII with no escape: its JSON text
+    # without the quotes is its value. The others are decoded by `loads`.
+    suspect = columns["suspect"].tolist()
+    queries = list(map(itemgetter(slice(1, -1)), raws))
+    for k in compress(range(len(raws)), suspect):
+        queries[k] = loads(raws[k])
+    agg.suspects = set(compress(queries, suspect))
     counted = Counted(queries, hashes, *(columns[name] for name in ("named", "least", "greatest", "buckets") if users))
     counts = dict(zip(queries, ns, strict=True))
     if len(counts) == len(queries):  # the usual case: no query has two JSON spellings

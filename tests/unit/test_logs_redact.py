@@ -152,9 +152,10 @@ def test_the_prefilter_lets_ordinary_queries_skip_redaction(text: str) -> None:
     assert not _maybe_personal(text)
 
 
-def _screened_out(raw_texts: list[str]) -> list[bool]:
+def _screened(raw_texts: list[str]) -> list[tuple[bool, str]]:
     """For each JSON text of a query value, as DuckDB's read-back has it (json_extract
-    from a log line): does the SCREEN leave it out (no personal data possible)?"""
+    from a log line): does the SCREEN leave it out (no personal data possible), and
+    that text."""
     import duckdb
 
     from curator.logs.duck import _quote
@@ -162,10 +163,14 @@ def _screened_out(raw_texts: list[str]) -> list[bool]:
 
     with duckdb.connect() as con:
         return [
-            not con.execute(f"SELECT regexp_matches(lower(json_extract(?, '$.q')::VARCHAR), {_quote(SCREEN)})",
-                            ['{"q": ' + raw + "}"]).fetchone()[0]
+            con.execute(f"SELECT NOT regexp_matches(lower(q), {_quote(SCREEN)}), q FROM "
+                        "(SELECT json_extract(?, '$.q')::VARCHAR AS q)", ['{"q": ' + raw + "}"]).fetchone()
             for raw in raw_texts
         ]
+
+
+def _screened_out(raw_texts: list[str]) -> list[bool]:
+    return [out for out, _text in _screened(raw_texts)]
 
 
 _spaced = st.lists(st.one_of(_word, _pii, st.sampled_from(["", " ", "  ", "\t", "\u00a0", "\x1f", "\u2028"])),
@@ -183,8 +188,9 @@ def test_what_duckdb_screens_out_the_python_check_would_pass_over(text: str, asc
     from curator.logs.pipeline import _maybe_personal
 
     raw = json.dumps(text, ensure_ascii=ascii_only)
-    (out,) = _screened_out([raw])
+    ((out, seen),) = _screened([raw])
     if out:
+        assert seen[1:-1] == text  # the read-back takes it without decoding
         cleaned = " ".join(text.split())
         assert cleaned == text.strip()  # what the pipeline takes for the cleaned form
         assert not _maybe_personal(cleaned) and redact(cleaned) == cleaned, (raw, cleaned)
