@@ -723,6 +723,8 @@ def _probes_at(texts: list[str]) -> list[int]:
         some = list(map(texts.__getitem__, ascii_at))
         maybe = list(compress(range(len(texts)), map(not_, is_ascii)))
     joined = "\n".join(some).lower()
+    if joined.count("\n") != max(len(some) - 1, 0):  # a text with a newline of its own: one search each
+        return [j for j, text in enumerate(texts) if _PROBE.search(text)]
     for needle in ("<", "'", "select"):
         k, counted, at = 0, 0, joined.find(needle)
         while at >= 0:

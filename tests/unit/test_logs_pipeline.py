@@ -588,12 +588,13 @@ def test_queries_typed_at_a_terminal_end_with_one_ctrl_d(cws) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.text(alphabet="<'= 1orSELECTselectunionalſKıİé", max_size=24), max_size=12))
+@given(st.lists(st.text(alphabet="<'= 1orSELECTselectunionalſKıİé\n", max_size=24), max_size=12))
 def test_the_probe_filter_over_all_queries_finds_what_one_search_each_finds(texts: list[str]) -> None:
     """`_probes_at` searches only the texts that can hold a probe; it must find exactly
     what searching every text finds, whatever the case and in texts that are not ASCII."""
     from curator.logs.pipeline import _PROBE, _probes_at
 
+    assert _probes_at(texts) == [k for k, t in enumerate(texts) if _PROBE.search(t)]  # with newlines
     texts = [" ".join(t.split()) for t in texts]  # as the pipeline has them: no newline
     assert _probes_at(texts) == [k for k, t in enumerate(texts) if _PROBE.search(t)]
 
