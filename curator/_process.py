@@ -44,7 +44,6 @@ def can_fork() -> bool:
     )
 
 
-
 @contextmanager
 def no_collection() -> Iterator[bool]:
     """The cyclic collector off for the time of the `with`, and in a child forked inside

@@ -484,9 +484,9 @@ def _counts(reader: Reader, fields: Fields) -> tuple[Aggregate, int, Counted]:
     queries as a `Counted`. A query's JSON text is decoded by the python reader's own
     `loads`, unless the screen for personal data (pipeline's SCREEN) left it out: then
     it has no escape, and its value is the text without the quotes. Columns come as
-    numpy arrays: three times faster than rows of tuples. The
-    columns of fields the log does not have (NULL for every query) are not fetched: as
-    masked arrays they cost 0.05 s on the benchmark's 184k queries."""
+    numpy arrays: three times faster than rows of tuples. The columns of fields the log
+    does not have (NULL for every query) are not fetched: as masked arrays they cost
+    0.05 s on the benchmark's 184k queries."""
     from curator.logs.pipeline import SCREEN
 
     users = bool(fields.user)

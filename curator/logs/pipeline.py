@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import random
 import re
-from bisect import bisect_right
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from dataclasses import fields as dataclass_fields
 from datetime import UTC, datetime
-from itertools import accumulate, compress
-from operator import add, itemgetter, ne, not_
+from itertools import compress
+from operator import itemgetter, ne, not_
 from pathlib import Path
 from typing import Any
 
@@ -695,45 +694,67 @@ def _cleaned(raws: list[str], weights: list[int], extra, screened: list[int] | N
 
 def _maybe_personal_at(texts: list[str]) -> list[int]:
     """Indices of the `texts` (whitespace-collapsed) that `_maybe_personal` lets through,
-    in two scans over all of them joined, cheaper than a search per text: the ASCII ones
-    lower-cased, the others with re.I."""
-    is_ascii = list(map(str.isascii, texts))
+    from two scans over all of them joined (see `_joined`), cheaper than a search per text."""
     found: set[int] = set()
-    for at in (list(compress(range(len(texts)), is_ascii)), list(compress(range(len(texts)), map(not_, is_ascii)))):
-        some = list(map(texts.__getitem__, at))
-        joined = "\n".join(some)  # no sign or word matches across a newline
-        joined = joined.lower() if joined.isascii() else joined.translate(_fold(joined))  # lengths kept
-        starts = list(map(add, accumulate(map(len, some), initial=0), range(len(some) + 1)))  # + newlines
-        found.update(at[bisect_right(starts, m.start()) - 1] for p in (_SIGNS_SCAN, _WORD) for m in p.finditer(joined))
+    for at, joined in _joined(texts):
+        if joined is None:
+            found.update(k for k in at if _maybe_personal(texts[k]))
+        else:  # no sign or word matches across a newline
+            hits = sorted({m.start() for p in (_SIGNS_SCAN, _WORD) for m in p.finditer(joined)})
+            found.update(map(at.__getitem__, _lines_of(joined, hits)))
     return sorted(found)
 
 
 def _probes_at(texts: list[str]) -> list[int]:
-    """Indices of the `texts` (whitespace-collapsed: no newline) in which `_PROBE` finds
-    an injection probe. Each probe starts with `<` or `'` or holds `select` (as re.I
-    reads it), so only the ASCII texts with one of those (found with `str.find` in all
-    of them joined and lower-cased: lengths kept) and the others are searched: a search
-    per text cost 0.06 s for the benchmark's 168k queries, most of it the pattern's look
-    at every character."""
+    """Indices of the `texts` (whitespace-collapsed) in which `_PROBE` finds an injection
+    probe. Each probe starts with `<` or `'` or holds `select` (as re.I reads it), so only
+    the texts with one of those, found with `str.find` in all of them joined (see
+    `_joined`), are searched: a search per text cost 0.06 s for the benchmark's 168k
+    queries, most of it the pattern's look at every character."""
+    maybe: set[int] = set()
+    for at, joined in _joined(texts):
+        if joined is None:
+            maybe.update(at)
+            continue
+        for needle in ("<", "'", "select"):
+            maybe.update(map(at.__getitem__, _lines_of(joined, _first_in_each_line(joined, needle))))
+    return [k for k in sorted(maybe) if _PROBE.search(texts[k])]
+
+
+def _joined(texts: list[str]) -> Iterator[tuple[Sequence[int], str | None]]:
+    """The ASCII `texts`, then the others: their indices, and those texts joined by
+    newlines as the lower-case patterns see them with re.I (lower-cased, or folded by
+    `_fold`: lengths kept), or None where a text holds a newline of its own (then a
+    line is not a text)."""
     is_ascii = list(map(str.isascii, texts))
-    if all(is_ascii):
-        ascii_at, some, maybe = None, texts, []
-    else:
-        ascii_at = list(compress(range(len(texts)), is_ascii))
-        some = list(map(texts.__getitem__, ascii_at))
-        maybe = list(compress(range(len(texts)), map(not_, is_ascii)))
-    joined = "\n".join(some).lower()
-    if joined.count("\n") != max(len(some) - 1, 0):  # a text with a newline of its own: one search each
-        return [j for j, text in enumerate(texts) if _PROBE.search(text)]
-    for needle in ("<", "'", "select"):
-        k, counted, at = 0, 0, joined.find(needle)
-        while at >= 0:
-            k += joined.count("\n", counted, at)  # the text `at` is in
-            counted = at
-            maybe.append(k if ascii_at is None else ascii_at[k])
-            end = joined.find("\n", at)
-            at = -1 if end < 0 else joined.find(needle, end + 1)  # in the texts after it
-    return [j for j in sorted(set(maybe)) if _PROBE.search(texts[j])]
+    runs: list[Sequence[int]] = [range(len(texts))] if all(is_ascii) else [
+        list(compress(range(len(texts)), is_ascii)), list(compress(range(len(texts)), map(not_, is_ascii)))]
+    for at in runs:
+        if not at:
+            continue
+        joined = "\n".join(texts if len(at) == len(texts) else map(texts.__getitem__, at))
+        if joined.count("\n") != len(at) - 1:
+            yield at, None
+        else:
+            yield at, joined.lower() if joined.isascii() else joined.translate(_fold(joined))
+
+
+def _lines_of(joined: str, positions: Iterable[int]) -> Iterator[int]:
+    """The line of `joined` each of the (increasing) `positions` is on."""
+    line = counted = 0
+    for at in positions:
+        line += joined.count("\n", counted, at)
+        counted = at
+        yield line
+
+
+def _first_in_each_line(joined: str, needle: str) -> Iterator[int]:
+    """Where `needle` is first found on each line of `joined` that has it."""
+    at = joined.find(needle)
+    while at >= 0:
+        yield at
+        end = joined.find("\n", at)
+        at = -1 if end < 0 else joined.find(needle, end + 1)
 
 
 def _fold(text: str) -> dict[int, str]:
