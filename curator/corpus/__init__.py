@@ -5,7 +5,21 @@
 
 from __future__ import annotations
 
-from curator.corpus.importer import add_paths
+from typing import TYPE_CHECKING, Any
+
 from curator.corpus.records import DocRevision, ImportReport, PassageRecord
 
+if TYPE_CHECKING:
+    from curator.corpus.importer import add_paths
+
 __all__ = ["DocRevision", "ImportReport", "PassageRecord", "add_paths"]
+
+
+def __getattr__(name: str) -> Any:
+    # the importers (with the chunker and git) load on first use: every command
+    # imports the records through the workspace, few import a corpus (25 ms)
+    if name == "add_paths":
+        from curator.corpus.importer import add_paths
+
+        return add_paths
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
