@@ -150,3 +150,25 @@ def test_sqlite_utils_is_imported_without_pandas_which_still_imports_later() -> 
         "    assert pandas.DataFrame\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_opening_a_workspace_loads_no_importer_and_no_plugin_but_add_paths_still_imports(tmp_path: Path) -> None:
+    Workspace.init(tmp_path / "ws").close()
+    code = (
+        "import sys\n"
+        "from curator.workspace import Workspace\n"
+        f"ws = Workspace.open({str(tmp_path / 'ws')!r})\n"
+        "import sqlite_utils.plugins as plugins\n"
+        "assert not plugins._plugins_loaded  # no entry points read\n"
+        "assert 'curator.corpus.importer' not in sys.modules and 'curator.corpus.chunker' not in sys.modules\n"
+        "from curator.corpus import add_paths\n"
+        "assert add_paths.__module__ == 'curator.corpus.importer'\n"
+        "import curator.corpus as corpus\n"
+        "try:\n"
+        "    corpus.no_such_name\n"
+        "except AttributeError as exc:\n"
+        "    assert 'no_such_name' in str(exc)\n"
+        "else:\n"
+        "    raise SystemExit('no AttributeError')\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
