@@ -16,7 +16,7 @@ from curator.cli import triage as _triage  # noqa: E402,F401
 
 # Importing a module registers its commands on `cli`.
 from curator.cli import workspace as _workspace  # noqa: E402,F401
-from curator.cli.main import cli
+from curator.cli.main import cli, ends_after_command
 
 
 def main() -> None:
@@ -25,6 +25,7 @@ def main() -> None:
     memory the system takes back anyway: 80 ms for any command, more after a big
     import. So the streams are flushed and the process ends there (`os._exit`). A
     command that fails with a traceback exits the usual way."""
+    ends_after_command()
     try:
         cli(prog_name="curator")
     except SystemExit as exc:
