@@ -244,3 +244,11 @@ def m006_triage(db: Database) -> None:
         pk="id",
     )
     db["triage_decisions"].create_index(["run", "query_id"])
+
+
+@migrations()
+def m007_log_import_windows(db: Database) -> None:
+    # The --since/--until windows each log file was imported for (JSON [since, until]
+    # pairs, merged; null: an open end). NULL: imported whole, as every earlier row was
+    # taken to be.
+    db["log_imports"].add_column("windows", str)

@@ -15,7 +15,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from dataclasses import fields as dataclass_fields
-from datetime import UTC, datetime
 from itertools import compress
 from operator import itemgetter, ne, not_
 from pathlib import Path
@@ -29,6 +28,8 @@ from curator.logs.aggregate import USERS_CAP, Aggregate, iso_z, parse_time
 from curator.logs.cluster import PARALLEL_MIN, cluster
 from curator.logs.fields import Fields
 from curator.logs.helper import helper as start_helper
+from curator.logs.imports import KnownImports, quick_key
+from curator.logs.imports import record as record_imports
 from curator.logs.lines import MAX_LINE_BYTES, Window
 from curator.logs.normalise import (
     compare_keys,
@@ -267,7 +268,7 @@ def _run(ws, sources: list[Source], settings: _Settings, callbacks, helper, over
     redactor = Redactor(settings.redact)
     summary = ImportSummary(dry_run=opts.dry_run, sample=opts.sample, limit=opts.limit,
                             seed=None if opts.sample == "top" else opts.seed)
-    known = _known_imports(ws)
+    known = KnownImports(ws)
     total: Aggregate | None = None
     reads: list[FileRead] = []
     seen_fingerprints: set[str] = set()
@@ -280,9 +281,9 @@ def _run(ws, sources: list[Source], settings: _Settings, callbacks, helper, over
                                              ignored={"blank line": blank} if blank else {}))
             summary.lines += blank
             continue
-        quick = _quick_key(source)
-        if not opts.force and quick and quick in known["quick"]:
-            summary.files.append(FileSummary(source.label, "already imported", fingerprint=known["quick"][quick][:16]))
+        unread = None if opts.force else known.imported_unread(quick_key(source.path), settings.window)
+        if unread:
+            summary.files.append(FileSummary(source.label, "already imported", fingerprint=unread[:16]))
             continue
         if on_file:
             on_file(source, source.size())
@@ -302,7 +303,7 @@ def _run(ws, sources: list[Source], settings: _Settings, callbacks, helper, over
             deferred = (read, fs)
         elif read.fingerprint in seen_fingerprints:
             fs.status = "listed twice"
-        elif read.fingerprint in known["fingerprints"] and not opts.force:
+        elif not opts.force and known.imported(read.fingerprint, settings.window):
             fs.status = "already imported"
         if fs.status == "imported":
             if not read.pending:
@@ -334,7 +335,7 @@ def _run(ws, sources: list[Source], settings: _Settings, callbacks, helper, over
         chosen = _choose(ws, groups, opts, noise, summary, helper)
         del groups  # all but the chosen groups: freed before DuckDB counts their users
     if deferred:
-        _settle(*deferred, seen_fingerprints, set() if opts.force else known["fingerprints"])
+        _settle(*deferred, seen_fingerprints, None if opts.force else known, settings.window)
     stage(f"Queueing {len(chosen):,} clusters")
     _look_up_users(chosen, [r.users_of for r in reads if r.users_of])
 
@@ -356,7 +357,7 @@ def _run(ws, sources: list[Source], settings: _Settings, callbacks, helper, over
         summary.queued = len(result.added)
         summary.already_queued = len(result.existing)
         summary.candidate_ids = result.added
-        _record_imports(ws, reads, summary.queued)
+        record_imports(ws, reads, settings.window, summary.queued)
     return summary
 
 
@@ -370,9 +371,10 @@ def _hash_user_names(agg: Aggregate) -> None:
         reader.close()
 
 
-def _settle(read: FileRead, fs: FileSummary, seen: set[str], known) -> None:
+def _settle(read: FileRead, fs: FileSummary, seen: set[str], known: KnownImports | None, window: Window) -> None:
     """The fingerprint of the file read last, now that its thread is done; _Again if
-    the file should not have been counted, or DuckDB could not read all of it."""
+    the file should not have been counted (listed twice, or imported for this window
+    before: `known`, None with --force), or DuckDB could not read all of it."""
     from curator.logs.duck import NotForDuckDB
 
     assert read.pending is not None
@@ -380,7 +382,7 @@ def _settle(read: FileRead, fs: FileSummary, seen: set[str], known) -> None:
         fingerprint = read.pending()
     except NotForDuckDB:
         raise _Again from None
-    if fingerprint in seen or fingerprint in known:
+    if fingerprint in seen or (known is not None and known.imported(fingerprint, window)):
         raise _Again
     read.fingerprint, read.pending = fingerprint, None
     fs.fingerprint = fingerprint[:16]
@@ -489,47 +491,6 @@ def _require_found(read: FileRead) -> None:
             f"no request has the {read.fields.get('param')!r} parameter",
             hint="Name the search parameter with --param NAME.",
         )
-
-
-def _quick_key(source: Source) -> str | None:
-    if source.path is None:
-        return None
-    st = source.path.stat()
-    return f"{source.path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
-
-
-def _known_imports(ws) -> dict[str, dict[str, str]]:
-    quick: dict[str, str] = {}
-    prints: dict[str, str] = {}
-    for row in ws.db.query("SELECT fingerprint, path, size, mtime_ns FROM log_imports"):
-        prints[row["fingerprint"]] = row["fingerprint"]
-        if row["path"]:
-            quick[f"{row['path']}|{row['size']}|{row['mtime_ns']}"] = row["fingerprint"]
-    return {"quick": quick, "fingerprints": prints}
-
-
-def _record_imports(ws, reads: list[FileRead], queued: int) -> None:
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    rows = []
-    for read in reads:
-        path = read.source.path
-        st = path.stat() if path else None
-        rows.append(
-            {
-                "fingerprint": read.fingerprint,
-                "label": read.source.label,
-                "path": str(path.resolve()) if path else None,
-                "size": st.st_size if st else None,
-                "mtime_ns": st.st_mtime_ns if st else None,
-                "format": read.format,
-                "lines": read.agg.lines,
-                "parsed": read.agg.parsed,
-                "imported_at": now,
-                "queued": queued,
-            }
-        )
-    with ws.transaction():
-        ws.db["log_imports"].upsert_all(rows, pk="fingerprint")
 
 
 # ---- grouping, filtering ---------------------------------------------------------------

@@ -1,0 +1,123 @@
+"""Which log files a workspace imported, and for which time windows.
+
+A file is known by its content fingerprint (and, to skip even the reading, by its path,
+size and mtime). An import with `--since/--until` read only the lines of its window,
+so the file counts as imported for that window alone: importing it again for a window
+inside what was imported is skipped (`already imported`), while a new window (November
+after October, or the whole file) reads it. Clusters already queued or in a set are
+never queued twice, so lines read twice (windows that overlap) double no count.
+
+Each file's windows are kept merged in `log_imports.windows` (JSON: `[since, until]`
+pairs, `null` for an open end); a row without any (before windows were kept) counts
+as the whole file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from curator.logs.lines import Window
+
+Span = tuple[str | None, str | None]  # [since, until): None is an open end
+WHOLE: list[Span] = [(None, None)]
+
+
+def merged(spans: Iterable[Span]) -> list[Span]:
+    """The union of half-open `spans` as the fewest disjoint ones, in order; spans that
+    touch (one ends where the next begins) are one."""
+    out: list[Span] = []
+    for since, until in sorted(spans, key=lambda s: (s[0] is not None, s[0] or "")):
+        if out:
+            last_since, last_until = out[-1]
+            if last_until is None or since is None or since <= last_until:
+                if last_until is not None and (until is None or until > last_until):
+                    out[-1] = (last_since, until)
+                continue
+        out.append((since, until))
+    return out
+
+
+def covers(spans: Iterable[Span], span: Span) -> bool:
+    """Is `span` inside the union of `spans`?"""
+    since, until = span
+    for a, b in merged(spans):
+        starts_before = a is None or (since is not None and a <= since)
+        ends_after = b is None or (until is not None and until <= b)
+        if starts_before and ends_after:
+            return True
+    return False
+
+
+def quick_key(path: Path | None) -> str | None:
+    """A file's path, size and mtime: the same key means the same content, unread."""
+    if path is None:
+        return None
+    st = path.stat()
+    return f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+
+
+class KnownImports:
+    """The workspace's imported files, as they were when the import began."""
+
+    def __init__(self, ws) -> None:
+        self.windows: dict[str, list[Span]] = {}  # fingerprint -> merged windows
+        self.quick: dict[str, str] = {}  # quick key -> fingerprint
+        for row in ws.db.query("SELECT fingerprint, path, size, mtime_ns, windows FROM log_imports"):
+            self.windows[row["fingerprint"]] = _spans(row["windows"])
+            if row["path"]:
+                self.quick[f"{row['path']}|{row['size']}|{row['mtime_ns']}"] = row["fingerprint"]
+
+    def imported(self, fingerprint: str, window: Window) -> bool:
+        """Was the file imported for all of `window` (or more)?"""
+        spans = self.windows.get(fingerprint)
+        return spans is not None and covers(spans, (window.since, window.until))
+
+    def imported_unread(self, key: str | None, window: Window) -> str | None:
+        """The fingerprint of the file of quick `key`, if it was imported for `window`."""
+        fingerprint = self.quick.get(key) if key else None
+        return fingerprint if fingerprint is not None and self.imported(fingerprint, window) else None
+
+
+def record(ws, reads: list[Any], window: Window, queued: int) -> None:
+    """Note each file read (a `FileRead`) as imported for `window`, besides the windows
+    it was imported for before."""
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    span = (window.since, window.until)
+    with ws.transaction():
+        before = {
+            row["fingerprint"]: _spans(row["windows"])
+            for row in ws.db.query(
+                f"SELECT fingerprint, windows FROM log_imports WHERE fingerprint IN ({', '.join('?' * len(reads))})",
+                [read.fingerprint for read in reads],
+            )
+        } if reads else {}
+        rows = []
+        for read in reads:
+            path = read.source.path
+            st = path.stat() if path else None
+            rows.append(
+                {
+                    "fingerprint": read.fingerprint,
+                    "label": read.source.label,
+                    "path": str(path.resolve()) if path else None,
+                    "size": st.st_size if st else None,
+                    "mtime_ns": st.st_mtime_ns if st else None,
+                    "format": read.format,
+                    "lines": read.agg.lines,
+                    "parsed": read.agg.parsed,
+                    "imported_at": now,
+                    "queued": queued,
+                    "windows": json.dumps(merged([*before.get(read.fingerprint, []), span])),
+                }
+            )
+        ws.db["log_imports"].upsert_all(rows, pk="fingerprint")
+
+
+def _spans(text: str | None) -> list[Span]:
+    if not text:
+        return WHOLE  # recorded before windows were kept: the whole file
+    return [(since, until) for since, until in json.loads(text)]
