@@ -55,10 +55,10 @@ from curator.text import sha256_hex
 # Cheap test for "could this contain personal data at all": most queries cannot, and
 # skipping them keeps redaction off the hot path.
 # A superset of what any built-in redaction pattern can match (tests check this):
-# e-mail @, phone +1 / (0 / 1-2, IPv4 1.2, IPv6 hex:hex or ::, 13+ digits (cards),
+# e-mail @, phone +1 / (0 / 1-2 / 20 79, IPv4 1.2, IPv6 hex:hex or ::, 13+ digits (cards),
 # and the prefixes of tokens and keys (`api` alone, common in queries, is not one).
 # `CARRIER-E1042` does not trigger it.
-_PERSONAL_SIGNS = r"@|\+\d|\(\d|\d[.-]\d|[0-9a-f]:[0-9a-f]|::|(?:\d[ -]?){12}\d"
+_PERSONAL_SIGNS = r"@|\+\d|\(\d|\d[ .-]\d|[0-9a-f]:[0-9a-f]|::|(?:\d[ -]?){12}\d"
 _PERSONAL_WORDS = r"eyj|bearer|token|secret|passw|pwd|api[-_]?key|sk[-_]|pk[-_]|rk[-_]|gh[pousr]_|xox|aiza|akia|asia"
 _PERSONAL = f"{_PERSONAL_SIGNS}|{_PERSONAL_WORDS}"
 _MAYBE_PERSONAL = re.compile(_PERSONAL, re.I)
@@ -76,7 +76,7 @@ _WORD = re.compile(_PERSONAL_WORDS)
 # The signs again, for one scan over many texts: each sign starts with one of [@+(:\d],
 # and a pattern that starts with a character set is scanned for it fast (an alternation is
 # tried at every position: 4x slower)
-_SIGNS = r"[@+(:\d](?:(?<=@)|(?<=\+)\d|(?<=\()\d|(?<=\d)[.-]\d|(?<=[0-9a-f]:)[0-9a-f]|(?<=:):|(?<=\d)(?:[ -]?\d){12})"
+_SIGNS = r"[@+(:\d](?:(?<=@)|(?<=\+)\d|(?<=\()\d|(?<=\d)[ .-]\d|(?<=[0-9a-f]:)[0-9a-f]|(?<=:):|(?<=\d)(?:[ -]?\d){12})"
 _SIGNS_SCAN = re.compile(_SIGNS)
 # Texts that are not ASCII get the same two scans after a fold that keeps their length:
 # A-Z to a-z, and each other character that re.I (which _MAYBE_PERSONAL uses) takes for

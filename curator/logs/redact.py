@@ -84,6 +84,11 @@ BUILTIN: list[tuple[str, re.Pattern[str], _Replacement]] = [
             r"(?<![\w+<])\+\d{1,3}(?:[ .-]?\(?\d{1,5}\)?){2,6}(?![\w>])"  # international: +44 20 7946 0958
             r"|(?<![\w<])\(\d{2,5}\)[ .-]?\d{3,4}[ .-]?\d{3,4}(?![\w>])"  # (020) 7946 0958
             r"|(?<![\w.<-])\d{3}[.-]\d{3}[.-]\d{4}(?![\w>-])"  # 555-867-5309
+            # national forms in groups, not inside a longer run of groups (a tracking
+            # number written in fours): a trunk 0 (020 7946 0958, 030 1234 5678),
+            # French pairs (01 23 45 67 89), North American 415 555 0134
+            r"|(?<![\w.<-])(?<!\d[ .])(?:0\d{1,4}[ .-]\d{3,4}[ .-]\d{3,4}|0[1-9](?:[ .]\d\d){4}"
+            r"|[2-9]\d\d [2-9]\d\d \d{4})(?![\w>-])(?![ .]\d)"
         ),
         "<PHONE>",
     ),

@@ -17,6 +17,11 @@ from curator.logs.redact import Redactor, detect, redact
         ("call back +44 20 7946 0958 today", "call back <PHONE> today", "phone"),
         ("driver +49 30 901820 77", "driver <PHONE>", "phone"),
         ("office 555-867-5309", "office <PHONE>", "phone"),
+        ("call 020 7946 0958 about the label", "call <PHONE> about the label", "phone"),
+        ("berlin depot 030 1234 5678", "berlin depot <PHONE>", "phone"),
+        ("hub 0161.496.0000", "hub <PHONE>", "phone"),
+        ("agence 01 23 45 67 89", "agence <PHONE>", "phone"),
+        ("ring 415 555 0134 asap", "ring <PHONE> asap", "phone"),
         ("from 203.0.113.42", "from <IP>", "ipv4"),
         ("EGRESS 2001:DB8:85A3::8A2E:370:7334 X", "EGRESS <IP> X", "ipv6"),
         ("refund card 4111 1111 1111 1111 now", "refund card <CARD> now", "card"),
@@ -49,6 +54,10 @@ def test_each_kind_is_redacted_and_counted(text: str, expected: str, kind: str) 
         "tracking 00340434161234567890",
         "card 4111 1111 1111 1112",  # fails the Luhn check: not a card
         "10:30:00 standup",
+        "top 10 2024 releases",
+        "sscc 0034 0434 1612 3456 7891",  # a tracking number in groups of four: no phone inside
+        "pallet 1234 0161 496 0000",
+        "rates 2026 0130 1500",
     ],
 )
 def test_identifiers_survive(text: str) -> None:
@@ -79,9 +88,14 @@ _email = st.builds(
 )
 _ipv4 = st.tuples(*[st.integers(0, 255)] * 4).map(lambda t: ".".join(map(str, t)))
 _ipv6 = st.ip_addresses(v=6).map(str)
-_phone = st.builds(
-    lambda cc, a, b, c: f"+{cc} {a} {b} {c}",
-    st.integers(1, 99), st.integers(10, 999), st.integers(100, 9999), st.integers(100, 9999),
+_phone = st.one_of(
+    st.builds(
+        lambda cc, a, b, c: f"+{cc} {a} {b} {c}",
+        st.integers(1, 99), st.integers(10, 999), st.integers(100, 9999), st.integers(100, 9999),
+    ),
+    st.from_regex(r"0[0-9]{1,4}[ .-][0-9]{3,4}[ .-][0-9]{3,4}", fullmatch=True),  # 020 7946 0958
+    st.from_regex(r"0[1-9]( [0-9]{2}){4}", fullmatch=True),  # 01 23 45 67 89
+    st.from_regex(r"[2-9][0-9]{2} [2-9][0-9]{2} [0-9]{4}", fullmatch=True),  # 415 555 0134
 )
 _key = st.from_regex(r"sk-live-[A-Za-z0-9]{16,32}", fullmatch=True)
 _jwt = st.from_regex(r"eyJ[A-Za-z0-9_-]{8,20}\.[A-Za-z0-9_-]{8,20}\.[A-Za-z0-9_-]{8,20}", fullmatch=True)
