@@ -176,7 +176,11 @@ def _print(s) -> None:
             console.print(f"[yellow]{escape(f.path)}[/]: empty ({lines}), nothing to import.")
             continue
         if f.status != "imported":
-            console.print(f"[yellow]{escape(f.path)}[/]: {f.status} (fingerprint {f.fingerprint}); "
+            from curator.logs.imports import describe
+
+            span = describe(f.windows) if f.windows else "whole"
+            window = "" if span == "whole" else f" for {span}"
+            console.print(f"[yellow]{escape(f.path)}[/]: {f.status}{window} (fingerprint {f.fingerprint}); "
                           "--force reads it again.")
             continue
         fields = ", ".join(f"{k}={v}" for k, v in f.fields.items())

@@ -76,6 +76,10 @@ class KnownImports:
         spans = self.windows.get(fingerprint)
         return spans is not None and covers(spans, (window.since, window.until))
 
+    def windows_of(self, fingerprint: str) -> list[list[str | None]]:
+        """The windows the file was imported for, as JSON has them."""
+        return [list(span) for span in self.windows.get(fingerprint, [])]
+
     def imported_unread(self, key: str | None, window: Window) -> str | None:
         """The fingerprint of the file of quick `key`, if it was imported for `window`."""
         fingerprint = self.quick.get(key) if key else None
@@ -115,6 +119,20 @@ def record(ws, reads: list[Any], window: Window, queued: int) -> None:
                 }
             )
         ws.db["log_imports"].upsert_all(rows, pk="fingerprint")
+
+
+def describe(windows: list[list[str | None]]) -> str:
+    """`2026-10-01 to 2026-12-01`, `up to 2026-11-01`, `from 2026-11-01 on`, `whole`."""
+    def day(t: str) -> str:
+        return t.removesuffix("T00:00:00")
+
+    parts = []
+    for since, until in windows:
+        if since is None and until is None:
+            return "whole"
+        parts.append(f"up to {day(until)}" if since is None else f"from {day(since)} on" if until is None
+                     else f"{day(since)} to {day(until)}")
+    return ", ".join(parts)
 
 
 def _spans(text: str | None) -> list[Span]:

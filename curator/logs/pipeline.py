@@ -152,6 +152,8 @@ class FileSummary:
     parsed: int = 0
     rejected: dict[str, dict[str, Any]] = field(default_factory=dict)
     ignored: dict[str, int] = field(default_factory=dict)
+    # already imported: the windows it was imported for ([since, until], None for an open end)
+    windows: list[list[str | None]] | None = None
 
 
 @dataclass
@@ -283,7 +285,8 @@ def _run(ws, sources: list[Source], settings: _Settings, callbacks, helper, over
             continue
         unread = None if opts.force else known.imported_unread(quick_key(source.path), settings.window)
         if unread:
-            summary.files.append(FileSummary(source.label, "already imported", fingerprint=unread[:16]))
+            summary.files.append(FileSummary(source.label, "already imported", fingerprint=unread[:16],
+                                             windows=known.windows_of(unread)))
             continue
         if on_file:
             on_file(source, source.size())
@@ -304,7 +307,7 @@ def _run(ws, sources: list[Source], settings: _Settings, callbacks, helper, over
         elif read.fingerprint in seen_fingerprints:
             fs.status = "listed twice"
         elif not opts.force and known.imported(read.fingerprint, settings.window):
-            fs.status = "already imported"
+            fs.status, fs.windows = "already imported", known.windows_of(read.fingerprint)
         if fs.status == "imported":
             if not read.pending:
                 seen_fingerprints.add(read.fingerprint)

@@ -50,6 +50,8 @@ def test_a_new_window_reads_the_file_and_a_window_already_read_is_skipped(tmp_pa
         assert run("2026-11-01", "2026-12-01") == ("imported", 20)  # November: not read yet
         # October and November touch: one span, so the two together are known
         assert run("2026-10-01", "2026-12-01") == ("already imported", 0)
+        known = import_logs(ws, [log], engine=engine, since="2026-10-02", until="2026-10-03").files[0].windows
+        assert known == [["2026-10-01T00:00:00", "2026-12-01T00:00:00"]]
         # the same content under another name: read (its fingerprint comes after the
         # reading), then found imported for that window
         copy = tmp_path / "copy.jsonl"
@@ -108,3 +110,21 @@ def test_coverage_is_containment_in_the_union_of_the_windows(recorded, asked) ->
     # disjoint, in order, and no two touch (else they would be one)
     for (_, until), (since, _) in zip(out, out[1:], strict=False):
         assert until is not None and since is not None and until < since
+
+
+def test_the_summary_says_which_windows_a_file_was_imported_for(run_cli, tmp_path: Path) -> None:
+    log = _log(tmp_path / "search.jsonl")
+    ws = tmp_path / "ws"
+    Workspace.init(ws).close()
+
+    def cli(*args: str):
+        return run_cli(["-w", str(ws), "import-logs", str(log), *args]).output
+
+    cli("--since", "2026-10-01", "--until", "2026-10-15T12:00:00")
+    cli("--since", "2026-11-01")
+    out = cli("--since", "2026-11-05", "--until", "2026-11-06")
+    assert "already imported for 2026-10-01 to 2026-10-15T12:00:00, from 2026-11-01 on (fingerprint" in out
+    assert "--force reads it again" in out
+    cli()
+    out = cli("--since", "2026-09-01")
+    assert "already imported (fingerprint" in out
