@@ -29,6 +29,15 @@ def ws(tmp_path: Path):
     workspace.close()
 
 
+def seen(read, query: str) -> tuple[str | None, str | None]:
+    """A query's first and last seen as the pipeline takes them from a FileRead: from the
+    lines the python reader handled (agg) and what DuckDB counted (seen_of, on demand)."""
+    counted = read.seen_of({query}).get(query) if read.seen_of else None
+    firsts = [t for t in (read.agg.first.get(query), counted and counted[0]) if t]
+    lasts = [t for t in (read.agg.last.get(query), counted and counted[1]) if t]
+    return min(firsts, default=None), max(lasts, default=None)
+
+
 def write(root: Path, files: dict[str, str | bytes]) -> Path:
     """Write `{relative path: content}` under root; returns root."""
     for name, content in files.items():

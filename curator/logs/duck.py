@@ -27,6 +27,7 @@ import sys
 import threading
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from itertools import compress
 from operator import itemgetter
 from pathlib import Path
@@ -74,6 +75,10 @@ _NAMED = "u IS NOT NULL AND u NOT IN ('null', '\"\"')"  # the line names a user
 # (about 200 users fill that many). Other queries' users are counted by a users pass,
 # for the queued ones only.
 SPREAD = 127
+# A query's first/last seen where none of its lines had a time: before year 1, which
+# no time is (times outside years 1-9999 go to the python reader)
+NO_TIME = -(1 << 62)
+_EPOCH = datetime(1970, 1, 1)
 _SETTLING = (f"count(hu) AS named, min(hu) AS least, max(hu) AS greatest, "
              f"bit_count(bit_or(1::HUGEINT << (hu % {SPREAD})::HUGEINT)) AS buckets")
 
@@ -450,8 +455,7 @@ def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> Scan:
     reader.query(
         f"""CREATE TEMP TABLE counted AS
             SELECT ok, inside, empty, q, count(*) AS lines, {total} AS n,
-                   strftime(min(ts), '%Y-%m-%dT%H:%M:%S') AS first,
-                   strftime(max(ts), '%Y-%m-%dT%H:%M:%S') AS last,
+                   min(ts) AS first, max(ts) AS last,
                    {zero}::BIGINT AS zero, {lat_sum}::DOUBLE AS lat_sum, {lat_n}::BIGINT AS lat_n {settling}
             FROM (SELECT * {hashed} FROM {rows}) GROUP BY ALL""",
         label, (0.0, step),
@@ -486,7 +490,9 @@ def _counts(reader: Reader, fields: Fields) -> tuple[Aggregate, int, Counted]:
     it has no escape, and its value is the text without the quotes. Columns come as
     numpy arrays: three times faster than rows of tuples. The columns of fields the log
     does not have (NULL for every query) are not fetched: as masked arrays they cost
-    0.05 s on the benchmark's 184k queries."""
+    0.05 s on the benchmark's 184k queries. First and last seen stay numbers in the
+    `Counted` (microseconds), made text only for the queued queries: as text for
+    every query they cost 0.1 s of the benchmark's read-back."""
     from curator.logs.pipeline import SCREEN
 
     users = bool(fields.user)
@@ -500,8 +506,10 @@ def _counts(reader: Reader, fields: Fields) -> tuple[Aggregate, int, Counted]:
             continue
         agg.lines += lines
         agg.ignored["blank line" if empty else "outside --since/--until"] += lines
-    optional = [name for name, there in (("first", fields.time), ("last", fields.time), ("zero", fields.results),
-                                         ("lat_sum", fields.latency), ("lat_n", fields.latency)) if there]
+    optional = [name for name, there in (("zero", fields.results), ("lat_sum", fields.latency),
+                                         ("lat_n", fields.latency)) if there]
+    if fields.time:  # NULL (no line of the query had a time): a number no time has
+        optional += [f"coalesce(epoch_us({name}), {NO_TIME}) AS {name}" for name in ("first", "last")]
     settling = ["named", "coalesce(least, 0) AS least", "coalesce(greatest, 0) AS greatest", "buckets"] if users else []
     columns = reader.con.execute(
         # hash(q) here, once per query, not in the GROUP BY of every line (0.07 CPU s)
@@ -511,8 +519,8 @@ def _counts(reader: Reader, fields: Fields) -> tuple[Aggregate, int, Counted]:
     ).fetchnumpy()
     raws, lines, ns, hashes = (columns[name].tolist() for name in ("q", "lines", "n", "hq"))
     absent = [None] * len(raws)
-    firsts, lasts, zeros, lat_sums, lat_ns = (
-        columns[name].tolist() if name in columns else absent for name in ("first", "last", "zero", "lat_sum", "lat_n")
+    zeros, lat_sums, lat_ns = (
+        columns[name].tolist() if name in columns else absent for name in ("zero", "lat_sum", "lat_n")
     )
     agg.parsed = sum(lines)
     agg.lines += agg.parsed
@@ -524,27 +532,20 @@ def _counts(reader: Reader, fields: Fields) -> tuple[Aggregate, int, Counted]:
         queries[k] = loads(raws[k])
     agg.suspects = set(compress(queries, suspect))
     counted = Counted(queries, hashes, *(columns[name] for name in ("named", "least", "greatest", "buckets") if users))
+    if fields.time:
+        counted.first, counted.last = columns["first"], columns["last"]
     counts = dict(zip(queries, ns, strict=True))
     if len(counts) == len(queries):  # the usual case: no query has two JSON spellings
         # C-level: compress() keeps the queries whose value is there (None, 0: not there)
         agg.counts.update(counts)
-        if "first" in columns:
-            agg.first = dict(zip(compress(queries, firsts), filter(None, firsts), strict=True))
-            agg.last = dict(zip(compress(queries, lasts), filter(None, lasts), strict=True))
         if "zero" in columns:
             agg.zero_results.update(dict(zip(compress(queries, zeros), filter(None, zeros), strict=True)))
         if "lat_n" in columns:
             pairs = map(list, zip(compress(lat_sums, lat_ns), filter(None, lat_ns), strict=True))
             agg.latency = dict(zip(compress(queries, lat_ns), pairs, strict=True))
         return agg, doubtful, counted
-    for q, n, first, last, zero, lat_sum, lat_n in zip(queries, ns, firsts, lasts, zeros, lat_sums, lat_ns,
-                                                       strict=True):
+    for q, n, zero, lat_sum, lat_n in zip(queries, ns, zeros, lat_sums, lat_ns, strict=True):
         agg.counts[q] += n  # two JSON texts of one query ("\u00e9" and "é")
-        if first is not None:
-            if q not in agg.first or first < agg.first[q]:
-                agg.first[q] = first
-            if q not in agg.last or last > agg.last[q]:
-                agg.last[q] = last
         if zero:
             agg.zero_results[q] += zero
         if lat_n:
@@ -556,13 +557,27 @@ def _counts(reader: Reader, fields: Fields) -> tuple[Aggregate, int, Counted]:
 
 class Counted:
     """The queries pass 1 counted, by row of its table: DuckDB's hash of each one's JSON
-    text and, with a user field, its user aggregates (numpy columns, read only for the
-    queries the pipeline asks about)."""
+    text and, with a user field, its user aggregates, with a time field, when each was
+    first and last seen (numpy columns, read only for the queries the pipeline asks about)."""
 
     def __init__(self, queries: list[str], hashes: list[int], named=None, least=None, greatest=None,
                  buckets=None) -> None:
         self.queries, self.hashes = queries, hashes
         self.named, self.least, self.greatest, self.buckets = named, least, greatest, buckets
+        self.first = self.last = None  # microseconds since 1970 (UTC), NO_TIME for none
+
+    def seen(self, wanted: set[str]) -> dict[str, tuple[str, str]]:
+        """When each of the `wanted` queries that had a time was first and last seen, as
+        the python reader writes times (`YYYY-MM-DDTHH:MM:SS`, the fraction dropped)."""
+        found: dict[str, tuple[str, str]] = {}
+        if self.first is None:
+            return found
+        for query, rows in self.rows_of(wanted).items():
+            firsts = [int(self.first[row]) for row in rows if self.first[row] != NO_TIME]
+            if firsts:
+                lasts = [int(self.last[row]) for row in rows]
+                found[query] = (_iso(min(firsts)), _iso(max(lasts)))
+        return found
 
     def rows_of(self, wanted: set[str]) -> dict[str, list[int]]:
         """The rows of each of the `wanted` queries that pass 1 counted (two for a query
@@ -676,6 +691,10 @@ class UsersOf:
             reader.close()
 
 
+def _iso(microseconds: int) -> str:
+    return (_EPOCH + timedelta(microseconds=microseconds)).isoformat(timespec="seconds")
+
+
 def _union(found: dict, query: str, users: frozenset[int] | set[int]) -> None:
     """Add `users` to what `found` holds for `query` (FULL absorbs the rest)."""
     mine = found.get(query)
@@ -783,7 +802,7 @@ def read(source, fmt: str, head: bytes, fields: Fields, window, max_line: int, p
         reader.close()
     trusted = not (scanned.doubtful or refused_lines)
     users_of = UsersOf(source_sql, sql, source.label, scanned.counted, trusted) if sql.fields.user else None
-    read = FileRead(source, fmt, "", agg, handler.fields.given(), "duckdb", users_of)
+    read = FileRead(source, fmt, "", agg, handler.fields.given(), "duckdb", users_of, seen_of=scanned.counted.seen)
     lines = agg.lines  # not `agg`: the caller frees it once merged
     if settle:
         read.fingerprint = fingerprint.result(lines)

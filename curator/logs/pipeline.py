@@ -341,6 +341,7 @@ def _run(ws, sources: list[Source], settings: _Settings, callbacks, helper, over
         _settle(*deferred, seen_fingerprints, None if opts.force else known, settings.window)
     stage(f"Queueing {len(chosen):,} clusters")
     _look_up_users(chosen, [r.users_of for r in reads if r.users_of])
+    _look_up_seen(chosen, [r.seen_of for r in reads if r.seen_of])
 
     files = [r.source.label for r in reads]
     import_id = sha256_hex("".join(sorted(r.fingerprint for r in reads)))[:12]
@@ -748,6 +749,21 @@ def _look_up_users(chosen: list[_ClusterItem], lookups) -> None:
     for users_of, left in zip(lookups, unsettled, strict=True):
         for raw, users in users_of.unsettled(left - full).items():
             group_of[raw].add_users(users)
+
+
+def _look_up_seen(chosen: list[_ClusterItem], lookups) -> None:
+    """First and last seen of the queued clusters' queries, from readers that keep them
+    for the queries asked about (duckdb), beside what the python reader's lines gave."""
+    if not lookups:
+        return
+    group_of = {raw: g for item in chosen for g in item.groups for raw in g.raws}
+    for seen_of in lookups:
+        for raw, (first, last) in seen_of(set(group_of)).items():
+            g = group_of[raw]
+            if g.first is None or first < g.first:
+                g.first = first
+            if g.last is None or last > g.last:
+                g.last = last
 
 
 def _user_count(item: _ClusterItem) -> int:

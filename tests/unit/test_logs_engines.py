@@ -18,6 +18,7 @@ from curator.logs.duck import Reader
 from curator.logs.lines import Window
 from curator.logs.reading import Source, read_source
 from curator.workspace import Workspace
+from tests.conftest import seen
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "logs"
 MiB = 1 << 20
@@ -332,9 +333,9 @@ def test_the_awkward_log_really_is_awkward(tmp_path: Path) -> None:
     assert read.agg.ignored["blank line"] == 2
     assert read.agg.counts["second"] == 1 and "first" not in read.agg.counts
     assert read.agg.counts["café 😀 dhl"] == 1 and read.agg.counts["wrapped in _source"] == 1
-    assert read.agg.first["dhl cutoff time"] == "2025-10-01T08:00:00"  # the epoch one, not year 0
-    assert read.agg.last["dhl cutoff time"] == "2026-10-01T08:00:00"  # 10:00+05:00 is 05:00 UTC
-    assert read.agg.last["cutoff time dhl"] == "2026-10-03T07:00:00"  # not 25:00
+    assert seen(read, "dhl cutoff time") == ("2025-10-01T08:00:00",  # the epoch one, not year 0
+                                              "2026-10-01T08:00:00")  # 10:00+05:00 is 05:00 UTC
+    assert seen(read, "cutoff time dhl")[1] == "2026-10-03T07:00:00"  # not 25:00
     assert read.agg.latency["dhl cutoff time"] == [12.5, 1]
 
 
@@ -381,7 +382,7 @@ def test_zstd_logs_are_read_by_duckdb_without_the_zstandard_package(tmp_path: Pa
     read = read_source(Source(str(packed), packed))
     assert read.engine == "duckdb" and read.fields["query"] == "query"
     assert read.agg.counts == {"dhl cutoff time": 2, "label backlog": 1}
-    assert read.agg.last["dhl cutoff time"] == "2026-10-03T08:00:00"
+    assert seen(read, "dhl cutoff time") == ("2026-10-01T08:00:00", "2026-10-03T08:00:00")
 
 
 def test_a_damaged_parquet_file_is_a_clear_error(tmp_path: Path) -> None:
@@ -629,13 +630,40 @@ def test_a_query_spelled_two_ways_in_json_counts_the_users_of_both(tmp_path: Pat
     """`caf\\u00e9` and `café` are one query, whose users are those of both spellings,
     with either engine (DuckDB's json_extract writes both as `"café"`: one row)."""
     log = tmp_path / "search.jsonl"
-    log.write_bytes(b'{"query": "caf\\u00e9 hours", "user_id": "a"}\n{"query": "caf\xc3\xa9 hours", "user_id": "b"}\n'
-                    b'{"query": "caf\xc3\xa9 hours", "user_id": "b"}\n{"query": "dhl cutoff", "user_id": "c"}\n')
+    log.write_bytes(b'{"query": "caf\\u00e9 hours", "user_id": "a", "timestamp": "2026-10-03T09:00:00.900Z"}\n'
+                    b'{"query": "caf\xc3\xa9 hours", "user_id": "b", "timestamp": "2026-10-01T08:00:00Z"}\n'
+                    b'{"query": "caf\xc3\xa9 hours", "user_id": "b", "timestamp": "2026-10-02T08:00:00Z"}\n'
+                    b'{"query": "dhl cutoff", "user_id": "c"}\n')
     for engine in ("duckdb", "python"):
         ws = Workspace.init(tmp_path / f"ws-{engine}")
         try:
             assert import_logs(ws, [log], engine=engine).files[0].engine == engine
-            cafe = {c.query: c for c in ws.candidates()}["café hours"]
+            queued = {c.query: c for c in ws.candidates()}
+            cafe, dhl = queued["café hours"], queued["dhl cutoff"]
             assert (cafe.count, cafe.provenance["users"]) == (3, 2), engine
+            # first and last seen over both spellings, the fraction of a second dropped
+            assert (cafe.provenance["first_seen"], cafe.provenance["last_seen"]) == (
+                "2026-10-01T08:00:00Z", "2026-10-03T09:00:00Z"), engine
+            assert dhl.provenance.get("first_seen") is None and dhl.provenance.get("last_seen") is None, engine
+        finally:
+            ws.close()
+
+
+def test_first_and_last_seen_span_every_file_of_an_import(tmp_path: Path) -> None:
+    """DuckDB keeps each file's times as numbers, looked up for the queued queries: the
+    earliest and latest over all files are shown, as the python engine shows them."""
+    one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    one.write_bytes(_line(query="label backlog", timestamp="2026-10-05T10:00:00Z") + b"\n"
+                    + _line(query="label backlog", timestamp="2026-10-09T10:00:00Z") + b"\n")
+    two.write_bytes(_line(query="Label backlog", timestamp="2026-10-01T10:00:00Z") + b"\n"
+                    + _line(query="label backlog", timestamp="2026-10-07T10:00:00Z") + b"\n")
+    for engine in ("duckdb", "python"):
+        ws = Workspace.init(tmp_path / f"ws-{engine}")
+        try:
+            summary = import_logs(ws, [one, two], engine=engine)
+            assert {f.engine for f in summary.files} == {engine}
+            (queued,) = ws.candidates()
+            assert (queued.count, queued.provenance["first_seen"], queued.provenance["last_seen"]) == (
+                4, "2026-10-01T10:00:00Z", "2026-10-09T10:00:00Z"), engine
         finally:
             ws.close()
