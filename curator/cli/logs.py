@@ -85,7 +85,8 @@ def import_logs_cmd(ws, paths: tuple[str, ...], fmt: str, query_field, count_fie
     <EMAIL>, <PHONE>, ...), grouped with their typos and word-order variants, filtered,
     de-duplicated against the queue and every set, sampled to --limit and queued with
     their counts and the clicked/returned passages as suggestions. Broken lines are
-    counted and skipped (exit 3); a log already imported is recognised and skipped.
+    counted and skipped (exit 3); a log already imported (for the --since/--until asked)
+    is recognised and skipped.
 
     \b
     Example:
