@@ -490,9 +490,10 @@ def _counts(reader: Reader, fields: Fields) -> tuple[Aggregate, int, Counted]:
     it has no escape, and its value is the text without the quotes. Columns come as
     numpy arrays: three times faster than rows of tuples. The columns of fields the log
     does not have (NULL for every query) are not fetched: as masked arrays they cost
-    0.05 s on the benchmark's 184k queries. First and last seen stay numbers in the
-    `Counted` (microseconds), made text only for the queued queries: as text for
-    every query they cost 0.1 s of the benchmark's read-back."""
+    0.05 s on the benchmark's 184k queries. First and last seen (microseconds), results
+    and latency stay numbers in the `Counted`, made a query's record only for the queued
+    queries: as text and dicts for every query, first and last seen alone cost 0.1 s of
+    the benchmark's read-back."""
     from curator.logs.pipeline import SCREEN
 
     users = bool(fields.user)
@@ -506,10 +507,10 @@ def _counts(reader: Reader, fields: Fields) -> tuple[Aggregate, int, Counted]:
             continue
         agg.lines += lines
         agg.ignored["blank line" if empty else "outside --since/--until"] += lines
-    optional = [name for name, there in (("zero", fields.results), ("lat_sum", fields.latency),
-                                         ("lat_n", fields.latency)) if there]
-    if fields.time:  # NULL (no line of the query had a time): a number no time has
-        optional += [f"coalesce(epoch_us({name}), {NO_TIME}) AS {name}" for name in ("first", "last")]
+    # kept as numbers in the Counted (NULL: a number that means none, not a masked array)
+    optional = [f"coalesce(epoch_us({name}), {NO_TIME}) AS {name}" for name in ("first", "last") if fields.time]
+    optional += [f"coalesce({name}, 0) AS {name}" for name, there in (
+        ("zero", fields.results), ("lat_sum", fields.latency), ("lat_n", fields.latency)) if there]
     settling = ["named", "coalesce(least, 0) AS least", "coalesce(greatest, 0) AS greatest", "buckets"] if users else []
     columns = reader.con.execute(
         # hash(q) here, once per query, not in the GROUP BY of every line (0.07 CPU s)
@@ -518,10 +519,6 @@ def _counts(reader: Reader, fields: Fields) -> tuple[Aggregate, int, Counted]:
         f"regexp_matches(lower(q), {_quote(SCREEN)}) AS suspect FROM counted WHERE ok AND inside"
     ).fetchnumpy()
     raws, lines, ns, hashes = (columns[name].tolist() for name in ("q", "lines", "n", "hq"))
-    absent = [None] * len(raws)
-    zeros, lat_sums, lat_ns = (
-        columns[name].tolist() if name in columns else absent for name in ("zero", "lat_sum", "lat_n")
-    )
     agg.parsed = sum(lines)
     agg.lines += agg.parsed
     # A query the screen left out is printable ASCII with no escape: its JSON text
@@ -532,27 +529,25 @@ def _counts(reader: Reader, fields: Fields) -> tuple[Aggregate, int, Counted]:
         queries[k] = loads(raws[k])
     agg.suspects = set(compress(queries, suspect))
     counted = Counted(queries, hashes, *(columns[name] for name in ("named", "least", "greatest", "buckets") if users))
-    if fields.time:
-        counted.first, counted.last = columns["first"], columns["last"]
+    counted.details = {name: columns[name] for name in ("first", "last", "zero", "lat_sum", "lat_n") if name in columns}
     counts = dict(zip(queries, ns, strict=True))
     if len(counts) == len(queries):  # the usual case: no query has two JSON spellings
-        # C-level: compress() keeps the queries whose value is there (None, 0: not there)
         agg.counts.update(counts)
-        if "zero" in columns:
-            agg.zero_results.update(dict(zip(compress(queries, zeros), filter(None, zeros), strict=True)))
-        if "lat_n" in columns:
-            pairs = map(list, zip(compress(lat_sums, lat_ns), filter(None, lat_ns), strict=True))
-            agg.latency = dict(zip(compress(queries, lat_ns), pairs, strict=True))
-        return agg, doubtful, counted
-    for q, n, zero, lat_sum, lat_n in zip(queries, ns, zeros, lat_sums, lat_ns, strict=True):
-        agg.counts[q] += n  # two JSON texts of one query ("\u00e9" and "é")
-        if zero:
-            agg.zero_results[q] += zero
-        if lat_n:
-            acc = agg.latency.setdefault(q, [0.0, 0])
-            acc[0] += lat_sum
-            acc[1] += lat_n
+    else:
+        for q, n in zip(queries, ns, strict=True):
+            agg.counts[q] += n  # two JSON texts of one query ("\u00e9" and "é")
     return agg, doubtful, counted
+
+
+@dataclass
+class Details:
+    """A query's first and last seen, lines without results and latency, from pass 1."""
+
+    first: str | None = None
+    last: str | None = None
+    zero_results: int = 0
+    latency_sum: float = 0.0
+    latency_n: int = 0
 
 
 class Counted:
@@ -564,19 +559,30 @@ class Counted:
                  buckets=None) -> None:
         self.queries, self.hashes = queries, hashes
         self.named, self.least, self.greatest, self.buckets = named, least, greatest, buckets
-        self.first = self.last = None  # microseconds since 1970 (UTC), NO_TIME for none
+        # by the fields the log has: first and last seen (microseconds since 1970, UTC;
+        # NO_TIME for none), lines with no result (zero), latency sum and lines (lat_*)
+        self.details: dict[str, Any] = {}
 
-    def seen(self, wanted: set[str]) -> dict[str, tuple[str, str]]:
-        """When each of the `wanted` queries that had a time was first and last seen, as
-        the python reader writes times (`YYYY-MM-DDTHH:MM:SS`, the fraction dropped)."""
-        found: dict[str, tuple[str, str]] = {}
-        if self.first is None:
+    def details_of(self, wanted: set[str]) -> dict[str, Details]:
+        """What pass 1 knows of each of the `wanted` queries besides its count and users,
+        as the python reader has it: times as `YYYY-MM-DDTHH:MM:SS` (the fraction dropped)."""
+        found: dict[str, Details] = {}
+        if not self.details:
             return found
+        columns = self.details
         for query, rows in self.rows_of(wanted).items():
-            firsts = [int(self.first[row]) for row in rows if self.first[row] != NO_TIME]
-            if firsts:
-                lasts = [int(self.last[row]) for row in rows]
-                found[query] = (_iso(min(firsts)), _iso(max(lasts)))
+            d = Details()
+            if "first" in columns:
+                firsts = [int(columns["first"][row]) for row in rows if columns["first"][row] != NO_TIME]
+                if firsts:
+                    d.first = _iso(min(firsts))
+                    d.last = _iso(max(int(columns["last"][row]) for row in rows))
+            if "zero" in columns:
+                d.zero_results = sum(int(columns["zero"][row]) for row in rows)
+            if "lat_n" in columns:
+                d.latency_n = sum(int(columns["lat_n"][row]) for row in rows)
+                d.latency_sum = sum(float(columns["lat_sum"][row]) for row in rows)
+            found[query] = d
         return found
 
     def rows_of(self, wanted: set[str]) -> dict[str, list[int]]:
@@ -802,7 +808,8 @@ def read(source, fmt: str, head: bytes, fields: Fields, window, max_line: int, p
         reader.close()
     trusted = not (scanned.doubtful or refused_lines)
     users_of = UsersOf(source_sql, sql, source.label, scanned.counted, trusted) if sql.fields.user else None
-    read = FileRead(source, fmt, "", agg, handler.fields.given(), "duckdb", users_of, seen_of=scanned.counted.seen)
+    read = FileRead(source, fmt, "", agg, handler.fields.given(), "duckdb", users_of,
+                    details_of=scanned.counted.details_of)
     lines = agg.lines  # not `agg`: the caller frees it once merged
     if settle:
         read.fingerprint = fingerprint.result(lines)

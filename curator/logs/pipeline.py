@@ -341,7 +341,7 @@ def _run(ws, sources: list[Source], settings: _Settings, callbacks, helper, over
         _settle(*deferred, seen_fingerprints, None if opts.force else known, settings.window)
     stage(f"Queueing {len(chosen):,} clusters")
     _look_up_users(chosen, [r.users_of for r in reads if r.users_of])
-    _look_up_seen(chosen, [r.seen_of for r in reads if r.seen_of])
+    _look_up_details(chosen, [r.details_of for r in reads if r.details_of])
 
     files = [r.source.label for r in reads]
     import_id = sha256_hex("".join(sorted(r.fingerprint for r in reads)))[:12]
@@ -751,19 +751,26 @@ def _look_up_users(chosen: list[_ClusterItem], lookups) -> None:
             group_of[raw].add_users(users)
 
 
-def _look_up_seen(chosen: list[_ClusterItem], lookups) -> None:
-    """First and last seen of the queued clusters' queries, from readers that keep them
-    for the queries asked about (duckdb), beside what the python reader's lines gave."""
+def _look_up_details(chosen: list[_ClusterItem], lookups) -> None:
+    """First and last seen, lines without results and latency of the queued clusters'
+    queries, from readers that keep them for the queries asked about (duckdb), beside
+    what the python reader's lines gave."""
     if not lookups:
         return
     group_of = {raw: g for item in chosen for g in item.groups for raw in g.raws}
-    for seen_of in lookups:
-        for raw, (first, last) in seen_of(set(group_of)).items():
+    for details_of in lookups:
+        for raw, d in details_of(set(group_of)).items():
             g = group_of[raw]
-            if g.first is None or first < g.first:
-                g.first = first
-            if g.last is None or last > g.last:
-                g.last = last
+            if d.first is not None:
+                if g.first is None or d.first < g.first:
+                    g.first = d.first
+                if g.last is None or d.last > g.last:
+                    g.last = d.last
+            g.zero_results += d.zero_results
+            if d.latency_n:
+                g.latency = g.latency or [0.0, 0]
+                g.latency[0] += d.latency_sum
+                g.latency[1] += d.latency_n
 
 
 def _user_count(item: _ClusterItem) -> int:

@@ -276,9 +276,10 @@ class FileRead:
     # duckdb engine: a duck.UsersOf, the users of given queries on demand (agg.users
     # has only those of the lines the python reader handled)
     users_of: Any = None
-    # duckdb engine: first and last seen of given queries, on demand (`duck.Counted.seen`;
-    # agg.first and agg.last have only those of the lines the python reader handled)
-    seen_of: Callable[[set[str]], dict[str, tuple[str, str]]] | None = None
+    # duckdb engine: first and last seen, results and latency of given queries, on
+    # demand (`duck.Counted.details_of`; agg.first, agg.last, agg.zero_results and
+    # agg.latency have only those of the lines the python reader handled)
+    details_of: Callable[[set[str]], dict[str, Any]] | None = None
     # duckdb engine, read with `settle=False`: the fingerprint (empty until then), once
     # the thread working it out is done; raises duck.NotForDuckDB if DuckDB missed lines
     pending: Callable[[], str] | None = None
