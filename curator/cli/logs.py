@@ -179,8 +179,8 @@ def _print(s) -> None:
         if f.status != "imported":
             from curator.logs.imports import describe
 
-            span = describe(f.windows) if f.windows else "whole"
-            window = "" if span == "whole" else f" for {span}"
+            span = describe(f.windows) if f.windows else None
+            window = f" for {span}" if span else ""
             console.print(f"[yellow]{escape(f.path)}[/]: {f.status}{window} (fingerprint {f.fingerprint}); "
                           "--force reads it again.")
             continue

@@ -528,8 +528,9 @@ def _counts(reader: Reader, fields: Fields) -> tuple[Aggregate, int, Counted]:
     for k in compress(range(len(raws)), suspect):
         queries[k] = loads(raws[k])
     agg.suspects = set(compress(queries, suspect))
-    counted = Counted(queries, hashes, *(columns[name] for name in ("named", "least", "greatest", "buckets") if users))
-    counted.details = {name: columns[name] for name in ("first", "last", "zero", "lat_sum", "lat_n") if name in columns}
+    counted = Counted(queries, hashes, *(columns[name] for name in ("named", "least", "greatest", "buckets") if users),
+                      details={name: columns[name] for name in ("first", "last", "zero", "lat_sum", "lat_n")
+                               if name in columns})
     counts = dict(zip(queries, ns, strict=True))
     if len(counts) == len(queries):  # the usual case: no query has two JSON spellings
         agg.counts.update(counts)
@@ -556,12 +557,12 @@ class Counted:
     first and last seen (numpy columns, read only for the queries the pipeline asks about)."""
 
     def __init__(self, queries: list[str], hashes: list[int], named=None, least=None, greatest=None,
-                 buckets=None) -> None:
+                 buckets=None, details: dict[str, Any] | None = None) -> None:
         self.queries, self.hashes = queries, hashes
         self.named, self.least, self.greatest, self.buckets = named, least, greatest, buckets
         # by the fields the log has: first and last seen (microseconds since 1970, UTC;
         # NO_TIME for none), lines with no result (zero), latency sum and lines (lat_*)
-        self.details: dict[str, Any] = {}
+        self.details = details or {}
 
     def details_of(self, wanted: set[str]) -> dict[str, Details]:
         """What pass 1 knows of each of the `wanted` queries besides its count and users,

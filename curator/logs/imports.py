@@ -121,15 +121,16 @@ def record(ws, reads: list[Any], window: Window, queued: int) -> None:
         ws.db["log_imports"].upsert_all(rows, pk="fingerprint")
 
 
-def describe(windows: list[list[str | None]]) -> str:
-    """`2026-10-01 to 2026-12-01`, `up to 2026-11-01`, `from 2026-11-01 on`, `whole`."""
+def describe(windows: list[list[str | None]]) -> str | None:
+    """`2026-10-01 to 2026-12-01`, `up to 2026-11-01`, `from 2026-11-01 on`; None for
+    the whole file."""
     def day(t: str) -> str:
         return t.removesuffix("T00:00:00")
 
     parts = []
     for since, until in windows:
         if since is None and until is None:
-            return "whole"
+            return None
         parts.append(f"up to {day(until)}" if since is None else f"from {day(since)} on" if until is None
                      else f"{day(since)} to {day(until)}")
     return ", ".join(parts)

@@ -60,8 +60,9 @@ def digit_signatures(norms: list[str]) -> list[str]:
     in one pass over all of them joined, every character but digits made a space
     (`bytes.translate`): their digit runs are then what `str.split` finds. 40% less
     time than a regex per query (0.07 s for the benchmark's 168k)."""
-    if "\n".join(norms).isascii():
-        return _ascii_signatures(norms)
+    joined = "\n".join(norms)
+    if joined.isascii():
+        return _ascii_signatures(norms, joined)
     is_ascii = list(map(str.isascii, norms))
     signatures = [""] * len(norms)
     for at, found in ((list(compress(range(len(norms)), is_ascii)), _ascii_signatures),
@@ -71,8 +72,9 @@ def digit_signatures(norms: list[str]) -> list[str]:
     return signatures
 
 
-def _ascii_signatures(texts: list[str]) -> list[str]:
-    joined = "\n".join(texts)
+def _ascii_signatures(texts: list[str], joined: str | None = None) -> list[str]:
+    """`joined`: the texts joined by newlines, if already made."""
+    joined = "\n".join(texts) if joined is None else joined
     if not texts or joined.count("\n") != len(texts) - 1:  # none, or a text with a newline of its own
         return _regex_signatures(texts)
     return list(map(" ".join, map(str.split, joined.encode().translate(_ONLY_DIGITS).decode().split("\n"))))

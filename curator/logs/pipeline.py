@@ -340,8 +340,9 @@ def _run(ws, sources: list[Source], settings: _Settings, callbacks, helper, over
     if deferred:
         _settle(*deferred, seen_fingerprints, None if opts.force else known, settings.window)
     stage(f"Queueing {len(chosen):,} clusters")
-    _look_up_users(chosen, [r.users_of for r in reads if r.users_of])
-    _look_up_details(chosen, [r.details_of for r in reads if r.details_of])
+    group_of = {raw: g for item in chosen for g in item.groups for raw in g.raws}  # exact query -> its group
+    _look_up_users(chosen, group_of, [r.users_of for r in reads if r.users_of])
+    _look_up_details(group_of, [r.details_of for r in reads if r.details_of])
 
     files = [r.source.label for r in reads]
     import_id = sha256_hex("".join(sorted(r.fingerprint for r in reads)))[:12]
@@ -732,13 +733,12 @@ def _fold(text: str) -> dict[int, str]:
     return table
 
 
-def _look_up_users(chosen: list[_ClusterItem], lookups) -> None:
+def _look_up_users(chosen: list[_ClusterItem], group_of: dict[str, _Group], lookups) -> None:
     """Users of the queued clusters, from readers that count them on demand (duckdb):
     first what their counting pass settled, then an exact look-up for the rest, except
     in clusters that already have USERS_CAP users (nothing can change what they show)."""
     if not lookups:
         return
-    group_of = {raw: g for item in chosen for g in item.groups for raw in g.raws}
     unsettled = []
     for users_of in lookups:
         found, left = users_of.settled(set(group_of))
@@ -751,13 +751,10 @@ def _look_up_users(chosen: list[_ClusterItem], lookups) -> None:
             group_of[raw].add_users(users)
 
 
-def _look_up_details(chosen: list[_ClusterItem], lookups) -> None:
+def _look_up_details(group_of: dict[str, _Group], lookups) -> None:
     """First and last seen, lines without results and latency of the queued clusters'
-    queries, from readers that keep them for the queries asked about (duckdb), beside
-    what the python reader's lines gave."""
-    if not lookups:
-        return
-    group_of = {raw: g for item in chosen for g in item.groups for raw in g.raws}
+    queries (`group_of`: exact query -> its group), from readers that keep them for the
+    queries asked about (duckdb), beside what the python reader's lines gave."""
     for details_of in lookups:
         for raw, d in details_of(set(group_of)).items():
             g = group_of[raw]
@@ -791,9 +788,10 @@ def _kept(grouped: _Grouped, min_length: int, max_length: int, noise, summary: I
             reasons[j] = reason
 
     # a later rule wins over an earlier one
-    mark(map(_URL_OR_REPEATED.match, surfaces), "noise (URL, probe or repeated character)")
+    noise_reason = "noise (URL, probe or repeated character)"
+    mark(map(_URL_OR_REPEATED.match, surfaces), noise_reason)
     for j in _probes_at(surfaces):
-        reasons[j] = "noise (URL, probe or repeated character)"
+        reasons[j] = noise_reason
     for p in noise:
         mark(map(p.search, surfaces), "noise pattern")
         mark(map(p.search, norms), "noise pattern")
