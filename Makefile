@@ -30,8 +30,10 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q
 
+## ruff over the code, tests and benchmarks; mypy over curator/ (settings in pyproject.toml).
 lint: $(STAMP)
 	$(BIN)/ruff check curator tests bench
+	$(BIN)/mypy
 
 ## Benchmarks against their anchors (need ../shared/corpora; results in docs/benchmarks.md).
 bench: $(STAMP)

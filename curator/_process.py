@@ -14,21 +14,13 @@ from contextlib import contextmanager
 def paused_gc() -> Iterator[None]:
     """Pause the cyclic garbage collector while making many records that hold no cycles
     (question-set lines, run files, log queries): at 200k lines or a 1M-line run its
-    repeated full scans cost more than the parsing itself (docs/export.md).
-
-    Afterwards what was made meanwhile is handed to the oldest generation; left in the
-    youngest, the next allocation would scan all of it once (0.1 s after a 1M-line run).
-    A process that froze its own objects (the review app, after startup) keeps them frozen.
-    """
+    repeated full scans cost more than the parsing itself (docs/benchmarks.md)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
-            if not gc.get_freeze_count():
-                gc.freeze()
-                gc.unfreeze()
             gc.enable()
 
 
