@@ -20,7 +20,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from curator.cli.main import cli, console, err_console, json_option, long_lived, pass_ws, print_json
+from curator.cli.main import cli, console, err_console, json_option, pass_ws, print_json
 from curator.errors import EXIT_PARTIAL, CuratorError
 
 
@@ -67,13 +67,11 @@ def _pairs(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--engine", type=click.Choice(["auto", "duckdb", "python"]),
               help="Who reads JSON Lines and Parquet: DuckDB (fast), the python readers, or auto "
                    "(DuckDB where the input allows) [logs.engine, default auto].")
-@click.option("--workers", type=click.IntRange(0), default=0,
-              help="Python engine: processes for big files (0: one per core).")
 @json_option
 @pass_ws
 def import_logs_cmd(ws, paths: tuple[str, ...], fmt: str, query_field, count_field, time_field, user_field,
                     hits_field, clicks_field, param, since, until, similarity, min_count, min_length,
-                    max_length, noise, redact, sample, limit, seed, dry_run, force, engine, workers,
+                    max_length, noise, redact, sample, limit, seed, dry_run, force, engine,
                     as_json: bool) -> None:
     """Mine real queries from search logs into the review queue.
 
@@ -98,23 +96,18 @@ def import_logs_cmd(ws, paths: tuple[str, ...], fmt: str, query_field, count_fie
         zcat search.jsonl.gz | curator import-logs - --format jsonl --json
     """
     from curator.logs import ImportOptions, import_logs
-    from curator.logs.helper import helper
-
-    long_lived()  # with the import's modules loaded
 
     options = ImportOptions(
         format=fmt, query_field=query_field, count_field=count_field, time_field=time_field,
         user_field=user_field, hits_field=hits_field, clicks_field=clicks_field, param=param,
         since=since, until=until, similarity=similarity, min_count=min_count, min_length=min_length,
         max_length=max_length, noise=list(noise), redact=_pairs(redact), sample=sample, limit=limit,
-        seed=seed, dry_run=dry_run, force=force, workers=workers, engine=engine,
+        seed=seed, dry_run=dry_run, force=force, engine=engine,
     )
     typed = "-" in paths and sys.stdin.isatty()  # `-` at a prompt: say what it waits for, draw no bar over it
     if typed:
         err_console.print("[dim]Reading queries from the terminal, one per line; end with Ctrl-D.[/]")
-    # the helper process first: it is forked while this process has one thread (the
-    # progress bar's refresh is another)
-    with helper() as process, Progress(
+    with Progress(
         TextColumn("{task.description}"), BarColumn(), _ForReading(DownloadColumn()),
         _ForReading(TransferSpeedColumn()), TimeElapsedColumn(), console=err_console, transient=True,
         disable=as_json or typed or not sys.stderr.isatty(),
@@ -133,7 +126,7 @@ def import_logs_cmd(ws, paths: tuple[str, ...], fmt: str, query_field, count_fie
 
         summary = import_logs(
             ws, list(paths), options, progress=lambda n: bar.advance(task, n), on_file=on_file,
-            on_stage=on_stage, helper=process,
+            on_stage=on_stage,
         )
     if as_json:
         print_json(summary.to_dict())

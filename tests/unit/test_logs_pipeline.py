@@ -13,8 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from curator.corpus import add_paths
 from curator.errors import EXIT_PARTIAL, InputError
@@ -411,9 +409,9 @@ def test_an_interrupted_duckdb_query_is_a_keyboard_interrupt() -> None:
     DuckDB seconds to notice); either is the KeyboardInterrupt the CLI turns into 130."""
     import threading
 
-    from curator.logs import duck
+    from curator.logs.duck_sql import Reader
 
-    reader = duck.Reader(lambda _fraction: None)
+    reader = Reader(lambda _fraction: None)
     timer = threading.Timer(0.3, reader.con.interrupt)
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -587,22 +585,10 @@ def test_queries_typed_at_a_terminal_end_with_one_ctrl_d(cws) -> None:
     assert sorted(p["query"] for p in json.loads(out)["preview"]) == ["dhl cutoff time", "label backlog"]
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.text(alphabet="<'= 1orSELECTselectunionalſKıİé\n", max_size=24), max_size=12))
-def test_the_probe_filter_over_all_queries_finds_what_one_search_each_finds(texts: list[str]) -> None:
-    """`_probes_at` searches only the texts that can hold a probe; it must find exactly
-    what searching every text finds, whatever the case and in texts that are not ASCII."""
-    from curator.logs.pipeline import _PROBE, _probes_at
-
-    assert _probes_at(texts) == [k for k, t in enumerate(texts) if _PROBE.search(t)]  # with newlines
-    texts = [" ".join(t.split()) for t in texts]  # as the pipeline has them: no newline
-    assert _probes_at(texts) == [k for k, t in enumerate(texts) if _PROBE.search(t)]
-
-
 def test_the_probe_filter_finds_each_kind_of_probe_and_leaves_the_rest() -> None:
-    from curator.logs.pipeline import _probes_at
+    from curator.logs.grouping import _PROBE
 
     texts = ["dhl cutoff", "x' OR '1'='1", "it's or 12 labels", "1 UnIoN aLl SeLeCt pw", "selection of labels",
              "<SCRIPT>alert(1)</script>", "union select", "ſelect union", "café' or 1=1", "union ſelect",
              "<script>", "<script>", "' or 1=1", "' or 1=1"]  # one right after another, at the start
-    assert _probes_at(texts) == [1, 3, 5, 6, 8, 9, 10, 11, 12, 13]
+    assert [k for k, t in enumerate(texts) if _PROBE.search(t)] == [1, 3, 5, 6, 8, 9, 10, 11, 12, 13]
