@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import RenderableType
@@ -22,6 +23,11 @@ from rich.table import Table
 
 from curator.cli.main import cli, console, err_console, json_option, pass_ws, print_json
 from curator.errors import EXIT_PARTIAL, CuratorError
+
+if TYPE_CHECKING:
+    from curator.logs import ImportSummary
+    from curator.logs.sources import Source
+    from curator.workspace import Workspace
 
 
 def _pairs(values: tuple[str, ...]) -> dict[str, str]:
@@ -69,10 +75,13 @@ def _pairs(values: tuple[str, ...]) -> dict[str, str]:
                    "(DuckDB where the input allows) [logs.engine, default auto].")
 @json_option
 @pass_ws
-def import_logs_cmd(ws, paths: tuple[str, ...], fmt: str, query_field, count_field, time_field, user_field,
-                    hits_field, clicks_field, param, since, until, similarity, min_count, min_length,
-                    max_length, noise, redact, sample, limit, seed, dry_run, force, engine,
-                    as_json: bool) -> None:
+def import_logs_cmd(ws: Workspace, paths: tuple[str, ...], fmt: str, query_field: str | None,
+                    count_field: str | None, time_field: str | None, user_field: str | None,
+                    hits_field: str | None, clicks_field: str | None, param: str | None, since: str | None,
+                    until: str | None, similarity: float | None, min_count: int | None,
+                    min_length: int | None, max_length: int | None, noise: tuple[str, ...],
+                    redact: tuple[str, ...], sample: str | None, limit: int | None, seed: int | None,
+                    dry_run: bool, force: bool, engine: str | None, as_json: bool) -> None:
     """Mine real queries from search logs into the review queue.
 
     Reads JSON Lines (any field, auto-detected), CSV/TSV with a header, plain text
@@ -115,7 +124,7 @@ def import_logs_cmd(ws, paths: tuple[str, ...], fmt: str, query_field, count_fie
         task = bar.add_task("Reading", total=None, reading=True)
         stage = bar.add_task("", total=None, visible=False, reading=False)  # no measure of how far: it pulses
 
-        def on_file(source, size: int | None) -> None:
+        def on_file(source: Source, size: int | None) -> None:
             bar.update(stage, visible=False)
             bar.update(task, description=f"Reading {escape(source.label[-50:])}", total=size, completed=0,
                        visible=True)
@@ -150,7 +159,7 @@ class _ForReading(ProgressColumn):
 SKIPPED_SHOWN = 5  # files skipped for one reason that are named; the rest are counted (all in --json)
 
 
-def _print(s) -> None:
+def _print(s: ImportSummary) -> None:
     skipped = Counter(f.status for f in s.files if f.status != "imported")
     shown: Counter[str] = Counter()
     for f in s.files:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -124,7 +125,7 @@ class Aggregate:
                     mine_rej.lines.append(line + line_offset)
 
 
-def add_ids(target: Counter[str], ids, n: int, counts: Counter[str] | None = None) -> None:
+def add_ids(target: Counter[str], ids: Iterable[str], n: int, counts: Counter[str] | None = None) -> None:
     for i in ids:
         if i in target or len(target) < IDS_CAP:
             target[i] += counts[i] if counts is not None else n
@@ -148,6 +149,7 @@ def parse_time(value: object) -> str | None:
         return None
     if text.replace(".", "", 1).isdigit():
         return parse_time(float(text))
+    parsed: datetime | None
     try:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:

@@ -156,7 +156,8 @@ class Clusters:
         return np.add.reduceat(np.asarray(counts, dtype=np.int64)[self.members_in], self.starts[:-1]).tolist()
 
 
-def _best_leaders(keys: list[str], sides, similarity: float) -> list[tuple[int, int]]:
+def _best_leaders(keys: list[str], sides: tuple[dict[str, _Block], dict[str, _Block]],
+                  similarity: float) -> list[tuple[int, int]]:
     """(position in `keys`, leader) for each key with a leader within `similarity`: the
     first best, as `extractOne` over the head block's then the tail block's leaders
     would find it. `sides`: the head blocks, then the tail blocks. One `cdist` per block."""

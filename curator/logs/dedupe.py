@@ -104,8 +104,8 @@ class KeyBlock:
         # ratio = 100 (1 - indel / (la + lb)) and indel >= |la - lb|: only keys in this
         # length window can reach the cutoff (one character wider, against rounding)
         t = similarity / 100
-        lo = np.searchsorted(self.lengths, length * t / (2 - t) - 1, "left")
-        hi = np.searchsorted(self.lengths, length * (2 - t) / t + 1, "right") if t > 0 else len(self.keys)
+        lo = int(np.searchsorted(self.lengths, length * t / (2 - t) - 1, "left"))
+        hi = int(np.searchsorted(self.lengths, length * (2 - t) / t + 1, "right")) if t > 0 else len(self.keys)
         found: list[tuple[int, str]] = []
         rows = max(1, CELLS // max(1, hi - lo))  # a big queue or set: bounded score matrices
         for start in range(0, len(keys) if lo < hi else 0, rows):

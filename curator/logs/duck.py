@@ -27,6 +27,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import IO
 
 from curator.errors import InputError
 from curator.logs.aggregate import Aggregate, add_ids
@@ -112,7 +113,7 @@ def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, 
     return FileRead(source, fmt, fingerprint.result(agg.lines), agg, handler.fields.given(), "duckdb", users_of)
 
 
-def first_lines(source, source_sql: str, what: str, rows: int = 2000) -> bytes:
+def first_lines(source: Source, source_sql: str, what: str, rows: int = 2000) -> bytes:
     """The first lines (Parquet: rows as JSON) as DuckDB reads them, for guessing field
     names where Python cannot look itself (Parquet; zstd without `zstandard`)."""
     import duckdb
@@ -240,8 +241,8 @@ def refused(reader: Reader) -> list[tuple[int, int]]:
     ).fetchall()
 
 
-def leftovers(reader: Reader, source_sql: str, sql: JsonSql, doubtful: int, refused_lines, raw_line,
-              handler: JsonlHandler) -> Aggregate:
+def leftovers(reader: Reader, source_sql: str, sql: JsonSql, doubtful: int, refused_lines: list[tuple[int, int]],
+              raw_line: Callable[[int], bytes], handler: JsonlHandler) -> Aggregate:
     """The python reader's verdict on every line DuckDB did not count, in line order.
     `raw_line(offset)` gives the bytes of a refused line."""
     agg = Aggregate()
@@ -367,7 +368,9 @@ class _RawLines:
     def __init__(self, source: Source, max_line: int) -> None:
         self.max_line = max_line
         self.seekable = source.compression is None
+        self.stream: IO[bytes]
         if self.seekable:
+            assert source.path is not None
             self.stream = source.path.open("rb")
         else:
             try:
@@ -377,10 +380,10 @@ class _RawLines:
         self.position = 0  # of the stream, when not seekable: where `ahead` starts
         self.ahead = bytearray()  # read past the last line asked for: the next may be in it
 
-    def __enter__(self):
+    def __enter__(self) -> Callable[[int], bytes]:
         return self.line_at
 
-    def __exit__(self, *_exc) -> None:
+    def __exit__(self, *_exc: object) -> None:
         self.stream.close()
 
     def line_at(self, offset: int) -> bytes:

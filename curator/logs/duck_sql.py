@@ -17,7 +17,7 @@ from typing import Any
 
 from curator.errors import CuratorError
 from curator.logs.fields import Fields
-from curator.logs.jsonl import NOT_JSON_WORDS
+from curator.logs.jsonl import MAX_DEPTH, NOT_JSON_WORDS
 from curator.logs.lines import Window
 
 MEMORY_LIMIT = "256MB"  # counting per query (pass 1)
@@ -122,8 +122,9 @@ class JsonSql:
             *(_not_twice(key) for key in sorted(keys)),
             # a key spelled with escapes ("q\u0075ery") may be a second query key
             f"CASE WHEN contains(line, '\\u') THEN NOT regexp_matches(line, {quote(_ESCAPED_KEY)}) ELSE TRUE END",
-            # deeper than the python reader's parsers go (1,000 brackets: a superset)
-            "CASE WHEN strlen(line) >= 1000 THEN strlen(line) - strlen(translate(line, '[{', '')) < 1000 ELSE TRUE END",
+            # maybe nested deeper than MAX_DEPTH (a superset: MAX_DEPTH brackets or more)
+            f"CASE WHEN strlen(line) >= {MAX_DEPTH} "
+            f"THEN strlen(line) - strlen(translate(line, '[{{', '')) < {MAX_DEPTH} ELSE TRUE END",
             # an `_source` field: the python reader unwraps it (the last one, if twice)
             _unless("f_source IS NULL", _not_twice('"_source"') + (" AND NOT starts_with(f_source, '{')"
                                                                    if self.literal else ""))

@@ -121,7 +121,7 @@ def settle(opts: ImportOptions, cfg: LogsConfig) -> Settings:
         raise CuratorError(f"unknown engine {opts.engine!r}; expected one of {', '.join(ENGINES)}")
     if opts.sample not in SAMPLERS:
         raise CuratorError(f"unknown sampler {opts.sample!r}; expected one of {', '.join(SAMPLERS)}")
-    if opts.limit < 0:
+    if opts.limit is None or opts.limit < 0:
         raise CuratorError("--limit must be 0 (no limit) or more")
     if opts.sample != "top" and opts.seed is None:
         opts = replace(opts, seed=random.SystemRandom().randrange(1 << 31))

@@ -9,7 +9,7 @@ the budget (sample) -> candidates and the queue (candidates, imports).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,7 +42,7 @@ PREVIEW = 50
 
 def import_logs(
     ws: Workspace,
-    paths: list[str | Path],
+    paths: Sequence[str | Path],
     options: ImportOptions | None = None,
     progress: Progress | None = None,
     on_file: Callable[[Source, int | None], None] | None = None,

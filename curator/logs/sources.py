@@ -14,7 +14,7 @@ import io
 import os
 import sys
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -70,7 +70,7 @@ class Source:
         return self.path.stat().st_size if self.path else None
 
 
-def expand(paths: list[str | os.PathLike[str]]) -> list[Source]:
+def expand(paths: Sequence[str | os.PathLike[str]]) -> list[Source]:
     """Files named, globbed, or inside named folders (not hidden ones); `-` is standard
     input. Every pattern must match something and every file must be readable."""
     sources: list[Source] = []
@@ -119,7 +119,7 @@ class BlockHasher:
         self._h = hashlib.sha256()
         self._filled = 0
 
-    def update(self, data: bytes) -> None:
+    def update(self, data: bytes | memoryview) -> None:
         view = memoryview(data)
         while view:
             take = min(len(view), BLOCK - self._filled)
@@ -152,7 +152,7 @@ class _HashingReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int:  # type: ignore[override]
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]  # io's stub: a WriteableBuffer
         data = self.raw.read(len(buffer))
         if not data:
             return 0
@@ -181,7 +181,7 @@ def open_stream(source: Source, hasher: BlockHasher, progress: Progress) -> IO[b
                 "is zstd-compressed and the `zstandard` package is not installed",
                 hint="pip install zstandard, or decompress it first (zstd -d).",
             ) from None
-        return zstandard.ZstdDecompressor().stream_reader(counted)  # type: ignore[return-value]
+        return zstandard.ZstdDecompressor().stream_reader(counted)
     return counted
 
 
@@ -246,7 +246,7 @@ def read_head(source: Source) -> bytes:
         raise InputError(source.label, f"cannot read: {exc}") from None
 
 
-def _read_up_to(stream: IO[bytes], n: int, damaged: str | None = None) -> bytes:
+def _read_up_to(stream: IO[bytes] | gzip.GzipFile, n: int, damaged: str | None = None) -> bytes:
     """Up to n bytes; a truncated or damaged compressed stream gives what it had (the
     reader reports the damage), unless that is nothing and `damaged` names the file: a
     gzip file damaged before anything in it can be read is an InputError."""
@@ -272,7 +272,7 @@ class _Prefixed(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int:  # type: ignore[override]
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]  # io's stub: a WriteableBuffer
         if self.prefix:
             n = min(len(buffer), len(self.prefix))
             buffer[:n] = self.prefix[:n]
