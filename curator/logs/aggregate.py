@@ -87,8 +87,8 @@ class Aggregate:
             acc[0] += latency * n
             acc[1] += n
 
-    def merge(self, other: Aggregate, line_offset: int = 0) -> None:
-        """Add `other` (whose line numbers start after `line_offset` lines) to this one."""
+    def merge(self, other: Aggregate) -> None:
+        """Add `other` (another file's, or the lines another reader handled) to this one."""
         self.counts.update(other.counts)
         for q, ts in other.first.items():
             seen = self.first.get(q)
@@ -122,7 +122,7 @@ class Aggregate:
             mine_rej.count += rej.count
             for line in rej.lines:
                 if len(mine_rej.lines) < REJECT_SAMPLES:
-                    mine_rej.lines.append(line + line_offset)
+                    mine_rej.lines.append(line)
 
 
 def add_ids(target: Counter[str], ids: Iterable[str], n: int, counts: Counter[str] | None = None) -> None:
