@@ -48,7 +48,8 @@ def child(tree: str, ws_path: str, log: str) -> None:
         return run
 
     pipeline._choose = timed("choose", pipeline._choose)
-    pipeline._candidates = timed("candidates", pipeline._candidates)
+    made_by = "_candidates" if hasattr(pipeline, "_candidates") else "candidates"  # before / after issue 18
+    setattr(pipeline, made_by, timed("candidates", getattr(pipeline, made_by)))
     summary = pipeline.import_logs(Workspace.open(ws_path), [log], limit=0, dry_run=True, force=True).to_dict()
     candidates = [c.model_dump(mode="json") for c in made["candidates"]]
     for c in candidates:  # a cluster shows at most 100 users since 0346618 (before: up to 200)

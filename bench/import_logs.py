@@ -139,7 +139,7 @@ def main() -> int:
 
     def curator_pps() -> float:
         # a sample that reaches queries asked a few times by several people: their users
-        # are counted by a second DuckDB pass (docs/logs.md, Engines)
+        # are counted by a second DuckDB pass (curator/logs/duck_users.py)
         return run_curator(["--sample", "pps", "--seed", "1"], "curator-pps")
 
     duck_sql = (

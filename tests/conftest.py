@@ -30,23 +30,14 @@ def ws(tmp_path: Path):
 
 
 def seen(read, query: str) -> tuple[str | None, str | None]:
-    """A query's first and last seen as the pipeline takes them from a FileRead: from the
-    lines the python reader handled (agg) and what DuckDB counted (details_of, on demand)."""
-    counted = read.details_of({query}).get(query) if read.details_of else None
-    firsts = [t for t in (read.agg.first.get(query), counted and counted.first) if t]
-    lasts = [t for t in (read.agg.last.get(query), counted and counted.last) if t]
-    return min(firsts, default=None), max(lasts, default=None)
+    """A query's first and last seen as the pipeline takes them from a FileRead."""
+    return read.agg.first.get(query), read.agg.last.get(query)
 
 
 def latency_and_zero(read, query: str) -> tuple[list[float] | None, int]:
-    """A query's latency [sum, lines] and lines without results, from both readers."""
+    """A query's latency [sum, lines] and lines without results, as a FileRead has them."""
     lat = list(read.agg.latency.get(query, [0.0, 0]))
-    zero = read.agg.zero_results.get(query, 0)
-    counted = read.details_of({query}).get(query) if read.details_of else None
-    if counted:
-        lat = [lat[0] + counted.latency_sum, lat[1] + counted.latency_n]
-        zero += counted.zero_results
-    return (lat if lat[1] else None), zero
+    return (lat if lat[1] else None), read.agg.zero_results.get(query, 0)
 
 
 def write(root: Path, files: dict[str, str | bytes]) -> Path:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import RenderableType
@@ -20,8 +21,13 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from curator.cli.main import cli, console, err_console, json_option, long_lived, pass_ws, print_json
+from curator.cli.main import cli, console, err_console, json_option, pass_ws, print_json
 from curator.errors import EXIT_PARTIAL, CuratorError
+
+if TYPE_CHECKING:
+    from curator.logs import ImportSummary
+    from curator.logs.sources import Source
+    from curator.workspace import Workspace
 
 
 def _pairs(values: tuple[str, ...]) -> dict[str, str]:
@@ -67,14 +73,15 @@ def _pairs(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--engine", type=click.Choice(["auto", "duckdb", "python"]),
               help="Who reads JSON Lines and Parquet: DuckDB (fast), the python readers, or auto "
                    "(DuckDB where the input allows) [logs.engine, default auto].")
-@click.option("--workers", type=click.IntRange(0), default=0,
-              help="Python engine: processes for big files (0: one per core).")
 @json_option
 @pass_ws
-def import_logs_cmd(ws, paths: tuple[str, ...], fmt: str, query_field, count_field, time_field, user_field,
-                    hits_field, clicks_field, param, since, until, similarity, min_count, min_length,
-                    max_length, noise, redact, sample, limit, seed, dry_run, force, engine, workers,
-                    as_json: bool) -> None:
+def import_logs_cmd(ws: Workspace, paths: tuple[str, ...], fmt: str, query_field: str | None,
+                    count_field: str | None, time_field: str | None, user_field: str | None,
+                    hits_field: str | None, clicks_field: str | None, param: str | None, since: str | None,
+                    until: str | None, similarity: float | None, min_count: int | None,
+                    min_length: int | None, max_length: int | None, noise: tuple[str, ...],
+                    redact: tuple[str, ...], sample: str | None, limit: int | None, seed: int | None,
+                    dry_run: bool, force: bool, engine: str | None, as_json: bool) -> None:
     """Mine real queries from search logs into the review queue.
 
     Reads JSON Lines (any field, auto-detected), CSV/TSV with a header, plain text
@@ -98,23 +105,18 @@ def import_logs_cmd(ws, paths: tuple[str, ...], fmt: str, query_field, count_fie
         zcat search.jsonl.gz | curator import-logs - --format jsonl --json
     """
     from curator.logs import ImportOptions, import_logs
-    from curator.logs.helper import helper
-
-    long_lived()  # with the import's modules loaded
 
     options = ImportOptions(
         format=fmt, query_field=query_field, count_field=count_field, time_field=time_field,
         user_field=user_field, hits_field=hits_field, clicks_field=clicks_field, param=param,
         since=since, until=until, similarity=similarity, min_count=min_count, min_length=min_length,
         max_length=max_length, noise=list(noise), redact=_pairs(redact), sample=sample, limit=limit,
-        seed=seed, dry_run=dry_run, force=force, workers=workers, engine=engine,
+        seed=seed, dry_run=dry_run, force=force, engine=engine,
     )
     typed = "-" in paths and sys.stdin.isatty()  # `-` at a prompt: say what it waits for, draw no bar over it
     if typed:
         err_console.print("[dim]Reading queries from the terminal, one per line; end with Ctrl-D.[/]")
-    # the helper process first: it is forked while this process has one thread (the
-    # progress bar's refresh is another)
-    with helper() as process, Progress(
+    with Progress(
         TextColumn("{task.description}"), BarColumn(), _ForReading(DownloadColumn()),
         _ForReading(TransferSpeedColumn()), TimeElapsedColumn(), console=err_console, transient=True,
         disable=as_json or typed or not sys.stderr.isatty(),
@@ -122,7 +124,7 @@ def import_logs_cmd(ws, paths: tuple[str, ...], fmt: str, query_field, count_fie
         task = bar.add_task("Reading", total=None, reading=True)
         stage = bar.add_task("", total=None, visible=False, reading=False)  # no measure of how far: it pulses
 
-        def on_file(source, size: int | None) -> None:
+        def on_file(source: Source, size: int | None) -> None:
             bar.update(stage, visible=False)
             bar.update(task, description=f"Reading {escape(source.label[-50:])}", total=size, completed=0,
                        visible=True)
@@ -133,7 +135,7 @@ def import_logs_cmd(ws, paths: tuple[str, ...], fmt: str, query_field, count_fie
 
         summary = import_logs(
             ws, list(paths), options, progress=lambda n: bar.advance(task, n), on_file=on_file,
-            on_stage=on_stage, helper=process,
+            on_stage=on_stage,
         )
     if as_json:
         print_json(summary.to_dict())
@@ -157,7 +159,7 @@ class _ForReading(ProgressColumn):
 SKIPPED_SHOWN = 5  # files skipped for one reason that are named; the rest are counted (all in --json)
 
 
-def _print(s) -> None:
+def _print(s: ImportSummary) -> None:
     skipped = Counter(f.status for f in s.files if f.status != "imported")
     shown: Counter[str] = Counter()
     for f in s.files:

@@ -1,7 +1,7 @@
-"""Mining search logs into review candidates: readers (one module per format),
-normalise, redact, cluster, sample, and the `import_logs` pipeline."""
+"""Mining search logs into review candidates: sources, readers (one module per format,
+and the DuckDB engine), counting, grouping and redaction, clustering, de-duplication,
+sampling, and the `import_logs` pipeline that runs them in that order."""
 
 from curator.logs.pipeline import FileSummary, ImportOptions, ImportSummary, import_logs
-from curator.logs.redact import Redactor, detect, redact
 
-__all__ = ["FileSummary", "ImportOptions", "ImportSummary", "Redactor", "detect", "import_logs", "redact"]
+__all__ = ["FileSummary", "ImportOptions", "ImportSummary", "import_logs"]

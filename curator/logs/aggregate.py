@@ -1,7 +1,7 @@
 """Per exact query string: how often, when, by how many people, which results.
 
-Readers feed an `Aggregate`; workers reading parts of one file each fill their own and
-the parts are merged. Timestamps are kept as `YYYY-MM-DDTHH:MM:SS` strings (UTC), which
+Readers feed an `Aggregate`; the aggregates of several files (or of DuckDB's lines and
+the python reader's) are merged. Timestamps are kept as `YYYY-MM-DDTHH:MM:SS` strings (UTC), which
 compare correctly as strings.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -45,9 +46,6 @@ class Aggregate:
     parsed: int = 0  # lines that gave a query
     ignored: Counter[str] = field(default_factory=Counter)  # fine lines that are not searches
     rejected: dict[str, Rejects] = field(default_factory=dict)
-    # Where every query was screened for personal data (DuckDB's read-back: pipeline's
-    # SCREEN), the ones that may hold some; None: not screened, any may.
-    suspects: set[str] | None = None
 
     def reject(self, reason: str, line: int, n: int = 1) -> None:
         self.rejected.setdefault(reason, Rejects()).add(line, n)
@@ -79,9 +77,9 @@ class Aggregate:
             if len(known) < USERS_CAP:
                 known.add(user)
         if hits:
-            _add_ids(self.hits.setdefault(query, Counter()), hits, n)
+            add_ids(self.hits.setdefault(query, Counter()), hits, n)
         if clicks:
-            _add_ids(self.clicks.setdefault(query, Counter()), clicks, n)
+            add_ids(self.clicks.setdefault(query, Counter()), clicks, n)
         if results == 0:
             self.zero_results[query] += n
         if latency is not None:
@@ -89,11 +87,8 @@ class Aggregate:
             acc[0] += latency * n
             acc[1] += n
 
-    def merge(self, other: Aggregate, line_offset: int = 0) -> None:
-        """Add `other` (whose line numbers start after `line_offset` lines) to this one."""
-        if self.suspects is not None or other.suspects is not None:  # what was not screened is suspect
-            mine = set(self.counts) if self.suspects is None else self.suspects
-            self.suspects = mine | (set(other.counts) if other.suspects is None else other.suspects)
+    def merge(self, other: Aggregate) -> None:
+        """Add `other` (another file's, or the lines another reader handled) to this one."""
         self.counts.update(other.counts)
         for q, ts in other.first.items():
             seen = self.first.get(q)
@@ -111,7 +106,7 @@ class Aggregate:
                 known.add(u)
         for mine, theirs in ((self.hits, other.hits), (self.clicks, other.clicks)):
             for q, ids in theirs.items():
-                _add_ids(mine.setdefault(q, Counter()), ids, 1, counts=ids)
+                add_ids(mine.setdefault(q, Counter()), ids, 1, counts=ids)
         self.zero_results.update(other.zero_results)
         for q, (total, n) in other.latency.items():
             acc = self.latency.setdefault(q, [0.0, 0])
@@ -127,10 +122,10 @@ class Aggregate:
             mine_rej.count += rej.count
             for line in rej.lines:
                 if len(mine_rej.lines) < REJECT_SAMPLES:
-                    mine_rej.lines.append(line + line_offset)
+                    mine_rej.lines.append(line)
 
 
-def _add_ids(target: Counter[str], ids, n: int, counts: Counter[str] | None = None) -> None:
+def add_ids(target: Counter[str], ids: Iterable[str], n: int, counts: Counter[str] | None = None) -> None:
     for i in ids:
         if i in target or len(target) < IDS_CAP:
             target[i] += counts[i] if counts is not None else n
@@ -154,6 +149,7 @@ def parse_time(value: object) -> str | None:
         return None
     if text.replace(".", "", 1).isdigit():
         return parse_time(float(text))
+    parsed: datetime | None
     try:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:

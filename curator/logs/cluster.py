@@ -17,19 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import compress, repeat
-from operator import add, itemgetter, not_
-from typing import TYPE_CHECKING
 
 from rapidfuzz import fuzz, process
 
 from curator.logs.normalise import compare_keys, digit_signatures
 
-if TYPE_CHECKING:
-    from curator.logs.helper import Helper
-
 BLOCK_LEADERS = 32
-PARALLEL_MIN = 20_000  # queries with digits worth a helper's time (it costs ~20 ms)
 
 
 @dataclass(slots=True)
@@ -53,34 +46,19 @@ class _Block:
 _NONE = _Block()  # a block nobody has led yet (never added to)
 
 
-def cluster(norms: list[str], counts: list[int], similarity: float, helper: Helper | None = None) -> Clusters:
+def cluster(norms: list[str], counts: list[int], similarity: float) -> Clusters:
     """Clusters of `norms` (normalised, distinct); each member index appears once.
     `similarity` is a rapidfuzz ratio (0-100) over the comparison forms; 100 joins
-    only word-order and punctuation variants. With a `helper` process, the queries with
-    digits are clustered there: they share no block and no comparison form with the
-    others (both keep the digits), so the two parts are exactly the whole."""
-    # most frequent first, ties by text: two sorts (the second is stable, also reversed)
-    # with C-level keys are three times faster than one with a tuple key
+    only word-order and punctuation variants."""
+    # most frequent first, ties by text: two sorts (the second is stable)
     order = sorted(range(len(norms)), key=norms.__getitem__)
     order.sort(key=counts.__getitem__, reverse=True)
     signatures = digit_signatures(norms)
-    with_digits = list(map(bool, map(signatures.__getitem__, order)))  # in visiting order
-    digits = list(compress(order, with_digits))
-    if helper is not None and len(digits) >= PARALLEL_MIN:
-        plain = list(compress(order, map(not_, with_digits)))
-        there = helper.run(_joins, *_visited(digits, norms, signatures), similarity)
-        parts = [(plain, _joins(*_visited(plain, norms, signatures), similarity)), (digits, there())]
-    else:
-        parts = [(order, _joins(*_visited(order, norms, signatures), similarity))]
+    joiners, joined = _joins([norms[i] for i in order], [signatures[i] for i in order], similarity)
     joins = [-1] * len(norms)  # query -> the query whose cluster it joins; -1: it leads one
-    for part, (joiners, joined) in parts:
-        for p, q in zip(joiners, joined, strict=True):
-            joins[part[p]] = part[q]
+    for p, q in zip(joiners, joined, strict=True):
+        joins[order[p]] = order[q]
     return Clusters(order, joins)
-
-
-def _visited(part: list[int], norms: list[str], signatures: list[str]) -> tuple[list[str], list[str]]:
-    return list(map(norms.__getitem__, part)), list(map(signatures.__getitem__, part))
 
 
 def _joins(norms: list[str], signatures: list[str], similarity: float) -> tuple[list[int], list[int]]:
@@ -88,9 +66,8 @@ def _joins(norms: list[str], signatures: list[str], similarity: float) -> tuple[
     queries that join another's cluster, and of the query each joins."""
     keys = compare_keys(norms)
     # block keys as strings (`digits|first five`), whose hashes are kept, unlike tuples'
-    digits = list(map(add, signatures, repeat("|")))
-    heads = list(map(add, digits, map(itemgetter(slice(5)), keys)))
-    tails = list(map(add, digits, map(itemgetter(slice(-5, None)), keys)))
+    heads = [f"{signature}|{key[:5]}" for signature, key in zip(signatures, keys, strict=True)]
+    tails = [f"{signature}|{key[-5:]}" for signature, key in zip(signatures, keys, strict=True)]
     head_blocks: dict[str, _Block] = {}
     tail_blocks: dict[str, _Block] = {}
     first_with: dict[str, int] = {}  # comparison form -> the first query that had it
@@ -179,7 +156,8 @@ class Clusters:
         return np.add.reduceat(np.asarray(counts, dtype=np.int64)[self.members_in], self.starts[:-1]).tolist()
 
 
-def _best_leaders(keys: list[str], sides, similarity: float) -> list[tuple[int, int]]:
+def _best_leaders(keys: list[str], sides: tuple[dict[str, _Block], dict[str, _Block]],
+                  similarity: float) -> list[tuple[int, int]]:
     """(position in `keys`, leader) for each key with a leader within `similarity`: the
     first best, as `extractOne` over the head block's then the tail block's leaders
     would find it. `sides`: the head blocks, then the tail blocks. One `cdist` per block."""
@@ -194,7 +172,7 @@ def _best_leaders(keys: list[str], sides, similarity: float) -> list[tuple[int, 
             if not positions:
                 continue
             scores = process.cdist(
-                list(map(keys.__getitem__, positions)), block.keys, scorer=fuzz.ratio, score_cutoff=similarity,
+                [keys[p] for p in positions], block.keys, scorer=fuzz.ratio, score_cutoff=similarity,
                 dtype=np.float64,
             )
             top = scores.argmax(axis=1)  # the first best

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterator
-from typing import IO
+from typing import IO, Any
 
 from curator.logs.aggregate import Aggregate, parse_time
 from curator.logs.fields import COUNT_REASON, GUESSES, Fields, as_count, as_number, id_list
@@ -95,10 +95,11 @@ def read_delimited(
 
         n = 1
         if "count" in col:
-            n = as_count(cell("count"))
-            if n is None:
+            count = as_count(cell("count"))
+            if count is None:
                 agg.reject(COUNT_REASON.format(fields.count), lineno)
                 continue
+            n = count
             if n == 0:
                 agg.ignored["count of 0"] += 1
                 continue
@@ -138,7 +139,7 @@ def _utf8(row: list[str]) -> bool:
     return True
 
 
-def _rows(reader, agg: Aggregate) -> Iterator[list[str]]:
+def _rows(reader: Any, agg: Aggregate) -> Iterator[list[str]]:
     while True:
         try:
             yield next(reader)

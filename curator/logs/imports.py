@@ -10,6 +10,9 @@ never queued twice, so lines read twice (windows that overlap) double no count.
 Each file's windows are kept merged in `log_imports.windows` (JSON: `[since, until]`
 pairs, `null` for an open end); a row without any (before windows were kept) counts
 as the whole file.
+
+This is the storage module of the `log_imports` table (created by migrations.py): it
+reads the table with sqlite-utils and writes it in one `ws.transaction()`.
 """
 
 from __future__ import annotations
@@ -18,9 +21,13 @@ import json
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from curator.logs.lines import Window
+
+if TYPE_CHECKING:
+    from curator.logs.python_reader import FileRead
+    from curator.workspace import Workspace
 
 Span = tuple[str | None, str | None]  # [since, until): None is an open end
 WHOLE: list[Span] = [(None, None)]
@@ -63,10 +70,10 @@ def quick_key(path: Path | None) -> str | None:
 class KnownImports:
     """The workspace's imported files, as they were when the import began."""
 
-    def __init__(self, ws) -> None:
+    def __init__(self, ws: Workspace) -> None:
         self.windows: dict[str, list[Span]] = {}  # fingerprint -> merged windows
         self.quick: dict[str, str] = {}  # quick key -> fingerprint
-        for row in ws.db.query("SELECT fingerprint, path, size, mtime_ns, windows FROM log_imports"):
+        for row in ws.db.table("log_imports").rows_where(select="fingerprint, path, size, mtime_ns, windows"):
             self.windows[row["fingerprint"]] = _spans(row["windows"])
             if row["path"]:
                 self.quick[f"{row['path']}|{row['size']}|{row['mtime_ns']}"] = row["fingerprint"]
@@ -86,19 +93,19 @@ class KnownImports:
         return fingerprint if fingerprint is not None and self.imported(fingerprint, window) else None
 
 
-def record(ws, reads: list[Any], window: Window, queued: int) -> None:
-    """Note each file read (a `FileRead`) as imported for `window`, besides the windows
-    it was imported for before."""
+def record(ws: Workspace, reads: list[FileRead], window: Window, queued: int) -> None:
+    """Note each file read as imported for `window`, besides the windows it was
+    imported for before."""
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     span = (window.since, window.until)
+    wanted = [read.fingerprint for read in reads]
     with ws.transaction():
         before = {
             row["fingerprint"]: _spans(row["windows"])
-            for row in ws.db.query(
-                f"SELECT fingerprint, windows FROM log_imports WHERE fingerprint IN ({', '.join('?' * len(reads))})",
-                [read.fingerprint for read in reads],
+            for row in ws.db.table("log_imports").rows_where(
+                f"fingerprint IN ({', '.join('?' * len(wanted))})", wanted, select="fingerprint, windows"
             )
-        } if reads else {}
+        } if wanted else {}
         rows = []
         for read in reads:
             path = read.source.path
@@ -118,7 +125,7 @@ def record(ws, reads: list[Any], window: Window, queued: int) -> None:
                     "windows": json.dumps(merged([*before.get(read.fingerprint, []), span])),
                 }
             )
-        ws.db["log_imports"].upsert_all(rows, pk="fingerprint")
+        ws.db.table("log_imports").upsert_all(rows, pk="fingerprint")
 
 
 def describe(windows: list[list[str | None]]) -> str | None:
@@ -129,10 +136,14 @@ def describe(windows: list[list[str | None]]) -> str | None:
 
     parts = []
     for since, until in windows:
-        if since is None and until is None:
-            return None
-        parts.append(f"up to {day(until)}" if since is None else f"from {day(since)} on" if until is None
-                     else f"{day(since)} to {day(until)}")
+        if since is None:
+            if until is None:
+                return None
+            parts.append(f"up to {day(until)}")
+        elif until is None:
+            parts.append(f"from {day(since)} on")
+        else:
+            parts.append(f"{day(since)} to {day(until)}")
     return ", ".join(parts)
 
 

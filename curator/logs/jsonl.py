@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
 from itertools import compress
 from operator import not_
 from typing import Any
@@ -54,19 +55,42 @@ _STRICT = json.JSONDecoder(
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
+# Arrays and objects nested deeper than this make a line broken JSON, whichever parser
+# reads it and on every Python: below orjson's own limit (1,024) and below what the
+# standard library's parser reaches before Python's recursion limit (3.11: about 990;
+# 3.12 and later take far more).
+MAX_DEPTH = 512
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+
+
+def check_depth(data: bytes | str) -> None:
+    """ValueError if `data` nests arrays or objects deeper than MAX_DEPTH. Only a line
+    with that many brackets is looked at closely (its strings left out)."""
+    raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
+    if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
+        return
+    depth = 0
+    for byte in _STRING.sub(b"", raw):
+        if byte in b"[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+        elif byte in b"]}":
+            depth -= 1
+
+
 def strict_loads(data: bytes | str) -> Any:
     """The standard library's parser held to what orjson accepts, so a log reads the same
     with or without orjson: NaN, Infinity, out-of-range numbers and lone surrogates
-    (`"\\ud800"`) are broken JSON, and integers past 64 bits become floats."""
+    (`"\\ud800"`) are broken JSON, and integers past 64 bits become floats; so is a
+    line nested deeper than MAX_DEPTH."""
     return _decode(_STRICT, data)
 
 
 def _decode(decoder: json.JSONDecoder, data: bytes | str) -> Any:
+    check_depth(data)
     raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
-    try:
-        value = decoder.decode(raw.decode("utf-8"))
-    except RecursionError:  # nested about 1,000 deep (orjson's limit is 1,024)
-        raise ValueError("nested too deep") from None
+    value = decoder.decode(raw.decode("utf-8"))
     if _SURROGATE_ESCAPE.search(raw):
         json.dumps(value, ensure_ascii=False).encode("utf-8")  # UnicodeEncodeError on a lone one
     return value
@@ -85,7 +109,8 @@ def loads_record(data: bytes | str) -> Any:
     field curator does not read cannot make the line broken (nor DuckDB's reading of it,
     which takes them, differ); then without trailing commas, which DuckDB's parser takes
     too (`{"query": "x",}`, see `without_trailing_commas`). Still broken: NaN, Infinity,
-    lone surrogates, nesting past what the parsers allow."""
+    lone surrogates, nesting deeper than MAX_DEPTH."""
+    check_depth(data)
     try:
         return loads(data)
     except JSON_ERRORS as exc:
@@ -197,6 +222,10 @@ class JsonlHandler(LineHandler):
         n = text.count("\n")
         if text.count("}\n") != n or text.count(self._q_key) != n or "\x00" in text:
             return False
+        # a line nested deeper than MAX_DEPTH is broken: a block that could hold one
+        # (more brackets than its lines' own braces and MAX_DEPTH) is parsed line by line
+        if text.count("[") + text.count("{") - n > MAX_DEPTH:
+            return False
         if any(key in text for key in self._other_keys):
             return False
         queries = self._q_re.findall(text)
@@ -256,6 +285,7 @@ class JsonlHandler(LineHandler):
         if isinstance(source, dict):  # an OpenSearch / Elasticsearch hit
             record = source
         f = self.fields
+        assert f.query is not None
         query = get_path(record, f.query)
         if query is None:
             agg.reject(f"no {f.query!r} field", lineno)
@@ -265,10 +295,11 @@ class JsonlHandler(LineHandler):
             return
         n = 1
         if f.count:
-            n = as_count(get_path(record, f.count))
-            if n is None:
+            count = as_count(get_path(record, f.count))
+            if count is None:
                 agg.reject(COUNT_REASON.format(f.count), lineno)
                 return
+            n = count
             if n == 0:
                 agg.ignored["count of 0"] += 1
                 return
@@ -293,7 +324,7 @@ def _add_users(agg: Aggregate, queries: list[str], users: list[str]) -> None:
     """Distinct users per query, exact up to USERS_CAP. Lines of queries whose set is
     already full are dropped in C before the Python loop sees them."""
     full = agg.users_full
-    pairs = zip(queries, users, strict=True)
+    pairs: Iterable[tuple[str, str]] = zip(queries, users, strict=True)
     if full:
         pairs = compress(pairs, map(not_, map(full.__contains__, queries)))
     table = agg.users

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from rapidfuzz import fuzz, process
 
-from curator.logs import import_logs, pipeline
+from curator.logs import dedupe, import_logs
+from curator.logs.dedupe import CHUNK, VARIANTS, Existing
 from curator.logs.normalise import compare_key, digit_signature, normalize_query
-from curator.logs.pipeline import CHUNK, VARIANTS, _Existing
 from curator.models import CandidateIn
 
 # few short words, some with digits: many near matches, equal scores and shared signatures
@@ -28,7 +28,7 @@ def _query(rng: random.Random) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 4)))
 
 
-def _one_by_one(existing: _Existing, norms: list[str], blocks: dict[str, tuple[list[str], list[str]]]) -> str | None:
+def _one_by_one(existing: Existing, norms: list[str], blocks: dict[str, tuple[list[str], list[str]]]) -> str | None:
     """The check as it was, one cluster at a time: an exact norm first, then `extractOne`
     over the whole block of each of the first VARIANTS norms in turn."""
     for norm in norms:
@@ -63,8 +63,8 @@ def known(ws):
 @pytest.mark.parametrize(("similarity", "cells"), [(0, None), (55, None), (75, None), (88, None), (88, 50), (100, None)])
 def test_batched_checks_give_the_one_by_one_answers(known, monkeypatch, similarity: float, cells: int | None) -> None:
     if cells:  # score matrices of a few rows, as against a big queue
-        monkeypatch.setattr(pipeline, "CELLS", cells)
-    existing = _Existing(known, similarity)
+        monkeypatch.setattr(dedupe, "CELLS", cells)
+    existing = Existing(known, similarity)
     whys = set(existing.exact.values())
     assert whys == {"already a candidate", "already a case in main", "already a case in regress"}
     blocks: dict[str, tuple[list[str], list[str]]] = {}
@@ -106,13 +106,13 @@ def test_ties_go_to_the_existing_query_met_first_whatever_its_length(ws) -> None
     ws.add_candidates([CandidateIn(query="abcdefghixxxxx", source_kind="generated")])
     ws.question_set("main").add(_case("abcdef"), reviewer="t")
     assert fuzz.ratio("abcdefghij", "abcdefghixxxxx") == fuzz.ratio("abcdefghij", "abcdef") == 75
-    assert _Existing(ws, 75).duplicates_of([["zzz", "abcdefghij"]]) == ["already a candidate"]
-    assert _Existing(ws, 76).duplicates_of([["abcdefghij"]]) == [None]
+    assert Existing(ws, 75).duplicates_of([["zzz", "abcdefghij"]]) == ["already a candidate"]
+    assert Existing(ws, 76).duplicates_of([["abcdefghij"]]) == [None]
     # an exact match of a later norm wins over a fuzzy one of an earlier norm
-    assert _Existing(ws, 75).duplicates_of([["abcdefghij", "abcdef"]]) == ["already a case in main"]
+    assert Existing(ws, 75).duplicates_of([["abcdefghij", "abcdef"]]) == ["already a case in main"]
     # fuzzy matches are looked for among the first VARIANTS norms only, exact ones among all
     others = ["z" * k for k in range(1, VARIANTS + 1)]
-    assert _Existing(ws, 75).duplicates_of([[*others, "abcdefghij"], [*others, "abcdef"]]) == [
+    assert Existing(ws, 75).duplicates_of([[*others, "abcdefghij"], [*others, "abcdef"]]) == [
         None, "already a case in main"]
 
 

@@ -13,10 +13,12 @@ import pytest
 
 from curator.corpus import add_paths
 from curator.errors import InputError
-from curator.logs import duck, import_logs, reading
-from curator.logs.duck import Reader
+from curator.logs import duck_users, import_logs, reading
+from curator.logs.duck_sql import OutOfMemory, Reader
+from curator.logs.duck_users import FULL, UsersOf
 from curator.logs.lines import Window
-from curator.logs.reading import Source, read_source
+from curator.logs.reading import read_source
+from curator.logs.sources import Source
 from curator.workspace import Workspace
 from tests.conftest import latency_and_zero, seen
 
@@ -275,9 +277,9 @@ def test_users_are_counted_exactly_up_to_the_cap(tmp_path: Path, name: str) -> N
     settled, left = users_of.settled({"label printer offline", "pickup window", "dhl cutoff time",
                                       "anonymous question", "customs invoice", "zpl printer"})
     assert left == {"pickup window", "dhl cutoff time"}  # 101 users in too few buckets; 7 users
-    assert settled["label printer offline"] is duck.FULL and settled["anonymous question"] == set()
+    assert settled["label printer offline"] is FULL and settled["anonymous question"] == set()
     assert len(settled["customs invoice"]) == 1 and len(settled["zpl printer"]) == 2
-    assert users_of({"pickup window"})["pickup window"] is duck.FULL
+    assert users_of({"pickup window"})["pickup window"] is FULL
     _, _, candidates = _import(tmp_path, "duckdb", log, {})
     users = {query: (prov.get("users"), prov.get("users_at_least")) for query, _, _, prov, _ in candidates}
     assert users == {
@@ -311,8 +313,8 @@ def test_a_cluster_with_enough_users_needs_no_users_pass(tmp_path: Path, monkeyp
     lines += [_line(query="Label printer offline ", user_id=u) for u in ("a", "b", "a")]
     log.write_bytes(b"\n".join(lines) + b"\n")
     asked: list[set[str]] = []
-    call = duck.UsersOf.unsettled
-    monkeypatch.setattr(duck.UsersOf, "unsettled", lambda self, queries: asked.append(queries) or call(self, queries))
+    call = UsersOf.unsettled
+    monkeypatch.setattr(UsersOf, "unsettled", lambda self, queries: asked.append(queries) or call(self, queries))
     _, summary, candidates = _import(tmp_path, "duckdb", log, {})
     assert summary["clusters"] == 1 and asked == [set()]
     assert candidates[0][3]["users"] == 100 and candidates[0][3]["users_at_least"]
@@ -416,19 +418,9 @@ def test_a_line_longer_than_duckdbs_buffer_is_not_lost(tmp_path: Path) -> None:
         read_source(Source(str(path), path), engine="duckdb")
 
 
-def test_the_last_files_fingerprint_comes_while_its_queries_are_grouped(tmp_path: Path) -> None:
-    """The last file's fingerprint is worked out beside the Python work: what import_logs
-    uses of it is the same as when it is settled at once."""
-    log = _plain_log(tmp_path / "plain.jsonl")
-    settled = read_source(Source("plain.jsonl", log), engine="duckdb")
-    pending = read_source(Source("plain.jsonl", log), engine="duckdb", settle=False)
-    assert settled.pending is None and pending.fingerprint == "" and pending.pending is not None
-    assert pending.pending() == settled.fingerprint
-
-
 def test_an_import_whose_last_file_turns_out_unreadable_to_duckdb_is_done_again(tmp_path: Path) -> None:
-    """What the line count finds only after the queries were grouped: the import is done
-    again, and python reads that file, reporting the line DuckDB dropped."""
+    """What the line count finds (DuckDB dropped a line longer than its buffer): python
+    reads that file, reporting the line DuckDB dropped."""
     path = tmp_path / "huge.jsonl"
     path.write_bytes(b"\n".join([_line(query="before"), _line(query="y" * (48 * MiB)), _line(query="after")]))
     ws = Workspace.init(tmp_path / "ws")
@@ -443,7 +435,7 @@ def test_an_import_whose_last_file_turns_out_unreadable_to_duckdb_is_done_again(
 
 
 def test_a_file_listed_twice_under_two_names_counts_once(tmp_path: Path) -> None:
-    """The second name's fingerprint is only known after grouping: the import is done again."""
+    """The second name has the first's fingerprint: its lines are not counted again."""
     log = _plain_log(tmp_path / "plain.jsonl")
     copy = tmp_path / "copy.jsonl"
     copy.write_bytes(log.read_bytes())
@@ -485,12 +477,12 @@ def test_duckdb_never_spills_to_disk() -> None:
 def test_a_users_pass_without_enough_memory_is_a_clear_error(tmp_path: Path, monkeypatch) -> None:
     """The users pass halves its queries when it runs out of memory; with too little
     memory for even one query it stops there and says so (DuckDB never spills)."""
-    monkeypatch.setattr(duck, "USERS_MEMORY_LIMIT", "1MB")
+    monkeypatch.setattr(duck_users, "USERS_MEMORY_LIMIT", "1MB")
     log = _many_users_log(tmp_path / "users.jsonl", clean=True)
     read = read_source(Source("users.jsonl", log), engine="duckdb")
     _, left = read.users_of.settled({"pickup window", "dhl cutoff time"})
     assert left == {"pickup window", "dhl cutoff time"}
-    with pytest.raises(duck.OutOfMemory, match=r"users.jsonl: DuckDB ran out of its 1MB"):
+    with pytest.raises(OutOfMemory, match=r"users.jsonl: DuckDB ran out of its 1MB"):
         read.users_of(left)
 
 
@@ -509,42 +501,14 @@ def test_auto_reads_a_small_file_with_python_and_a_big_one_with_duckdb(tmp_path:
     assert read_source(Source("plain.jsonl.gz", packed)).engine == "duckdb"
 
 
-@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="per-thread read counts are Linux's")
-def test_reading_progress_counts_what_duckdb_reads_and_not_what_the_fingerprint_thread_reads(tmp_path: Path) -> None:
-    """DuckDB's own progress lags (47% when pass 1 of the benchmark log had read it all),
-    so the bar shows the bytes this process read, less the fingerprint thread's."""
-    import threading
-
+def test_reading_progress_reaches_the_whole_file(tmp_path: Path) -> None:
+    """The bar follows DuckDB's own measure of its query and ends at the file's size."""
     log = tmp_path / "big.jsonl"
     log.write_bytes(b'{"query": "dhl cutoff time", "user_id": "u1"}\n' * 200_000)  # 9 MB
-    size = log.stat().st_size
-    reader = duck.Reader(lambda _fraction: None, size=size)
-    try:  # measured while the connection's threads live: a thread that ended is not counted
-        before = duck._bytes_read(frozenset())
-        reader.query(f"SELECT count(*) FROM {duck.lines_source(log, None, 1 << 20)}", "big.jsonl")
-        assert size <= duck._bytes_read(frozenset()) - before < 2 * size
-    finally:
-        reader.close()
-
-    read, stop = threading.Event(), threading.Event()
-
-    def hashing() -> None:  # like the fingerprint thread: reads the whole file
-        with log.open("rb", buffering=0) as fh:
-            while fh.read(1 << 20):
-                pass
-        read.set()
-        stop.wait()
-
-    thread = threading.Thread(target=hashing)
-    before = duck._bytes_read(frozenset())
-    thread.start()
-    read.wait()
-    try:
-        assert duck._bytes_read(frozenset([thread.native_id])) - before < size // 10
-        assert duck._bytes_read(frozenset()) - before >= size
-    finally:
-        stop.set()
-        thread.join()
+    steps: list[int] = []
+    read = read_source(Source("big.jsonl", log), engine="duckdb", progress=steps.append)
+    assert read.engine == "duckdb" and read.agg.lines == 200_000
+    assert all(n > 0 for n in steps) and sum(steps) == log.stat().st_size
 
 
 @pytest.mark.parametrize("duckdb_first", [True, False])
@@ -567,40 +531,9 @@ def test_a_user_in_a_file_read_by_duckdb_and_one_read_by_python_counts_once(tmp_
     assert users == {"dhl cutoff time": 3, "label backlog": 1}  # 7 and "7" are one user, as in either engine
 
 
-@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="a thread's own priority is Linux's")
-def test_the_fingerprint_thread_hashes_at_the_lowest_priority(tmp_path: Path) -> None:
-    """It only takes the time DuckDB and Python leave; the import itself keeps its own."""
-    import os
-    import threading
-    import time
-
-    own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    fifo = tmp_path / "search.jsonl"
-    os.mkfifo(fifo)
-    writer = os.open(fifo, os.O_RDWR)  # never blocks; the thread then waits in its first read
-    try:
-        fingerprint = duck._Fingerprint(Source(str(fifo), fifo, magic=b'{"qu'), "jsonl")
-        fingerprint.start()
-        deadline = time.monotonic() + 30
-        while "pipe_read" not in Path(f"/proc/self/task/{fingerprint.thread.native_id}/wchan").read_text():
-            assert time.monotonic() < deadline, "the thread never reached its first read"
-            time.sleep(0.01)
-        assert os.getpriority(os.PRIO_PROCESS, fingerprint.thread.native_id) == 19
-        assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == own
-        os.write(writer, b'{"query": "dhl cutoff time"}\n' * 3)
-    finally:
-        os.close(writer)
-    plain = tmp_path / "plain.jsonl"
-    plain.write_bytes(b'{"query": "dhl cutoff time"}\n' * 3)
-    assert fingerprint.result(3) == read_source(Source(str(plain), plain), engine="python").fingerprint
-
-
-def test_duckdb_screens_the_queries_and_python_checks_only_the_suspects(tmp_path: Path, monkeypatch) -> None:
-    """Pass 1's read-back marks the queries that may hold personal data (SCREEN); only
-    those are checked in Python. Lines DuckDB leaves to the python reader (a key twice)
-    are not screened: their queries are checked too. Every e-mail and IP is redacted."""
-    from curator.logs import pipeline
-
+def test_every_query_duckdb_counts_or_leaves_to_python_is_redacted(tmp_path: Path) -> None:
+    """Lines DuckDB counts and lines it leaves to the python reader (a key twice): every
+    e-mail and IP is redacted, once per line."""
     log = tmp_path / "search.jsonl"
     lines = [json.dumps({"query": f"dhl cutoff {i}"}) for i in range(200)]
     lines += [json.dumps({"query": "reset for anna@example.com"}), json.dumps({"query": "caf\u00e9 10.0.0.1"}),
@@ -608,16 +541,10 @@ def test_duckdb_screens_the_queries_and_python_checks_only_the_suspects(tmp_path
               '{"query": "first", "query": "mail bob@example.org"}',  # the python reader's: the last value
               '{"query": "first", "query": "plain leftover"}']  # not screened, so checked
     log.write_text("\n".join(lines) + "\n")
-    checked: list[list[str]] = []
-    scan = pipeline._maybe_personal_at
-    monkeypatch.setattr(pipeline, "_maybe_personal_at", lambda texts: checked.append(list(texts)) or scan(texts))
     ws = Workspace.init(tmp_path / "ws")
     try:
         summary = import_logs(ws, [log], limit=0, engine="duckdb")
         assert summary.files[0].engine == "duckdb"
-        assert [sorted(texts) for texts in checked] == [sorted(["reset for anna@example.com", "café 10.0.0.1",
-                                                                "label printer", "mail bob@example.org",
-                                                                "plain leftover"])]
         assert summary.redactions == {"email": 2, "ipv4": 1}
         queries = {c.query for c in ws.candidates()}
         assert {"reset for <EMAIL>", "café <IP>", "mail <EMAIL>", "label printer"} <= queries
@@ -650,8 +577,7 @@ def test_a_query_spelled_two_ways_in_json_counts_the_users_of_both(tmp_path: Pat
 
 
 def test_first_and_last_seen_span_every_file_of_an_import(tmp_path: Path) -> None:
-    """DuckDB keeps each file's times as numbers, looked up for the queued queries: the
-    earliest and latest over all files are shown, as the python engine shows them."""
+    """The earliest and latest time over all files are shown, with either engine."""
     one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
     one.write_bytes(_line(query="label backlog", timestamp="2026-10-05T10:00:00Z") + b"\n"
                     + _line(query="label backlog", timestamp="2026-10-09T10:00:00Z") + b"\n")

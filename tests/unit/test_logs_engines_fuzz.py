@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from curator.logs import duck
+from curator.logs import duck, duck_sql
 from curator.logs.aggregate import Aggregate
 from curator.logs.fields import Fields
 from curator.logs.jsonl import JsonlHandler
 from curator.logs.lines import MAX_LINE_BYTES, Window
-from curator.logs.reading import Source, read_source
+from curator.logs.reading import read_source
+from curator.logs.sources import Source
 from tests.unit.test_logs_engines import _import
 
 SEEDS = (11, 23, 37)
@@ -325,10 +326,10 @@ def test_the_generated_lines_are_counted_by_both_engines(tmp_path: Path) -> None
     for seed in SEEDS:
         log = _fuzz_log(tmp_path / f"fuzz{seed}.jsonl", seed)
         fields = Fields(**read_source(Source(log.name, log), engine="duckdb").fields)
-        reader = duck.Reader(lambda _fraction: None)
+        reader = duck_sql.Reader(lambda _fraction: None)
         try:
-            source = duck.lines_source(log, None, MAX_LINE_BYTES)
-            scanned = duck.scan(reader, source, duck.JsonSql(fields, Window()), log.name)
+            source = duck_sql.lines_source(log, None, MAX_LINE_BYTES)
+            scanned = duck.scan(reader, source, duck_sql.JsonSql(fields, Window()), log.name)
         finally:
             reader.close()
         assert scanned.agg.parsed > scanned.doubtful > 0.25 * LINES

@@ -116,3 +116,26 @@ def test_a_log_line_takes_a_trailing_comma_as_duckdb_does(line: str) -> None:
 def test_a_comma_inside_a_string_is_kept() -> None:
     assert loads_record('{"q": "a ,}", "h": ["b ,]",],}') == {"q": "a ,}", "h": ["b ,]"]}
     assert without_trailing_commas('{"q": "a ,}"}') is None
+
+
+@pytest.mark.parametrize("brackets", ["[]", "{}"])
+def test_nesting_past_max_depth_is_broken_json_with_every_parser(brackets: str) -> None:
+    """The limit is curator's own (MAX_DEPTH), not the interpreter's or orjson's: the
+    same on every Python, with or without orjson, in the fast path too."""
+    from curator.logs.aggregate import Aggregate
+    from curator.logs.fields import Fields
+    from curator.logs.jsonl import MAX_DEPTH, JsonlHandler
+
+    def nested(depth: int) -> bytes:
+        opening, closing = ("[", "]") if brackets == "[]" else ('{"a": ', "}")
+        return ('{"query": "x", "note": ' + opening * (depth - 1) + "1" + closing * (depth - 1) + "}").encode()
+
+    deepest, too_deep = nested(MAX_DEPTH), nested(MAX_DEPTH + 1)
+    assert loads_record(deepest)["query"] == strict_loads(deepest)["query"] == "x"
+    for parse in (loads_record, strict_loads):
+        with pytest.raises(ValueError):
+            parse(too_deep)
+    handler = JsonlHandler(Fields(query="query"))
+    agg = Aggregate()
+    handler.process(deepest + b"\n" + too_deep + b"\n", 1, agg)
+    assert agg.parsed == 1 and {r: x.lines for r, x in agg.rejected.items()} == {"broken JSON": [2]}

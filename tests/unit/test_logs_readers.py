@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from curator.errors import InputError
-from curator.logs import reading
+from curator.logs import python_reader
 from curator.logs.fields import Fields
 from curator.logs.lines import Window
-from curator.logs.reading import Source, expand, read_source
+from curator.logs.reading import read_source
+from curator.logs.sources import Source, expand
 from tests.conftest import latency_and_zero, seen
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "logs"
@@ -207,35 +208,32 @@ def _big_log(path: Path, n: int, *, hits: bool = False, ordered: bool = False) -
 
 
 @pytest.mark.parametrize(("hits", "ordered"), [(False, True), (False, False), (True, False)])
-def test_parallel_fast_path_equals_sequential_slow_path(tmp_path: Path, monkeypatch, hits, ordered) -> None:
-    """Workers over byte ranges + the regex fast path give exactly what one process
-    parsing every line with a JSON parser gives (counts, times, users, bad lines)."""
+def test_the_fast_path_equals_the_slow_path(tmp_path: Path, monkeypatch, hits, ordered) -> None:
+    """The regex fast path gives exactly what parsing every line with a JSON parser
+    gives (counts, times, users, bad lines), block boundaries included."""
     path = tmp_path / "big.jsonl"
     _big_log(path, 20_000, hits=hits, ordered=ordered)
-    monkeypatch.setattr(reading, "BLOCK", 1 << 16)  # many blocks and ranges on a small file
-    monkeypatch.setattr(reading, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(python_reader, "BLOCK", 1 << 16)  # many blocks on a small file
     src = Source(str(path), path)
-    parallel = read_source(src, workers=3, engine="python")
-    monkeypatch.setattr(reading, "PARALLEL_MIN_BYTES", 1 << 40)
-    fast = reading.JsonlHandler.try_fast
+    fast = python_reader.JsonlHandler.try_fast
     outcomes: list[bool] = []
 
     def counting(self, data, agg):
         outcomes.append(fast(self, data, agg))
         return outcomes[-1]
 
-    monkeypatch.setattr(reading.JsonlHandler, "try_fast", counting)
-    sequential = read_source(src, workers=1, engine="python")
+    monkeypatch.setattr(python_reader.JsonlHandler, "try_fast", counting)
+    sequential = read_source(src, engine="python")
     assert any(outcomes) != hits and not all(outcomes)  # both paths ran (none fast with hits)
-    monkeypatch.setattr(reading.JsonlHandler, "try_fast", lambda self, data, agg: False)
-    slow = read_source(src, workers=1, engine="python")
-    for read in (parallel, sequential):
-        assert read.agg.counts == slow.agg.counts
-        assert read.agg.first == slow.agg.first and read.agg.last == slow.agg.last
-        assert read.agg.users == slow.agg.users
-        assert read.agg.lines == slow.agg.lines == 20_001
+    monkeypatch.setattr(python_reader.JsonlHandler, "try_fast", lambda self, data, agg: False)
+    slow = read_source(src, engine="python")
+    assert sequential.agg.counts == slow.agg.counts
+    assert sequential.agg.first == slow.agg.first and sequential.agg.last == slow.agg.last
+    assert sequential.agg.users == slow.agg.users
+    assert sequential.agg.lines == slow.agg.lines == 20_001
+    for read in (sequential, slow):
         assert {r: (x.count, x.lines) for r, x in read.agg.rejected.items()} == {"broken JSON": (1, [1236])}
-    assert parallel.fingerprint == sequential.fingerprint == slow.fingerprint
+    assert sequential.fingerprint == slow.fingerprint
 
 
 def test_fingerprint_is_of_the_content_not_the_name(tmp_path: Path) -> None:

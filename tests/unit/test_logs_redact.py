@@ -7,6 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from curator.logs.grouping import maybe_personal
 from curator.logs.redact import Redactor, detect, redact
 
 
@@ -128,90 +129,21 @@ def test_redaction_of_any_text_leaves_nothing_detectable(text: str) -> None:
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.one_of(_word, _pii), min_size=1, max_size=6))
 def test_the_pipeline_prefilter_never_skips_a_query_redaction_would_change(parts: list[str]) -> None:
-    from curator.logs.pipeline import _maybe_personal, _maybe_personal_at
-
     text = " ".join(parts)
     if redact(text) != text:
-        assert _maybe_personal(text), text
-        assert _maybe_personal_at(["dhl cutoff time", text, "Lieferung an Straße 12"]) == [1], text
+        assert maybe_personal(text), text
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.text(alphabet="ab9:@+(.- eyjtokenſKéıİAPI_KEYΣ٣", max_size=16), max_size=12))
-def test_the_batch_prefilter_lets_through_exactly_what_the_single_one_does(texts: list[str]) -> None:
-    from curator.logs.pipeline import _maybe_personal, _maybe_personal_at
-
-    texts = [" ".join(t.split()) for t in texts]  # as the pipeline has them; ends meet in the scan
-    assert _maybe_personal_at(texts) == [k for k, t in enumerate(texts) if _maybe_personal(t)]
-
-
-def test_the_batch_prefilter_sees_letters_as_re_i_does_in_texts_that_are_not_ascii() -> None:
+def test_the_prefilter_sees_letters_as_re_i_does_in_texts_that_are_not_ascii() -> None:
     """`ſ` is an s and `K` (Kelvin) a k to re.I, `ı` an i: a word written with them is
-    found in a text that is not ASCII (its scan folds them), and only such texts."""
-    from curator.logs.pipeline import _maybe_personal, _maybe_personal_at
-
+    found in a text that is not ASCII, as the redaction patterns find it."""
     texts = ["ſecret für dich", "toKen für dich", "apı_key für dich", "bearer für dich", "plain für dich",
              "café 10.0.0.1", "ΣΑΣ akıa", "no word é"]
-    expected = [0, 1, 2, 3, 5, 6]
-    assert [k for k, t in enumerate(texts) if _maybe_personal(t)] == expected
-    assert _maybe_personal_at(texts) == expected
+    assert [k for k, t in enumerate(texts) if maybe_personal(t)] == [0, 1, 2, 3, 5, 6]
 
 
 @pytest.mark.parametrize(
     "text", ["CARRIER-E1042 packstation", "dhl cutoff time", "ManifestQueueStuck", "tracking api rate limit"]
 )
 def test_the_prefilter_lets_ordinary_queries_skip_redaction(text: str) -> None:
-    from curator.logs.pipeline import _maybe_personal
-
-    assert not _maybe_personal(text)
-
-
-def _screened(raw_texts: list[str]) -> list[tuple[bool, str]]:
-    """For each JSON text of a query value, as DuckDB's read-back has it (json_extract
-    from a log line): does the SCREEN leave it out (no personal data possible), and
-    that text."""
-    import duckdb
-
-    from curator.logs.duck import _quote
-    from curator.logs.pipeline import SCREEN
-
-    with duckdb.connect() as con:
-        return [
-            con.execute(f"SELECT NOT regexp_matches(lower(q), {_quote(SCREEN)}), q FROM "
-                        "(SELECT json_extract(?, '$.q')::VARCHAR AS q)", ['{"q": ' + raw + "}"]).fetchone()
-            for raw in raw_texts
-        ]
-
-
-def _screened_out(raw_texts: list[str]) -> list[bool]:
-    return [out for out, _text in _screened(raw_texts)]
-
-
-_spaced = st.lists(st.one_of(_word, _pii, st.sampled_from(["", " ", "  ", "\t", "\u00a0", "\x1f", "\u2028"])),
-                   min_size=1, max_size=6).map(lambda parts: " ".join(parts))
-
-
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.one_of(_spaced, st.text(alphabet="ab9:@+(.- eyjtokenſKéıİAPI_KEYΣ٣\\\"\t/", max_size=24)), st.booleans())
-def test_what_duckdb_screens_out_the_python_check_would_pass_over(text: str, ascii_only: bool) -> None:
-    """The read-back's screen is a superset of the Python prefilter, on the query as it
-    will be cleaned: whatever it leaves out, `_maybe_personal` would have left out too
-    (and so redaction would not have changed it)."""
-    import json
-
-    from curator.logs.pipeline import _maybe_personal
-
-    raw = json.dumps(text, ensure_ascii=ascii_only)
-    ((out, seen),) = _screened([raw])
-    if out:
-        assert seen[1:-1] == text  # the read-back takes it without decoding
-        cleaned = " ".join(text.split())
-        assert cleaned == text.strip()  # what the pipeline takes for the cleaned form
-        assert not _maybe_personal(cleaned) and redact(cleaned) == cleaned, (raw, cleaned)
-
-
-def test_the_screen_leaves_out_ordinary_queries_and_keeps_each_kind_of_suspect() -> None:
-    plain = ['"dhl cutoff time"', '"CARRIER-E1042 packstation"', '" label printer "', '"what\'s a zpl"']
-    suspects = ['"mail a@b.c"', '"caf\\u00e9"', '"café"', '"x  y"', '"Bearer abc"', '"4111 1111 1111 1111"',
-                '"10.0.0.1"', '"tab\\tx"', '"a\\u0040b"']
-    assert _screened_out(plain + suspects) == [True] * len(plain) + [False] * len(suspects)
+    assert not maybe_personal(text)

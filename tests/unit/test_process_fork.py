@@ -15,9 +15,6 @@ import pytest
 import curator
 from curator import questionset
 from curator._process import fork
-from curator.logs import reading
-from curator.logs.helper import helper
-from curator.logs.reading import Source, read_source
 from curator.models import Case, Relevant
 from curator.scoring import runfile
 from curator.scoring.runfile import RunFile
@@ -88,24 +85,6 @@ def test_a_forked_child_leaves_an_open_duckdb_connection_alone(tmp_path: Path) -
     finally:
         if was:
             gc.enable()
-
-
-def test_the_import_helper_leaves_the_parents_garbage_alone(garbage) -> None:
-    with helper() as process:
-        assert process is not None
-        assert process.run(gc.collect)() is not None  # collected in the helper
-    assert garbage() == [os.getpid()]
-
-
-def test_the_parallel_log_reader_leaves_the_parents_garbage_alone(garbage, tmp_path: Path, monkeypatch) -> None:
-    path = tmp_path / "search.jsonl"
-    path.write_text("".join(f'{{"query": "query {i % 50}"}}\n' for i in range(5000)))
-    monkeypatch.setattr(reading, "BLOCK", 1 << 14)
-    monkeypatch.setattr(reading, "PARALLEL_MIN_BYTES", 1)
-    monkeypatch.setattr(reading, "_init_worker", _then_collect(reading._init_worker))  # runs in each worker
-    read = read_source(Source(str(path), path), workers=2, engine="python")
-    assert read.agg.parsed == 5000
-    assert garbage() == [os.getpid()]
 
 
 def test_verify_in_two_processes_leaves_the_parents_garbage_alone(garbage, monkeypatch) -> None:

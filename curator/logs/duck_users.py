@@ -1,0 +1,181 @@
+"""Distinct users per query for the DuckDB engine.
+
+Pass 1 (duck.py) settles most queries' users with fixed-size aggregates (see SPREAD in
+duck_sql.py); `Counted` holds them, by row of its table, as plain columns. The users
+of the queries it could not settle are counted by another pass over the file, for the
+queued queries only (`UsersOf`): DISTINCT over every (query, user) pair of a big log
+is the biggest table of the whole read (4M pairs for 5M lines: hundreds of MB without
+spilling), while only the queued clusters show users.
+
+Users are DuckDB hashes of their names (as JSON text); a set of USERS_CAP or more is
+the shared FULL stand-in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from curator.logs.aggregate import USERS_CAP, Aggregate
+from curator.logs.duck_sql import NAMED, USER_HASH, USERS_MEMORY_LIMIT, JsonSql, OutOfMemory, Reader
+
+_BITMAP = 1 << 16  # bits in the filter of the queries whose users are looked up, at least
+# The users of a query asked by USERS_CAP people or more: one shared stand-in (negative,
+# so never a DuckDB hash) instead of a set per popular query.
+FULL = frozenset(range(-USERS_CAP, 0))
+Users = frozenset[int] | set[int]
+
+
+@dataclass
+class Counted:
+    """The queries pass 1 counted, by row of its table: DuckDB's hash of each one's JSON
+    text and, with a user field, its user aggregates (numpy columns): how many lines
+    name a user, the least and greatest user hash, and how many buckets they fill."""
+
+    queries: list[str]
+    hashes: list[int]
+    named: Any = None
+    least: Any = None
+    greatest: Any = None
+    buckets: Any = None
+
+    def rows_of(self, wanted: set[str]) -> dict[str, list[int]]:
+        """The rows of each of the `wanted` queries (two for a query spelled two ways in
+        JSON, "\\u00e9" and "é")."""
+        found: dict[str, list[int]] = {}
+        for row, query in enumerate(self.queries):
+            if query in wanted:
+                found.setdefault(query, []).append(row)
+        return found
+
+    def users(self, at: int) -> Users | None:
+        """The users of the query in row `at` if pass 1 settled them (none, one, two
+        lines' users, or FULL), else None."""
+        named = int(self.named[at])
+        if named == 0:
+            return set()
+        least, greatest = int(self.least[at]), int(self.greatest[at])
+        if least == greatest:
+            return {least}
+        if named == 2:
+            return {least, greatest}
+        return FULL if int(self.buckets[at]) >= USERS_CAP else None
+
+
+@dataclass
+class UsersOf:
+    """What a users pass over one file needs: its lines' SQL, and pass 1's `Counted`.
+    `trusted`: pass 1 counted every line, so no line needs checking again."""
+
+    source_sql: str
+    sql: JsonSql
+    label: str
+    counted: Counted
+    trusted: bool
+
+    def settled(self, queries: set[str]) -> tuple[dict[str, Users], set[str]]:
+        """The users of those of `queries` that pass 1 settled, and the other queries."""
+        found: dict[str, Users] = {}
+        left: set[str] = set()
+        rows = self.counted.rows_of(queries)
+        for q in queries:
+            known = [self.counted.users(row) for row in rows.get(q, ())]
+            if None in known:
+                left.add(q)
+                continue
+            for users in known:
+                assert users is not None
+                _union(found, q, users)
+        return found, left
+
+    def __call__(self, queries: set[str]) -> dict[str, Users]:
+        """The users of each of `queries` (those with any), exactly up to USERS_CAP."""
+        found, left = self.settled(queries)
+        found.update(self.unsettled(left))
+        return found
+
+    def unsettled(self, queries: set[str]) -> dict[str, Users]:
+        """The users of `queries`, which pass 1 did not settle, from a users pass."""
+        query_of = {self.counted.hashes[row]: q for q, rows in self.counted.rows_of(queries).items() for row in rows}
+        found: dict[str, Users] = {}
+        for hq, users in self._users(list(query_of)) if query_of else ():
+            if hq in query_of:  # the bitmap lets a few others through
+                _union(found, query_of[hq], FULL if users is None else set(users))
+        return found
+
+    def _users(self, wanted: list[int]) -> list[tuple[int, list[int] | None]]:
+        """(hash, its users or None for USERS_CAP or more) of the `wanted` query hashes,
+        in one pass over the file, or in one per half of them if that runs out of memory."""
+        try:
+            return self._users_pass(wanted)
+        except OutOfMemory:
+            if len(wanted) < 2:
+                raise
+            half = len(wanted) // 2
+            return self._users(wanted[:half]) + self._users(wanted[half:])
+
+    def _users_pass(self, wanted: list[int]) -> list[tuple[int, list[int] | None]]:
+        # A bitmap of the wanted hashes picks their lines in O(1) each (IN (subquery) is
+        # planned as a join that may hold the whole log in memory), 16 bits a query so
+        # that few other lines pass (they are dropped by the caller): with 65,536 bits
+        # for all 117k queries a `--limit 0` import wants, most lines passed and the
+        # pass ran out of memory.
+        size = min(max(_BITMAP, 1 << (16 * len(wanted) - 1).bit_length()), 1 << 24)
+        bits = bytearray(b"0" * size)
+        for h in wanted:
+            bits[h % size] = ord("1")
+        reader = Reader(lambda _fraction: None, USERS_MEMORY_LIMIT)
+        rows = self.sql.user_rows(self.source_sql) if self.trusted else self.sql.rows(self.source_sql)
+        try:
+            result: list[tuple[int, list[int] | None]] = reader.query(
+                # Distinct (query, user) pairs of the wanted queries only, then one list per
+                # query: a list per line (list_distinct at the end) would hold every line
+                # of a query asked by few people many times. CASEs, not a WHERE: a WHERE is
+                # pushed below the projections and would parse every line twice; a user's
+                # name is hashed only on the lines of a wanted query.
+                f"""SELECT hq, CASE WHEN count(*) < {USERS_CAP} THEN list(hu) END FROM (
+                      SELECT DISTINCT hq, hu FROM (
+                        SELECT CASE WHEN ok AND inside AND {NAMED}
+                                     AND get_bit($1::BIT, (hash(q) % {size})::INTEGER) = 1
+                                    THEN hash(q) END AS hq,
+                               CASE WHEN hq IS NOT NULL THEN {USER_HASH} END AS hu
+                        FROM ({rows}))
+                      WHERE hq IS NOT NULL)
+                    GROUP BY hq""",
+                self.label, params=[bits.decode()],
+            ).fetchall()
+        finally:
+            reader.close()
+        return result
+
+
+def _union(found: dict[str, Users], query: str, users: Users) -> None:
+    """Add `users` to what `found` holds for `query` (FULL absorbs the rest)."""
+    mine = found.get(query)
+    if mine is None:
+        found[query] = users
+    elif mine is not FULL:
+        both = users if users is FULL else mine | users
+        found[query] = FULL if len(both) >= USERS_CAP else both
+
+
+def hash_users(reader: Reader, agg: Aggregate) -> None:
+    """The python reader's user names as the hashes the users pass keeps (of the
+    name as text), so a user seen on both kinds of line counts once."""
+    names = sorted({u for users in agg.users.values() for u in users})
+    if not names:
+        return
+    hashed = dict(reader.con.execute(
+        f"SELECT name, {USER_HASH} FROM (SELECT name, to_json(name)::VARCHAR AS u FROM unnest($1::VARCHAR[]) t(name))",
+        [names],
+    ).fetchall())
+    agg.users = {q: {hashed[u] for u in users} for q, users in agg.users.items()}
+
+
+def hash_user_names(agg: Aggregate) -> None:
+    """`hash_users` with a connection of its own (a python-read file beside DuckDB's)."""
+    reader = Reader(lambda _fraction: None)
+    try:
+        hash_users(reader, agg)
+    finally:
+        reader.close()

@@ -1,0 +1,198 @@
+"""From counted exact queries to distinct normalised ones: each exact query is
+whitespace-collapsed and redacted, then grouped with the others of its normalised
+form, and the normalised queries are filtered (length, noise). The work is once per
+distinct query, not once per line."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+from curator.logs.aggregate import USERS_CAP, Aggregate
+from curator.logs.normalise import normalize_query
+from curator.logs.redact import Redactor
+
+# Could redaction change this text? A superset of what any built-in redaction pattern
+# can match (tests check this): e-mail @, phone +1 / (0 / 1-2 / 20 79, IPv4 1.2, IPv6
+# hex:hex or ::, 13+ digits (cards), and the prefixes of tokens and keys (`api` alone,
+# common in queries, is not one). `CARRIER-E1042` does not match. One search per query
+# keeps the redaction patterns off most of them.
+_PERSONAL = (r"@|\+\d|\(\d|\d[ .-]\d|[0-9a-f]:[0-9a-f]|::|(?:\d[ -]?){12}\d"
+             r"|eyj|bearer|token|secret|passw|pwd|api[-_]?key|sk[-_]|pk[-_]|rk[-_]|gh[pousr]_|xox|aiza|akia|asia")
+_MAYBE_PERSONAL = re.compile(_PERSONAL, re.I)
+_MAYBE_PERSONAL_LOWER = re.compile(_PERSONAL)  # for lower-cased ASCII: 3x faster than re.I
+# built-in noise: a pasted URL or one character repeated (aaaaaa), and injection probes
+_URL_OR_REPEATED = re.compile(r"(?:(?:https?://|www\.)\S*|(.)\1{3,})$", re.I)
+_PROBE = re.compile(r"(?=[<u'])(?:<script|\bunion\s+(?:all\s+)?select\b|'\s*or\s+'?1'?\s*=\s*'?1)", re.I)
+_PLACEHOLDER = re.compile(r"<[a-z_]+>")  # in a normalised (lower-case) query
+_ALNUM = re.compile(r"[^\W_]")
+NOISE = "noise (URL, probe or repeated character)"
+
+
+def maybe_personal(text: str) -> bool:
+    """Could redaction change this (whitespace-collapsed) text? (For ASCII, lower() is
+    exactly what re.I does.)"""
+    if text.isascii():
+        return _MAYBE_PERSONAL_LOWER.search(text.lower()) is not None
+    return _MAYBE_PERSONAL.search(text) is not None
+
+
+class Group:
+    """One normalised (and redacted) query with everything its exact forms carried.
+    Built only for the clusters the sampler reaches (see `Grouped.group`)."""
+
+    __slots__ = ("surfaces", "raws", "count", "first", "last", "users", "hits", "clicks", "zero_results",
+                 "latency", "top")
+
+    def __init__(self, top: str) -> None:
+        self.surfaces: dict[str, int] = {}
+        self.raws: list[str] = []  # the exact queries (as logged) grouped here
+        self.count = 0
+        self.first: str | None = None
+        self.last: str | None = None
+        self.users: set[Any] | frozenset[Any] | None = None  # names, or DuckDB's hashes of them
+        self.hits: Counter[str] | None = None
+        self.clicks: Counter[str] | None = None
+        self.zero_results = 0
+        self.latency: list[float] | None = None  # [sum, lines]
+        self.top = top  # most frequent surface form
+
+    def add(self, agg: Aggregate, raw: str, text: str, n: int) -> None:
+        """Fold in exact query `raw` (redacted and whitespace-collapsed: `text`), asked `n` times."""
+        self.surfaces[text] = self.surfaces.get(text, 0) + n
+        self.raws.append(raw)
+        self.count += n
+        ts = agg.first.get(raw)
+        if ts and (self.first is None or ts < self.first):
+            self.first = ts
+        ts = agg.last.get(raw)
+        if ts and (self.last is None or ts > self.last):
+            self.last = ts
+        self.add_users(agg.users.get(raw))
+        if raw in agg.hits:
+            self.hits = self.hits or Counter()
+            self.hits.update(agg.hits[raw])
+        if raw in agg.clicks:
+            self.clicks = self.clicks or Counter()
+            self.clicks.update(agg.clicks[raw])
+        self.zero_results += agg.zero_results.get(raw, 0)
+        lat = agg.latency.get(raw)
+        if lat:
+            self.latency = self.latency or [0.0, 0]
+            self.latency[0] += lat[0]
+            self.latency[1] += lat[1]
+
+    def add_users(self, users: set[Any] | frozenset[Any] | None) -> None:
+        if not users:
+            return
+        if not self.users:
+            self.users = users  # shared, not copied: most groups have one form
+        elif len(self.users) < USERS_CAP:
+            both = self.users | users
+            self.users = both if len(both) <= USERS_CAP else set(list(both)[:USERS_CAP])
+
+
+class Grouped:
+    """The distinct normalised queries of an import as parallel lists, in the order the
+    aggregate first met them. An object per distinct query would cost more than all the
+    rest of the work, so `Group`s are built only for the clusters the sampler reaches."""
+
+    def __init__(self, agg: Aggregate, raws: list[str], texts: list[str], weights: list[int]) -> None:
+        self.agg, self.raws, self.texts, self.weights = agg, raws, texts, weights
+        self.norms: list[str] = []
+        self.counts: list[int] = []  # times asked, per norm
+        self.surfaces: list[str] = []  # most frequent surface form, per norm
+        self.forms: list[list[int]] = []  # per norm: its exact queries (indices into raws), in order
+
+    def group(self, j: int) -> Group:
+        g = Group(self.surfaces[j])
+        for k in self.forms[j]:
+            g.add(self.agg, self.raws[k], self.texts[k], self.weights[k])
+        return g
+
+
+def group(agg: Aggregate, redactor: Redactor, filtered: dict[str, int]) -> Grouped:
+    """The exact queries of `agg` cleaned (see `cleaned`) and grouped by normalised form;
+    empty ones are counted in `filtered` and left out."""
+    raws = list(agg.counts)
+    weights = list(agg.counts.values())
+    texts = cleaned(raws, weights, redactor)
+    forms: dict[str, list[int]] = {}  # norm -> its exact queries, in first-seen order
+    empty = 0
+    for k, text in enumerate(texts):
+        if not text:
+            empty += weights[k]
+            continue
+        # `text` is stripped with single spaces: for ASCII, NFKC is the identity and
+        # casefold is lower(), so this equals normalize_query(text), much faster
+        norm = text.lower() if text.isascii() else normalize_query(text)
+        ks = forms.get(norm)
+        if ks is None:
+            forms[norm] = [k]
+        else:
+            ks.append(k)
+    if empty:
+        bump(filtered, "empty query", empty)
+    grouped = Grouped(agg, raws, texts, weights)
+    grouped.norms = list(forms)
+    grouped.forms = list(forms.values())
+    for ks in grouped.forms:
+        if len(ks) == 1:
+            grouped.counts.append(weights[ks[0]])
+            grouped.surfaces.append(texts[ks[0]])
+            continue
+        surfaces: dict[str, int] = {}
+        for k in ks:
+            surfaces[texts[k]] = surfaces.get(texts[k], 0) + weights[k]
+        grouped.counts.append(sum(surfaces.values()))
+        grouped.surfaces.append(max((n, text) for text, n in surfaces.items())[1])  # most frequent, or greater
+    return grouped
+
+
+def cleaned(raws: list[str], weights: list[int], redactor: Redactor) -> list[str]:
+    """Each exact query whitespace-collapsed and redacted (an empty one stays empty);
+    the redactions are counted in `redactor`, by `weights` (log lines)."""
+    texts = []
+    for raw, weight in zip(raws, weights, strict=True):
+        text = " ".join(raw.split())
+        if redactor.extra or maybe_personal(text):  # user patterns: every query
+            text = redactor.redact(text, weight)
+        texts.append(text)
+    return texts
+
+
+def kept(grouped: Grouped, min_length: int, max_length: int, noise: list[re.Pattern[str]],
+         filtered: dict[str, int]) -> list[int]:
+    """Indices of the norms that pass the length and noise filters; the others are
+    counted in `filtered` by reason (the last rule a norm breaks)."""
+    rows = []
+    for j, (norm, surface) in enumerate(zip(grouped.norms, grouped.surfaces, strict=True)):
+        reason = None
+        if _URL_OR_REPEATED.match(surface) or _PROBE.search(surface):
+            reason = NOISE
+        for pattern in noise:
+            if pattern.search(surface) or pattern.search(norm):
+                reason = "noise pattern"
+        if not has_words(norm):
+            reason = "noise (no words left)"
+        if len(norm) > max_length:
+            reason = f"longer than {max_length} characters"
+        if len(norm) < min_length:
+            reason = f"shorter than {min_length} characters"
+        if reason is None:
+            rows.append(j)
+        else:
+            bump(filtered, reason)
+    return rows
+
+
+def has_words(norm: str) -> bool:
+    """Is there a letter or digit in `norm` that is not part of a placeholder?"""
+    if norm[:1].isalnum():  # most norms start with one: a word no placeholder can hide
+        return True
+    return _ALNUM.search(_PLACEHOLDER.sub("", norm) if "<" in norm else norm) is not None
+
+
+def bump(table: dict[str, int], key: str, n: int = 1) -> None:
+    table[key] = table.get(key, 0) + n

@@ -1,0 +1,163 @@
+"""The python reader: what format a file is, the line handler for it, and reading a
+whole source through that handler into an `Aggregate` (a `FileRead`, the output of
+every reader, the DuckDB engine's too)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING
+
+from curator.errors import InputError
+from curator.logs.access import AccessHandler, guess_param, looks_like_access_log
+from curator.logs.aggregate import Aggregate
+from curator.logs.delimited import read_delimited, sniff_delimiter
+from curator.logs.fields import QUERY_FIELDS, UBI, URL_PARAMS, Fields, guess_fields
+from curator.logs.jsonl import JsonlHandler, sniff_records
+from curator.logs.lines import LineHandler, Window
+from curator.logs.sources import BLOCK, BlockHasher, Progress, Source, combine, open_stream
+from curator.logs.text import TextHandler
+
+if TYPE_CHECKING:
+    from curator.logs.duck_users import UsersOf
+
+
+def detect_format(source: Source, head: bytes) -> str:
+    stem = source.stem
+    if stem.endswith(".parquet") or head.startswith(b"PAR1"):
+        return "parquet"
+    first = next((ln.strip() for ln in head.split(b"\n") if ln.strip()), b"")
+    if stem.endswith((".jsonl", ".ndjson", ".json")) or first.startswith(b"{"):
+        return "jsonl"
+    if stem.endswith(".csv"):
+        return "csv"
+    if stem.endswith(".tsv"):
+        return "tsv"
+    if looks_like_access_log(head):
+        return "access"
+    if stem.endswith(".txt"):
+        return "text"
+    header = [c.strip().strip('"').lower() for c in first.decode("utf-8", "replace").replace("\t", ",").split(",")]
+    if len(header) > 1 and any(h in QUERY_FIELDS for h in header):
+        return "tsv" if b"\t" in first else "csv"
+    return "text"
+
+
+def make_handler(
+    source: Source, fmt: str, head: bytes, fields: Fields, param: str | None, window: Window, max_line: int
+) -> LineHandler:
+    if fmt in ("jsonl", "ubi"):
+        given = fields.merged(UBI) if fmt == "ubi" else fields
+        records = sniff_records(head)
+        resolved = guess_fields(records, given)
+        if resolved.query is None:
+            keys = sorted({k for r in records for k in r})[:20]
+            raise InputError(
+                source.label,
+                f"no query field found (looked for {', '.join(QUERY_FIELDS)}); "
+                + (f"the records have: {', '.join(keys)}" if keys else "no line is a JSON object"),
+                hint="Name it with --query-field (dotted paths like request.params.q work).",
+            )
+        return JsonlHandler(resolved, window, max_line)
+    if fmt == "access":
+        chosen = param or guess_param(head)
+        if chosen is None:
+            raise InputError(
+                source.label,
+                f"no search parameter found in the request URLs (looked for {', '.join(URL_PARAMS)})",
+                hint="Name it with --param NAME.",
+            )
+        return AccessHandler(chosen, window, max_line)
+    return TextHandler(window, max_line)
+
+
+@dataclass
+class FileRead:
+    source: Source
+    format: str
+    fingerprint: str
+    agg: Aggregate
+    fields: dict[str, str]
+    engine: str = "python"
+    # duckdb engine: the users of the queries its first pass did not settle, counted
+    # for the queued ones only (agg.users has the users it settled and those of the
+    # lines the python reader handled)
+    users_of: UsersOf | None = None
+
+
+def read_python(source: Source, fmt: str, head: bytes, fields: Fields, param: str | None, window: Window,
+                max_line: int, progress: Progress) -> FileRead:
+    """Read one source completely with the python readers, hashing it on the way."""
+    hasher = BlockHasher()
+    agg = Aggregate()
+    if fmt in ("csv", "tsv"):
+        delimiter = "\t" if fmt == "tsv" else sniff_delimiter(head, source.stem)
+        with open_stream(source, hasher, progress) as stream:
+            used = read_delimited(stream, delimiter, fields, agg, source.label, window, max_line).given()
+    else:
+        handler = make_handler(source, fmt, head, fields, param, window, max_line)
+        used = {}
+        if isinstance(handler, JsonlHandler):
+            used = handler.fields.given()
+        elif isinstance(handler, AccessHandler):
+            used = {"param": handler.param}
+        with open_stream(source, hasher, progress) as stream:
+            read_lines(stream, handler, agg)
+    return FileRead(source, fmt, combine(hasher.finish()), agg, used)
+
+
+def read_lines(stream: IO[bytes], handler: LineHandler, agg: Aggregate) -> None:
+    """Every line of `stream` through `handler` into `agg`, a block at a time. A line
+    longer than the handler's limit is rejected without being held whole; a stream that
+    breaks off (a truncated gzip member) keeps what came before, and says where."""
+    lineno = 1
+    pending = b""
+    skipping = False  # inside an over-long line: drop bytes up to its newline
+    read = getattr(stream, "read1", stream.read)
+    while True:
+        block = bytearray()
+        error = None
+        try:  # small reads, so that a truncated stream still gives what it had
+            while len(block) < BLOCK:
+                piece = read(1 << 16)
+                if not piece:
+                    break
+                block += piece
+        except (OSError, EOFError) as exc:
+            error = exc
+        if block:
+            lineno, pending, skipping = _feed(handler, agg, bytes(block), lineno, pending, skipping)
+        if error is not None:
+            agg.reject(f"unreadable data ({error})", lineno)
+            break
+        if len(block) < BLOCK:
+            break
+    if pending and not skipping:
+        handler.process(pending, lineno, agg)
+
+
+def _feed(handler: LineHandler, agg: Aggregate, block: bytes, lineno: int, pending: bytes,
+          skipping: bool) -> tuple[int, bytes, bool]:
+    """Handle the whole lines of `pending + block`; (next line number, the unfinished
+    last line, whether it is an over-long one being skipped)."""
+    if skipping:
+        cut = block.find(b"\n")
+        if cut < 0:
+            return lineno, b"", True
+        block = block[cut + 1 :]
+        lineno += 1
+        skipping = False
+    data = pending + block if pending else block
+    cut = data.rfind(b"\n")
+    if cut < 0:
+        if len(data) > handler.max_line_bytes:
+            agg.lines += 1
+            agg.reject("line too long", lineno)
+            return lineno, b"", True
+        return lineno, data, False
+    lineno += handler.process(data[: cut + 1], lineno, agg)
+    rest = data[cut + 1 :]
+    if len(rest) > handler.max_line_bytes:
+        agg.lines += 1
+        agg.reject("line too long", lineno)
+        return lineno, b"", True
+    return lineno, rest, False

@@ -1,0 +1,284 @@
+"""Log files and streams: finding them, opening them (gzip, zstd, stdin, pipes) and
+their content fingerprint.
+
+A file's fingerprint is the SHA-256 of the SHA-256 digests of its 8 MiB blocks (of the
+bytes as stored, compressed or not), whichever reader reads it.
+"""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import hashlib
+import io
+import os
+import sys
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from curator.errors import InputError
+
+BLOCK = 8 << 20
+HEAD = 1 << 20
+
+Progress = Callable[[int], None]  # bytes (as stored) read since the last call
+
+_MAGIC = {b"\x1f\x8b": "gz", b"\x28\xb5\x2f\xfd": "zst"}
+
+
+@dataclass
+class Source:
+    label: str  # what messages name: the path as given, or "<stdin>"
+    path: Path | None  # None for a stream: standard input, or a pipe named as a path
+    stream_head: bytes | None = None  # what was read from the stream to detect its format
+    pipe: IO[bytes] | None = None  # a pipe named as a path (`<(zcat ...)`), opened once; None: stdin
+    magic: bytes | None = None  # the first bytes as stored, once looked at
+
+    def stream(self) -> IO[bytes]:
+        """A stream source's bytes, read once, as they come."""
+        return self.pipe if self.pipe is not None else sys.stdin.buffer
+
+    @property
+    def compression(self) -> str | None:
+        """gz or zst, by the name's suffix, else by the first bytes (`curator import-logs -
+        < search.jsonl.gz`, a rotated `search.log.1` that is gzip inside)."""
+        name = self.label.lower()
+        if name.endswith(".gz"):
+            return "gz"
+        if name.endswith((".zst", ".zstd")):
+            return "zst"
+        if self.magic is None:
+            if self.path is None:
+                self.magic = _stream_head(self)[:4]
+            else:
+                with self.path.open("rb") as fh:
+                    self.magic = fh.read(4)
+        return _MAGIC.get(self.magic[:2]) or _MAGIC.get(self.magic[:4])
+
+    @property
+    def stem(self) -> str:
+        """The name without a compression suffix, lower-case (for format detection)."""
+        name = self.label.lower()
+        for suffix in (".gz", ".zst", ".zstd"):
+            name = name.removesuffix(suffix)
+        return name
+
+    def size(self) -> int | None:
+        return self.path.stat().st_size if self.path else None
+
+
+def expand(paths: Sequence[str | os.PathLike[str]]) -> list[Source]:
+    """Files named, globbed, or inside named folders (not hidden ones); `-` is standard
+    input. Every pattern must match something and every file must be readable."""
+    sources: list[Source] = []
+    for raw in paths:
+        text = os.fspath(raw)
+        if text == "-":
+            # typed at a terminal: read to the first Ctrl-D now (a terminal's end of input
+            # is not for good: each of the readers' later reads would wait for another)
+            typed = io.BytesIO(sys.stdin.buffer.read()) if sys.stdin.isatty() else None
+            sources.append(Source("<stdin>", None, pipe=typed))
+            continue
+        if glob.has_magic(text):
+            matched = sorted(glob.glob(text, recursive=True))
+            if not matched:
+                raise InputError(text, "no file matches this pattern")
+        else:
+            matched = [text]
+        for name in matched:
+            path = Path(name)
+            if path.is_dir():  # every file inside but hidden ones (.git, .DS_Store)
+                sources.extend(Source(str(p), p) for p in sorted(path.rglob("*"))
+                               if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts))
+                continue
+            if not path.exists():
+                raise InputError(name, "no such file")
+            if not path.is_file():  # a pipe (`<(zcat log.gz)`, /dev/stdin): read once, like stdin
+                try:
+                    sources.append(Source(name, None, pipe=path.open("rb")))
+                except OSError as exc:
+                    raise InputError(name, f"cannot read: {exc.strerror or exc}") from None
+                continue
+            try:
+                with path.open("rb") as fh:
+                    fh.read(1)
+            except OSError as exc:
+                raise InputError(name, f"cannot read: {exc.strerror or exc}") from None
+            sources.append(Source(name, path))
+    return sources
+
+
+class BlockHasher:
+    """SHA-256 per 8 MiB block, combined at the end; `update` may split blocks."""
+
+    def __init__(self) -> None:
+        self.digests: list[bytes] = []
+        self._h = hashlib.sha256()
+        self._filled = 0
+
+    def update(self, data: bytes | memoryview) -> None:
+        view = memoryview(data)
+        while view:
+            take = min(len(view), BLOCK - self._filled)
+            self._h.update(view[:take])
+            self._filled += take
+            view = view[take:]
+            if self._filled == BLOCK:
+                self.digests.append(self._h.digest())
+                self._h = hashlib.sha256()
+                self._filled = 0
+
+    def finish(self) -> list[bytes]:
+        if self._filled:
+            self.digests.append(self._h.digest())
+            self._h = hashlib.sha256()
+            self._filled = 0
+        return self.digests
+
+
+def combine(digests: list[bytes]) -> str:
+    return hashlib.sha256(b"".join(digests)).hexdigest()
+
+
+class _HashingReader(io.RawIOBase):
+    """Passes bytes through from `raw` while hashing them and reporting progress."""
+
+    def __init__(self, raw: IO[bytes], hasher: BlockHasher, progress: Progress):
+        self.raw, self.hasher, self.progress = raw, hasher, progress
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]  # io's stub: a WriteableBuffer
+        data = self.raw.read(len(buffer))
+        if not data:
+            return 0
+        n = len(data)
+        buffer[:n] = data
+        self.hasher.update(data)
+        self.progress(n)
+        return n
+
+
+def open_stream(source: Source, hasher: BlockHasher, progress: Progress) -> IO[bytes]:
+    """The decompressed bytes of a source, hashing the stored bytes on the way."""
+    if source.path is None:
+        raw: IO[bytes] = _Prefixed(source.stream_head or b"", source.stream())  # type: ignore[assignment]
+    else:
+        raw = source.path.open("rb")
+    counted = io.BufferedReader(_HashingReader(raw, hasher, progress), buffer_size=1 << 20)
+    if source.compression == "gz":
+        return gzip.GzipFile(fileobj=counted, mode="rb")  # type: ignore[return-value]
+    if source.compression == "zst":
+        try:
+            import zstandard
+        except ImportError:
+            raise InputError(
+                source.label,
+                "is zstd-compressed and the `zstandard` package is not installed",
+                hint="pip install zstandard, or decompress it first (zstd -d).",
+            ) from None
+        return zstandard.ZstdDecompressor().stream_reader(counted)
+    return counted
+
+
+def blank_lines(source: Source) -> int | None:
+    """The number of lines of a source that holds nothing but blank lines (an empty
+    file, a rotated log nobody wrote to), else None. Only a source known whole from its
+    first MiB qualifies, and a compressed one must decompress cleanly: damage is for the
+    reader to report, with what came before it."""
+    if source.compression == "zst":  # read by DuckDB when `zstandard` is missing
+        return None
+    if source.path is None:
+        raw = _stream_head(source)
+        if len(raw) >= HEAD:
+            return None
+        if source.compression == "gz":
+            try:
+                raw = gzip.decompress(raw)
+            except (OSError, EOFError, zlib.error):
+                return None
+    else:
+        if (source.size() or 0) >= HEAD:
+            return None
+        try:
+            with source.path.open("rb") as fh:
+                stream = gzip.GzipFile(fileobj=fh) if source.compression == "gz" else fh
+                raw = stream.read(1 << 12)
+                if raw.strip():  # the usual case, seen in the first bytes: no more is read
+                    return None
+                raw += stream.read()
+        except (EOFError, zlib.error, gzip.BadGzipFile):
+            return None
+        except OSError as exc:
+            raise InputError(source.label, f"cannot read: {exc}") from None
+    if raw.strip():
+        return None
+    return raw.count(b"\n") + (not raw.endswith(b"\n")) if raw else 0
+
+
+def _stream_head(source: Source) -> bytes:
+    """The first MiB of a stream source, read once and kept (the reader reads it first)."""
+    if source.stream_head is None:
+        source.stream_head = _read_up_to(source.stream(), HEAD)
+    return source.stream_head
+
+
+def read_head(source: Source) -> bytes:
+    """The first MiB (decompressed) of a file; for stdin, peeked without consuming it."""
+    try:
+        if source.path is None:
+            head = _stream_head(source)
+            if source.compression == "gz":
+                return _read_up_to(gzip.GzipFile(fileobj=io.BytesIO(head)), HEAD)
+            return head
+        with source.path.open("rb") as raw:
+            if source.compression == "gz":
+                with gzip.GzipFile(fileobj=raw) as gz:
+                    return _read_up_to(gz, HEAD, damaged=source.label)
+            if source.compression == "zst":
+                return b""
+            return raw.read(HEAD)
+    except OSError as exc:
+        raise InputError(source.label, f"cannot read: {exc}") from None
+
+
+def _read_up_to(stream: IO[bytes] | gzip.GzipFile, n: int, damaged: str | None = None) -> bytes:
+    """Up to n bytes; a truncated or damaged compressed stream gives what it had (the
+    reader reports the damage), unless that is nothing and `damaged` names the file: a
+    gzip file damaged before anything in it can be read is an InputError."""
+    buf = bytearray()
+    try:
+        while len(buf) < n:
+            chunk = stream.read(min(1 << 16, n - len(buf)))
+            if not chunk:
+                break
+            buf += chunk
+    except (EOFError, zlib.error) as exc:
+        if damaged is not None and not buf:
+            raise InputError(damaged, f"a damaged or truncated gzip file: nothing in it can be read ({exc})") from None
+    return bytes(buf)
+
+
+class _Prefixed(io.RawIOBase):
+    """Bytes already taken from a stream (stdin's head), then the rest of it."""
+
+    def __init__(self, prefix: bytes, rest: IO[bytes]):
+        self.prefix, self.rest = prefix, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]  # io's stub: a WriteableBuffer
+        if self.prefix:
+            n = min(len(buffer), len(self.prefix))
+            buffer[:n] = self.prefix[:n]
+            self.prefix = self.prefix[n:]
+            return n
+        data = self.rest.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
