@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from curator.corpus import git
 from curator.corpus.chunker import chunk_document, detect_format
-from curator.corpus.records import DocRevision, ImportReport, PassageRecord
+from curator.models import DocRevision, ImportReport, PassageRecord
 from curator.corpus.sources import (
     SourceError,
     content_revision,

@@ -409,8 +409,8 @@ class Generator:
     def corpus_topics(self) -> str:
         if self._topics is None:
             counts: Counter[str] = Counter()
-            for row in self.ws.db.execute("SELECT coalesce(title, id) FROM documents"):
-                counts.update(set(sl.content_words(row[0] or "")))
+            for title in self.ws.document_titles():
+                counts.update(set(sl.content_words(title or "")))
             # ties broken by the word, never by set order (which varies per process and
             # would change the prompt, and so the cache key, on every run)
             top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
