@@ -1,10 +1,4 @@
-"""The connection every storage module shares: one sqlite-utils Database, one lock.
-
-`Workspace` (curator/workspace.py) is built from the storage classes of this package:
-`CorpusStorage` (documents and passages), `SearchStorage` (full-text search) and
-`QueueStorage` (candidates, leases, decisions). Each holds the SQL of its tables; every
-write holds `lock` or runs in `transaction()`.
-"""
+"""The connection every storage module shares: one sqlite-utils Database, one lock."""
 
 from __future__ import annotations
 
