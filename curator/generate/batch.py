@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import openai
 
 from curator.errors import CuratorError
+from curator.generate import store
 from curator.generate.client import (
     CallLog,
     ClientOptions,
@@ -83,22 +84,21 @@ def submit(gen: Generator, tasks: list[Task]) -> None:
 
     batch_id, file_id = asyncio.run(go())
     now = utcnow()
-    with gen.ws.lock:
-        gen.ws.db["batches"].insert(
-            {
-                "id": batch_id,
-                "run_id": gen.run_id,
-                "model": gen.model,
-                "input_file_id": file_id,
-                "status": "submitted",
-                "tasks": json.dumps({t.key: _spec(t) for t in tasks}),
-                "options": json.dumps({"temperature": gen.params["temperature"],
-                                       "slices": gen.slices}),
-                "created_at": now,
-                "updated_at": now,
-            },
-            pk="id",
-        )
+    store.add_batch(
+        gen.ws,
+        {
+            "id": batch_id,
+            "run_id": gen.run_id,
+            "model": gen.model,
+            "input_file_id": file_id,
+            "status": "submitted",
+            "tasks": json.dumps({t.key: _spec(t) for t in tasks}),
+            "options": json.dumps({"temperature": gen.params["temperature"],
+                                   "slices": gen.slices}),
+            "created_at": now,
+            "updated_at": now,
+        },
+    )
     gen.summary.batch_id = batch_id
     gen.summary.batch_status = "submitted"
     if gen.opts.wait:
@@ -110,7 +110,7 @@ def submit(gen: Generator, tasks: list[Task]) -> None:
 
 def resume(gen: Generator, batch_id: str) -> None:
     """Poll a stored batch until it finishes, then ingest its results once."""
-    row = next(gen.ws.db.query("SELECT * FROM batches WHERE id = ?", [batch_id]), None)
+    row = store.batch(gen.ws, batch_id)
     if row is None:
         raise CuratorError(
             f"no batch {batch_id!r} in this workspace",
@@ -131,7 +131,7 @@ def resume(gen: Generator, batch_id: str) -> None:
         try:
             while True:
                 batch = await client.batches.retrieve(batch_id)
-                _set_status(gen, batch_id, batch.status)
+                store.update_batch(gen.ws, batch_id, status=batch.status)
                 if batch.status not in _OPEN or not gen.opts.wait:
                     break
                 await asyncio.sleep(gen.settings.poll_interval)
@@ -156,11 +156,6 @@ def resume(gen: Generator, batch_id: str) -> None:
         gen.summary.stopped = f"batch {batch_id} is {batch.status}; run --resume-batch {batch_id} later"
         return
     _ingest(gen, batch_id, specs, out, err)
-
-
-def _set_status(gen: Generator, batch_id: str, status: str) -> None:
-    with gen.ws.lock:
-        gen.ws.db["batches"].update(batch_id, {"status": status, "updated_at": utcnow()})
 
 
 def _ingest(gen: Generator, batch_id: str, specs: dict[str, dict[str, Any]], out: str, err: str) -> None:
@@ -200,8 +195,7 @@ def _ingest(gen: Generator, batch_id: str, specs: dict[str, dict[str, Any]], out
             gen.summary.tasks_failed += 1
             gen.summary.failures.append(_failure(",".join(p[0] for p in spec["passages"]),
                                                  f"no result in batch {batch_id}"))
-    with gen.ws.lock:
-        gen.ws.db["batches"].update(batch_id, {"ingested_at": utcnow(), "updated_at": utcnow()})
+    store.update_batch(gen.ws, batch_id, ingested_at=utcnow())
     if invalid:  # after marking the batch ingested: an interrupted repair is redone by a live run
         gen.repair(invalid)
 
@@ -274,5 +268,5 @@ def list_batches(ws: Any) -> list[dict[str, Any]]:
     return [
         {k: r[k] for k in ("id", "run_id", "model", "status", "created_at", "updated_at", "ingested_at")}
         | {"tasks": len(json.loads(r["tasks"] or "{}"))}
-        for r in ws.db.query("SELECT * FROM batches ORDER BY created_at")
+        for r in store.batches(ws)
     ]

@@ -14,8 +14,9 @@ import json
 import random
 import re
 import time
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import openai
 from openai.types.chat import ChatCompletion
@@ -23,7 +24,11 @@ from pydantic import BaseModel, SecretStr, ValidationError
 
 from curator.errors import CuratorError
 from curator.generate.prompts import output_schema
+from curator.generate.store import record_call
 from curator.models import utcnow
+
+if TYPE_CHECKING:
+    from curator.workspace import Workspace
 
 RESPONSE_FORMATS = ("json_schema", "json_object", "text")
 # OpenAI-style keys, and JWTs (Azure Entra ID tokens from AZURE_OPENAI_AD_TOKEN).
@@ -145,7 +150,7 @@ class CallLog:
     single worker), rows are written there, in order, so one thread owns the connection
     while requests are in flight."""
 
-    def __init__(self, ws: Any, run_id: str, redact: Redactor, executor: Any = None):
+    def __init__(self, ws: Workspace, run_id: str, redact: Redactor, executor: Executor | None = None):
         self.ws = ws
         self.run_id = run_id
         self.redact = redact
@@ -167,13 +172,9 @@ class CallLog:
         if record.get("error"):
             record["error"] = self.redact(str(record["error"]))[:2000]
         if self.executor is not None:
-            self.executor.submit(self._insert, record)
+            self.executor.submit(record_call, self.ws, record)
         else:
-            self._insert(record)
-
-    def _insert(self, record: dict[str, Any]) -> None:
-        with self.ws.lock:
-            self.ws.db["model_calls"].insert(record)
+            record_call(self.ws, record)
 
 
 def make_client(options: ClientOptions) -> openai.AsyncOpenAI:

@@ -13,7 +13,6 @@ Every task ends with candidates, rejections, or a recorded failure (`generation_
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import secrets
 import time
@@ -30,7 +29,6 @@ from curator.config import GenerateConfig
 from curator.errors import CuratorError
 from curator.generate import identifiers as idents
 from curator.generate import slices as sl
-from curator.generate.cache import GenerationCache, cache_key, store_prompt
 from curator.generate.client import (
     Budget,
     CallLog,
@@ -48,7 +46,8 @@ from curator.generate.prompts import (
     combined_output,
     load_templates,
 )
-from curator.models import CandidateIn, Passage, Suggestion, utcnow
+from curator.generate.store import GenerationCache, cache_key, record_task, store_prompt
+from curator.models import CandidateIn, Passage, Suggestion
 from curator.text import normalize_query, sha256_hex
 
 SINGLE_INPUTS = ("passage", "revisions")
@@ -554,21 +553,8 @@ class Generator:
 
     def _record_task(self, task: Task, status: str, *, error: str = "", candidates: int = 0,
                      rejected: Counter[str] | None = None) -> None:
-        with self.ws.lock:
-            self.ws.db["generation_tasks"].upsert(
-                {
-                    "run_id": self.run_id,
-                    "task_key": task.key,
-                    "prompt": task.name,
-                    "passages": json.dumps(task.passage_ids),
-                    "status": status,
-                    "error": error,
-                    "candidates": candidates,
-                    "rejected": json.dumps(dict(rejected or {})),
-                    "at": utcnow(),
-                },
-                pk=("run_id", "task_key"),
-            )
+        record_task(self.ws, self.run_id, task.key, task.name, task.passage_ids, status,
+                    error=error, candidates=candidates, rejected=dict(rejected or {}))
 
     def _ingest(self, task: Task, output: dict[str, Any], *, status: str) -> None:
         rejected: Counter[str] = Counter()
