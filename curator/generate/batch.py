@@ -24,7 +24,8 @@ from curator.generate.prompts import combined_output
 from curator.models import utcnow
 
 if TYPE_CHECKING:
-    from curator.generate.pipeline import Generator, Task
+    from curator.generate.pipeline import Generator
+    from curator.generate.tasks import Task
 
 BATCH_PRICE_FACTOR = 0.5
 _OPEN = ("validating", "in_progress", "finalizing", "cancelling")

@@ -33,26 +33,21 @@ from curator.generate.client import (
     Budget,
     CallLog,
     CallResult,
-    CallSpec,
     ClientOptions,
     ModelClient,
     Prices,
     Redactor,
 )
 from curator.generate.prompts import (
-    FRAME_VERSION,
     PromptTemplate,
-    combined_hash,
-    combined_output,
     load_templates,
 )
-from curator.generate.store import GenerationCache, cache_key, record_task, store_prompt
+from curator.generate.store import GenerationCache, record_task, store_prompt
+from curator.generate.tasks import Task, TaskMaker, corpus_topics
 from curator.models import CandidateIn, Passage, Suggestion
-from curator.text import normalize_query, sha256_hex
+from curator.text import normalize_query
 
 SINGLE_INPUTS = ("passage", "revisions")
-_TOKENS_PER_QUESTION = 70  # completion estimate for --dry-run and the cost budget
-_MAX_IDENTIFIERS = 8
 
 
 # Options that default to the workspace's `[generate]` section: GenerateOptions has a
@@ -130,48 +125,6 @@ class GenerateSummary:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-@dataclass
-class Task:
-    key: str
-    kind: str  # passage | group
-    templates: list[PromptTemplate]
-    passages: list[Passage]
-    previous: Passage | None
-    identifiers: list[idents.Identifier]
-    relation: str
-    prompt_hash: str
-    system: str
-    user: str
-    fingerprints: list[str]
-
-    @property
-    def name(self) -> str:
-        return "+".join(t.slice for t in self.templates)
-
-    @property
-    def version(self) -> str:
-        return "+".join(t.version for t in self.templates)
-
-    @property
-    def passage_ids(self) -> list[str]:
-        return [p.id for p in self.passages]
-
-    def spec(self) -> CallSpec:
-        prompt_est = (len(self.system) + len(self.user)) // 4 + 60
-        completion_est = sum(t.questions for t in self.templates) * _TOKENS_PER_QUESTION
-        return CallSpec(
-            task_key=self.key,
-            prompt_name=self.name,
-            prompt_version=self.version,
-            prompt_hash=self.prompt_hash,
-            system=self.system,
-            user=self.user,
-            output=combined_output(self.templates),
-            passages=self.passage_ids,
-            estimate_tokens=(prompt_est, completion_est),
-        )
 
 
 def generate(ws: Any, **options: Any) -> GenerateSummary:
@@ -405,16 +358,17 @@ class Generator:
 
     # ---- planning ----------------------------------------------------------------------
 
-    def corpus_topics(self) -> str:
+    def tasks(self) -> TaskMaker:
+        """Renders this run's tasks (batch.resume sets the model and parameters first)."""
         if self._topics is None:
-            counts: Counter[str] = Counter()
-            for title in self.ws.document_titles():
-                counts.update(set(sl.content_words(title or "")))
-            # ties broken by the word, never by set order (which varies per process and
-            # would change the prompt, and so the cache key, on every run)
-            top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
-            self._topics = ", ".join(w for w, _ in top) or "this corpus"
-        return self._topics
+            self._topics = corpus_topics(self.ws)
+        return TaskMaker(self.ws, self.model, self.params, self._topics)
+
+    def passage_task(self, p: Passage, slices: list[str]) -> Task | None:
+        return self.tasks().passage_task(p, [self.templates[s] for s in slices])
+
+    def group_task(self, group: sl.Group, templates: list[PromptTemplate]) -> Task:
+        return self.tasks().group_task(group, templates)
 
     def _plan(self) -> list[Task]:
         single = [s for s in self.slices if self.templates[s].input in SINGLE_INPUTS]
@@ -447,101 +401,6 @@ class Generator:
             for group in sl.build_groups(self.ws, selected, count, size, self.opts.seed):
                 tasks.append(self.group_task(group, [self.templates[s] for s in multi]))
         return tasks
-
-    def _variables(self, template: PromptTemplate, extra: dict[str, Any]) -> dict[str, Any]:
-        slice_cfg = self.ws.config.slices.get(template.slice)
-        return {
-            "slice": template.slice,
-            "slice_description": slice_cfg.description if slice_cfg else template.description,
-            "questions": template.questions,
-            "corpus_topics": self.corpus_topics(),
-            **extra,
-        }
-
-    def previous_revision(self, p: Passage) -> Passage | None:
-        for revision, _at, is_current in self.ws.revisions_of(p.id):
-            if is_current or revision == p.revision:
-                continue
-            older = self.ws.passage(p.id, revision)
-            if older is not None and older.fingerprint != p.fingerprint:
-                return older
-        return None
-
-    def passage_task(self, p: Passage, slices: list[str]) -> Task | None:
-        found = idents.mine(p.heading + "\n" + p.text)
-        ranked = idents.rank(found, p.heading, Counter())[:_MAX_IDENTIFIERS]
-        previous = None
-        if any(self.templates[s].input == "revisions" for s in slices):
-            previous = self.previous_revision(p)
-        templates = []
-        for s in slices:
-            t = self.templates[s]
-            if t.output == "identifier_question" and not ranked:
-                continue  # nothing to quote verbatim
-            if t.input == "revisions" and previous is None:
-                continue
-            templates.append(t)
-        if not templates:
-            return None
-        base = {
-            "passage_id": p.id,
-            "title": p.title or "",
-            "heading": p.heading,
-            "document": p.doc_id,
-            "identifiers": ", ".join(f"`{i.text}`" for i in ranked) or "(none)",
-        }
-        if previous is not None:
-            base.update(
-                current_revision=p.revision,
-                previous_revision=previous.revision,
-                current_date=p.committed_at or "unknown date",
-                previous_date=previous.committed_at or "unknown date",
-            )
-        blocks = [_passage_block("passage", p)]
-        if previous is not None:
-            blocks.append(_passage_block("previous_revision", previous))
-        fingerprints = [p.fingerprint] + ([previous.fingerprint] if previous else [])
-        return self._task("passage", templates, [p], previous, ranked, "", blocks, base, fingerprints)
-
-    def group_task(self, group: sl.Group, templates: list[PromptTemplate]) -> Task:
-        ids = [p.id for p in group.passages]
-        base = {
-            "passage_ids": ", ".join(f"`{i}`" for i in ids),
-            "relation": group.relation,
-            "count": len(ids),
-        }
-        blocks = [_passage_block("passage", p) for p in group.passages]
-        return self._task(
-            "group", templates, group.passages, None, [], group.relation, blocks, base,
-            [p.fingerprint for p in group.passages],
-        )
-
-    def _task(self, kind, templates, passages, previous, identifiers, relation, blocks, base,
-              fingerprints) -> Task:
-        systems: list[str] = []
-        parts: list[str] = []
-        for t in templates:
-            system, user = t.render(self._variables(t, base))
-            if system not in systems:
-                systems.append(system)
-            parts.append(f"## Task `{t.slice}`\n{user}")
-        keys = ", ".join(f'"{t.slice}"' for t in templates)
-        system = "\n\n".join(systems) + (
-            f"\n\nAnswer every task in one JSON object with the keys {keys}; each holds a list "
-            "of questions (an empty list when the task cannot be done well)."
-        )
-        user = "\n\n".join(blocks) + "\n\n" + "\n\n".join(parts)
-        prompt_hash = combined_hash(templates)
-        store_prompt(
-            self.ws, prompt_hash, "+".join(t.name for t in templates),
-            "+".join(t.version for t in templates),
-            {"frame": FRAME_VERSION, "templates": [t.hash for t in templates]},
-        )
-        # The rendered text covers what fingerprints do not (corpus topics, group relation).
-        params = {**self.params, "rendered": sha256_hex(system + "\x00" + user)[:16]}
-        key = cache_key(self.model, prompt_hash, fingerprints, params)
-        return Task(key, kind, templates, passages, previous, identifiers, relation,
-                    prompt_hash, system, user, fingerprints)
 
     # ---- turning output into candidates ----------------------------------------------
 
@@ -676,61 +535,9 @@ class Generator:
         self.summary.passages_selected = len(selected)
         self.summary.passages_skipped_covered = skipped
         self.summary.tasks = len(selected)
-        items: list[CandidateIn] = []
-        rejected: Counter[str] = Counter()
-        for done, p in enumerate(selected, 1):
-            ident = self._best_identifier(p)
-            if ident is None:
-                rejected["exact_identifier: no distinctive identifier in the passage"] += 1
-            else:
-                question = idents.template_question(ident, f"{self.opts.seed}:{p.id}")
-                items.append(
-                    CandidateIn(
-                        query=question,
-                        source_kind="generated",
-                        suggested_slice="exact_identifier",
-                        suggestions=[Suggestion(id=p.id, role="primary", revision=p.revision,
-                                                reason="generated from")],
-                        provenance={
-                            "model": idents.BACKEND_NAME,
-                            "prompt": "identifiers",
-                            "prompt_version": idents.BACKEND_VERSION,
-                            "prompt_hash": idents.BACKEND_HASH,
-                            "passages": [{"id": p.id, "revision": p.revision}],
-                            "identifier": ident.text,
-                            "identifier_kind": ident.kind,
-                            "run_id": self.run_id,
-                        },
-                        rationale=f"Quotes {ident.kind.replace('_', ' ')} {ident.text} from {p.id}.",
-                    )
-                )
-            self._progress(done, len(selected))
+        items, rejected = idents.questions(self.ws, selected, self.opts.seed, self.run_id, self._progress)
         self._queue(items, rejected)
         self.summary.rejected = dict(rejected)
-
-    def _best_identifier(self, p: Passage) -> idents.Identifier | None:
-        """The identifier that most clearly points at this passage: in its heading, or
-        found verbatim in the fewest other passages."""
-        found = idents.mine(p.heading + "\n" + p.text)
-        if not found:
-            return None
-        best: tuple[int, int, idents.Identifier] | None = None
-        for i, ident in enumerate(idents.rank(found, p.heading, Counter())[:4]):
-            # in how many other passages the identifier appears verbatim (capped at 5)
-            spread = sum(
-                1
-                for hit in self.ws.search(ident.text, limit=6)
-                if hit.id != p.id
-                and (other := self.ws.passage(hit.id, hit.revision)) is not None
-                and idents.contains_verbatim(other.text, ident.text)
-            )
-            if ident.text in p.heading:
-                spread = -1  # the passage is about it
-            if best is None or (spread, i) < best[:2]:
-                best = (spread, i, ident)
-        if best is None or best[0] >= 5:
-            return None  # everywhere: not a clear primary
-        return best[2]
 
 
 def _settings(config: GenerateConfig, opts: GenerateOptions) -> GenerateConfig:
@@ -741,11 +548,3 @@ def _settings(config: GenerateConfig, opts: GenerateOptions) -> GenerateConfig:
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise CuratorError(f"invalid generate option: {problems}") from None
-
-
-def _passage_block(tag: str, p: Passage) -> str:
-    heading = f"{p.heading}\n\n" if p.heading else ""
-    return (
-        f'<{tag} id="{p.id}" revision="{p.revision}" document="{p.doc_id}">\n'
-        f"{heading}{p.text.strip()}\n</{tag}>"
-    )
