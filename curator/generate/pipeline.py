@@ -29,6 +29,7 @@ from curator.config import GenerateConfig
 from curator.errors import CuratorError
 from curator.generate import identifiers as idents
 from curator.generate import slices as sl
+from curator.generate.candidates import checked_candidate
 from curator.generate.client import (
     Budget,
     CallLog,
@@ -44,7 +45,7 @@ from curator.generate.prompts import (
 )
 from curator.generate.store import GenerationCache, record_task, store_prompt
 from curator.generate.tasks import Task, TaskMaker, corpus_topics
-from curator.models import CandidateIn, Passage, Suggestion
+from curator.models import CandidateIn, Passage
 from curator.text import normalize_query
 
 SINGLE_INPUTS = ("passage", "revisions")
@@ -459,68 +460,11 @@ class Generator:
         if normalize_query(question) in self.known_norms:
             self.summary.already_queued += 1  # e.g. a rerun served from the cache
             return None
-        problem = sl.general_problem(question)
-        p = task.passages[0]
-        provenance: dict[str, Any] = {
-            "model": self.model,
-            "prompt": template.name,
-            "prompt_version": template.version,
-            "prompt_hash": template.hash,
-            "call_prompt_hash": task.prompt_hash,
-            "passages": [{"id": x.id, "revision": x.revision} for x in task.passages],
-            "run_id": self.run_id,
-            "task": task.key,
-        }
-        suggestions = [Suggestion(id=p.id, role="primary", revision=p.revision, reason="generated from")]
-        expect_empty = require_all = False
-        rationale = " ".join(str(entry.get("rationale", "")).split())[:300]
-        slice_name = template.slice
-        if problem is None and template.output == "identifier_question":
-            problem, ident = sl.check_identifier(question, str(entry.get("identifier", "")), task.identifiers)
-            provenance["identifier"] = ident
-        elif problem is None and template.output == "question" and template.slice != "negative":
-            overlap = sl.paraphrase_overlap(question, p.text + " " + p.heading)
-            provenance["overlap"] = round(overlap, 1)
-            if template.slice == "paraphrase" and overlap > self.settings.paraphrase_max_overlap:
-                problem = "paraphrase too close to the passage's wording"
-        elif problem is None and template.slice == "negative":
-            suggestions = []
-            expect_empty = True
-            hit = sl.negative_match(self.ws, question, self.settings.negative_max_coverage)
-            if hit is not None:
-                problem = "negative answered by the corpus"
-                provenance["answered_by"] = hit[0]
-        elif problem is None and template.output == "freshness_question":
-            old, new = str(entry.get("old_answer", "")), str(entry.get("new_answer", ""))
-            previous = task.previous
-            problem = sl.freshness_problem(old, new, previous.text if previous else "", p.text)
-            provenance.update(
-                previous_revision=previous.revision if previous else None,
-                old_answer=old[:300],
-                new_answer=new[:300],
-            )
-            rationale = (rationale + f" (was: {old[:80]}; now: {new[:80]})").strip()
-        elif problem is None and template.output == "multi_hop_question":
-            problem = sl.multi_hop_problem([str(x) for x in entry.get("passages_used", [])], task.passage_ids)
-            suggestions = [
-                Suggestion(id=x.id, role="primary", revision=x.revision, reason="generated from")
-                for x in task.passages
-            ]
-            require_all = True
-            provenance["relation"] = task.relation
-        if problem is not None:
-            rejected[f"{slice_name}: {problem}"] += 1
+        made = checked_candidate(self.ws, self.settings, self.model, self.run_id, task, template, question, entry)
+        if isinstance(made, str):
+            rejected[f"{template.slice}: {made}"] += 1
             return None
-        return CandidateIn(
-            query=question,
-            source_kind="generated",
-            suggested_slice=slice_name,
-            suggestions=suggestions,
-            provenance=provenance,
-            rationale=rationale,
-            expect_empty=expect_empty,
-            require_all=require_all,
-        )
+        return made
 
     # ---- the offline identifiers backend --------------------------------------------------
 
