@@ -13,7 +13,15 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from curator.errors import ConfigError
 
@@ -105,7 +113,7 @@ class Gate(_Section):
 
     @field_validator("max_p95_latency_ms")
     @classmethod
-    def _something_to_check(cls, value: float | None, info: Any) -> float | None:
+    def _something_to_check(cls, value: float | None, info: ValidationInfo) -> float | None:
         if value is None and info.data.get("min") is None:
             raise ValueError("a gate needs min (with metric) or max_p95_latency_ms")
         return value

@@ -378,7 +378,7 @@ class ReviewSession:
             source.update(count=cand.count, first_seen=prov.get("first_seen"), last_seen=prov.get("last_seen"))
         elif cand.source_kind == "generated":
             source.update({k: prov[k] for k in ("model", "prompt", "prompt_version") if k in prov})
-        data = {
+        data: dict[str, Any] = {
             "query": card.query.strip(),
             "slice": card.slice,
             "relevant": [] if card.expect_empty else card.relevant(),
@@ -596,12 +596,12 @@ def reconcile(ws: Workspace, set_name: str, reviewer: str) -> list[str]:
             continue
         undone = last.status == "retired" and reasons.get((query_id, last.rev)) == "undo"
         if cand.state in ("pending", "skipped") and last.status == "active":
-            ws.decide(cid, "keep", reviewer, state="kept", set_name=set_name, query_id=query_id,
+            ws.decide(cand.id, "keep", reviewer, state="kept", set_name=set_name, query_id=query_id,
                       detail={"rev": first.rev, "reconciled": True})
             fixed.append(query_id)
         elif cand.state == "kept" and cand.query_id == query_id and undone:
             # The undo's retiring rev was written; its decision was lost.
-            ws.decide(cid, "undo", reviewer, state="pending",
+            ws.decide(cand.id, "undo", reviewer, state="pending",
                       detail={"undid": "keep", "query_id": query_id, "reconciled": True})
             fixed.append(query_id)
     return fixed

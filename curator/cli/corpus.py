@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.markup import escape
@@ -12,6 +13,9 @@ from rich.table import Table
 
 from curator.cli.main import cli, console, err_console, json_option, pass_ws, print_json
 from curator.errors import EXIT_PARTIAL
+
+if TYPE_CHECKING:
+    from curator.workspace import Workspace
 
 
 @cli.group()
@@ -30,7 +34,7 @@ def corpus() -> None:
 )
 @json_option
 @pass_ws
-def corpus_add(ws, paths: tuple[Path, ...], history: bool, prefix: str, base: Path | None, as_json: bool) -> None:
+def corpus_add(ws: Workspace, paths: tuple[Path, ...], history: bool, prefix: str, base: Path | None, as_json: bool) -> None:
     """Import documents (Markdown, text, reStructuredText, HTML) or corpus files.
 
     Documents are chunked on headings; passage ids are `relative/path.md#heading-slug`.
@@ -91,7 +95,7 @@ def corpus_add(ws, paths: tuple[Path, ...], history: bool, prefix: str, base: Pa
 @click.option("-n", "--limit", default=10, show_default=True, help="How many passages to show.")
 @json_option
 @pass_ws
-def corpus_search(ws, query: tuple[str, ...], limit: int, as_json: bool) -> None:
+def corpus_search(ws: Workspace, query: tuple[str, ...], limit: int, as_json: bool) -> None:
     """Full-text search (BM25) over current passages.
 
     \b
@@ -135,7 +139,7 @@ def corpus_search(ws, query: tuple[str, ...], limit: int, as_json: bool) -> None
 @click.option("--revisions", "list_revisions", is_flag=True, help="List every stored revision.")
 @json_option
 @pass_ws
-def corpus_show(ws, passage_id: str, revision: str | None, list_revisions: bool, as_json: bool) -> None:
+def corpus_show(ws: Workspace, passage_id: str, revision: str | None, list_revisions: bool, as_json: bool) -> None:
     """Print one passage's text and metadata.
 
     \b

@@ -98,7 +98,7 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any] | SourceError]]
                     continue
                 try:
                     record = json.loads(line)
-                except ValueError as exc:
+                except json.JSONDecodeError as exc:
                     yield number, SourceError(f"not valid JSON ({exc.msg})", number)
                     continue
                 if not isinstance(record, dict):

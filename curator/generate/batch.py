@@ -21,11 +21,12 @@ from curator.generate.client import (
     strict_schema,
 )
 from curator.generate.prompts import combined_output
-from curator.models import utcnow
+from curator.models import Passage, utcnow
 
 if TYPE_CHECKING:
-    from curator.generate.pipeline import Generator
+    from curator.generate.pipeline import Failure, Generator
     from curator.generate.tasks import Task
+    from curator.workspace import Workspace
 
 BATCH_PRICE_FACTOR = 0.5
 _OPEN = ("validating", "in_progress", "finalizing", "cancelling")
@@ -71,7 +72,9 @@ def submit(gen: Generator, tasks: list[Task]) -> None:
                 file=(f"{gen.run_id}.jsonl", io.BytesIO(lines.encode("utf-8"))), purpose="batch"
             )
             batch = await client.batches.create(
-                input_file_id=upload.id, endpoint=_endpoint(options), completion_window="24h",
+                # the stubs list only OpenAI's endpoints; Azure's has no /v1
+                input_file_id=upload.id, endpoint=_endpoint(options),  # type: ignore[arg-type]
+                completion_window="24h",
                 metadata={"curator_run": gen.run_id},
             )
             return batch.id, upload.id
@@ -201,7 +204,7 @@ def _ingest(gen: Generator, batch_id: str, specs: dict[str, dict[str, Any]], out
         gen.repair(invalid)
 
 
-def _failure(where: str, error: str):
+def _failure(where: str, error: str) -> Failure:
     from curator.generate.pipeline import Failure
 
     return Failure(task="batch", passages=[where], error=error)
@@ -252,20 +255,22 @@ def _ingest_line(gen: Generator, log: CallLog, batch_id: str, task: Task,
 def _rebuild(gen: Generator, spec: dict[str, Any]) -> Task | None:
     from curator.generate import slices as sl
 
-    passages = [gen.ws.passage(pid, rev) for pid, rev in spec["passages"]]
-    if any(p is None for p in passages):
-        return None
+    passages: list[Passage] = []
+    for pid, rev in spec["passages"]:
+        p = gen.ws.passage(pid, rev)
+        if p is None:
+            return None
+        passages.append(p)
     missing = [s for s in spec["slices"] if s not in gen.templates]
     if missing:
         return None
     if spec["kind"] == "group":
-        group = sl.Group(passages, spec.get("relation", ""))  # type: ignore[arg-type]
+        group = sl.Group(passages, spec.get("relation", ""))
         return gen.group_task(group, [gen.templates[s] for s in spec["slices"]])
-    task = gen.passage_task(passages[0], spec["slices"])  # type: ignore[arg-type]
-    return task
+    return gen.passage_task(passages[0], spec["slices"])
 
 
-def list_batches(ws: Any) -> list[dict[str, Any]]:
+def list_batches(ws: Workspace) -> list[dict[str, Any]]:
     return [
         {k: r[k] for k in ("id", "run_id", "model", "status", "created_at", "updated_at", "ingested_at")}
         | {"tasks": len(json.loads(r["tasks"] or "{}"))}

@@ -14,6 +14,7 @@ import json
 import random
 import re
 import time
+from collections.abc import Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -193,7 +194,9 @@ def _azure_client(options: ClientOptions, key: str | None) -> openai.AsyncAzureO
     """`AsyncAzureOpenAI`; what is not configured it reads itself from AZURE_OPENAI_ENDPOINT,
     OPENAI_API_VERSION and (without a key) AZURE_OPENAI_AD_TOKEN."""
     try:
-        return openai.AsyncAzureOpenAI(
+        # The stubs want azure_endpoint or base_url as a str; the client takes None for
+        # either and reads AZURE_OPENAI_ENDPOINT itself.
+        return openai.AsyncAzureOpenAI(  # type: ignore[call-overload]
             api_key=key,
             azure_endpoint=None if options.base_url else options.azure_endpoint,
             base_url=options.base_url,
@@ -250,7 +253,7 @@ class ModelClient:
             messages = self._messages(spec)
             result = CallResult(ok=False)
             text, problem = "", ""
-            kinds = ("call", "repair")
+            kinds: tuple[str, ...] = ("call", "repair")
             if reply is not None:
                 text, problem = reply, parse_output(reply, spec.output)[1]
                 kinds = ("repair",)
@@ -332,10 +335,10 @@ class ModelClient:
                 latency = (time.perf_counter() - start) * 1000
                 self.budget.settle(estimate, 0.0)
                 status = exc.status_code
-                message = self.redact(_error_text(exc))
-                if status == 400 and self.auto and self.mode != "text" and _format_rejected(message):
+                error = self.redact(_error_text(exc))
+                if status == 400 and self.auto and self.mode != "text" and _format_rejected(error):
                     self.log.write(spec, params, **row, outcome="unsupported", status_code=status,
-                                   error=message, latency_ms=latency)
+                                   error=error, latency_ms=latency)
                     self.mode = RESPONSE_FORMATS[RESPONSE_FORMATS.index(self.mode) + 1]
                     messages = self._messages(spec) + messages[2:]
                     attempt -= 1
@@ -343,11 +346,11 @@ class ModelClient:
                 retryable = status == 429 or status >= 500 or status == 408
                 outcome = "retry" if retryable and attempt <= self.options.max_retries else "error"
                 self.log.write(spec, params, **row, outcome=outcome, status_code=status,
-                               error=message, latency_ms=latency)
+                               error=error, latency_ms=latency)
                 if outcome == "retry":
                     await asyncio.sleep(self._delay(attempt, exc.response.headers))
                     continue
-                result.outcome, result.error = "error", f"HTTP {status}: {message}"
+                result.outcome, result.error = "error", f"HTTP {status}: {error}"
                 if status in (401, 403):
                     raise CuratorError(
                         f"The model server refused the credentials (HTTP {status}).",
@@ -394,7 +397,7 @@ class ModelClient:
                            error="reply cut off at max_tokens" if truncated else None)
             return text
 
-    def _delay(self, attempt: int, headers: Any) -> float:
+    def _delay(self, attempt: int, headers: Mapping[str, str] | None) -> float:
         """Retry-After (seconds or ms) when the server sends it, else exponential backoff
         with full jitter."""
         if headers is not None:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -47,6 +47,9 @@ from curator.generate.store import GenerationCache, record_task, store_prompt
 from curator.generate.tasks import Task, TaskMaker, corpus_topics
 from curator.models import CandidateIn, Passage
 from curator.text import normalize_query
+
+if TYPE_CHECKING:
+    from curator.workspace import Workspace
 
 SINGLE_INPUTS = ("passage", "revisions")
 
@@ -128,7 +131,7 @@ class GenerateSummary:
         return asdict(self)
 
 
-def generate(ws: Any, **options: Any) -> GenerateSummary:
+def generate(ws: Workspace, **options: Any) -> GenerateSummary:
     """Generate candidate questions from the workspace's corpus and queue them for review.
 
     Options (all keyword): passages (how many to draw), slices, seed, backend ("model"
@@ -151,7 +154,7 @@ def generate(ws: Any, **options: Any) -> GenerateSummary:
 
 
 class Generator:
-    def __init__(self, ws: Any, opts: GenerateOptions):
+    def __init__(self, ws: Workspace, opts: GenerateOptions):
         self.ws = ws
         self.opts = opts
         cfg = ws.config.model

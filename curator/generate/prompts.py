@@ -208,8 +208,9 @@ def combined_output(templates: list[PromptTemplate]) -> type[BaseModel]:
 
 @functools.lru_cache(maxsize=64)
 def _combined_output(templates: tuple[PromptTemplate, ...]) -> type[BaseModel]:
+    # list[...] of a model made at run time: a type mypy cannot name
     fields: dict[str, Any] = {t.slice: (list[t.output_model], ...) for t in templates}  # type: ignore[name-defined]
-    model = create_model(  # type: ignore[call-overload]
+    model = create_model(
         "Questions_" + "_".join(t.slice for t in templates),
         __config__=ConfigDict(extra="forbid"),
         **fields,

@@ -56,7 +56,7 @@ class QueueStorage(Storage):
                         now,
                     ],
                 )
-                result.added.append(cur.lastrowid)
+                result.added.append(int(cur.lastrowid or 0))  # an INSERT always sets it
         return result
 
     def candidate(self, candidate_id: int) -> Candidate | None:
