@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from curator.errors import ConfigError
+from curator.models import validation_problems
 
 CONFIG_FILE = "curator.toml"
 
@@ -238,9 +239,7 @@ def load_config(root: Path | None, environ: dict[str, str] | None = None) -> Con
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
-        )
+        problems = validation_problems(exc)
         raise ConfigError(f"{path or 'environment'}: invalid configuration: {problems}") from None
 
 

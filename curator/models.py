@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 Role = Literal["primary", "secondary"]
 CaseStatus = Literal["active", "retired"]
@@ -23,6 +23,13 @@ GRADE_FOR_ROLE: dict[str, int] = {"primary": 2, "secondary": 1}
 # Recorded in every change-log entry (`Workspace.versions`); bump when the chunker cuts
 # the same input into other chunks or gives them other ids.
 CHUNKER_VERSION = "1"
+
+
+def validation_problems(exc: ValidationError, whole: str = "", limit: int | None = None) -> str:
+    """pydantic's errors as `a.b: message; ...` (`whole` names a problem with no location)."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or whole}: {e['msg']}" for e in exc.errors()[:limit]
+    )
 
 
 def utcnow() -> str:

@@ -16,7 +16,7 @@ import re
 import time
 from collections.abc import Mapping
 from concurrent.futures import Executor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import openai
@@ -26,7 +26,7 @@ from pydantic import BaseModel, SecretStr, ValidationError
 from curator.errors import CuratorError
 from curator.generate.prompts import output_schema
 from curator.generate.store import record_call
-from curator.models import utcnow
+from curator.models import utcnow, validation_problems
 
 if TYPE_CHECKING:
     from curator.workspace import Workspace
@@ -439,10 +439,7 @@ def parse_output(text: str, model: type[BaseModel]) -> tuple[BaseModel | None, s
     try:
         return model.model_validate(data), ""
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'reply'}: {e['msg']}" for e in exc.errors()[:5]
-        )
-        return None, problems
+        return None, validation_problems(exc, "reply", limit=5)
 
 
 @functools.lru_cache(maxsize=64)
@@ -458,11 +455,3 @@ def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
 
     return clean(output_schema(model))
 
-
-@dataclass
-class Usage:
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float = 0.0
-    outcomes: dict[str, int] = field(default_factory=dict)

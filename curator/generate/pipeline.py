@@ -45,7 +45,7 @@ from curator.generate.prompts import (
 )
 from curator.generate.store import GenerationCache, record_task, store_prompt
 from curator.generate.tasks import Task, TaskMaker, corpus_topics
-from curator.models import CandidateIn, Passage
+from curator.models import CandidateIn, Passage, validation_problems
 from curator.text import normalize_query
 
 if TYPE_CHECKING:
@@ -493,5 +493,4 @@ def _settings(config: GenerateConfig, opts: GenerateOptions) -> GenerateConfig:
     try:
         return GenerateConfig.model_validate({**config.model_dump(), **given})
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise CuratorError(f"invalid generate option: {problems}") from None
+        raise CuratorError(f"invalid generate option: {validation_problems(exc)}") from None

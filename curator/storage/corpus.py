@@ -261,19 +261,6 @@ class CorpusStorage(Storage):
 
 
 def _passage(row: dict[str, Any]) -> Passage:
-    return Passage(
-        id=row["id"],
-        revision=row["revision"],
-        doc_id=row["doc_id"],
-        path=row["path"],
-        url=row["url"],
-        title=row["title"],
-        heading_path=json.loads(row["heading_path"] or "[]"),
-        text=row["text"],
-        fingerprint=row["fingerprint"],
-        tokens=row["tokens"] or 0,
-        committed_at=row["committed_at"],
-        is_current=bool(row["is_current"]),
-        ordinal=row["ordinal"] or 0,
-    )
-
+    """A `passages` row as a Passage (the row's rowid and joined heading are left out)."""
+    heading_path = json.loads(row["heading_path"] or "[]")
+    return Passage(**{**row, "heading_path": heading_path, "tokens": row["tokens"] or 0, "ordinal": row["ordinal"] or 0})

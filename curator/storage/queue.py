@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from curator.config import Config
-from curator.models import Candidate, CandidateIn, Decision, Suggestion, utcnow
+from curator.models import Candidate, CandidateIn, Decision, utcnow
 from curator.storage.base import Storage
 from curator.text import normalize_query
 
@@ -244,22 +244,11 @@ def _candidate_filter(
 
 
 def _candidate(row: dict[str, Any]) -> Candidate:
-    return Candidate(
-        id=row["id"],
-        query=row["query"],
-        norm=row["norm"],
-        source_kind=row["source_kind"],
-        state=row["state"],
-        suggested_slice=row["suggested_slice"],
-        suggestions=[Suggestion(**s) for s in json.loads(row["suggestions"] or "[]")],
-        provenance=json.loads(row["provenance"] or "{}"),
-        rationale=row["rationale"] or "",
-        count=row["count"] or 1,
-        expect_empty=bool(row["expect_empty"]),
-        require_all=bool(row["require_all"]),
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        query_id=row["query_id"],
-        set_name=row["set_name"],
-    )
-
+    """A `candidates` row as a Candidate (its lease columns are left out)."""
+    return Candidate(**{
+        **row,
+        "suggestions": json.loads(row["suggestions"] or "[]"),
+        "provenance": json.loads(row["provenance"] or "{}"),
+        "rationale": row["rationale"] or "",
+        "count": row["count"] or 1,
+    })
