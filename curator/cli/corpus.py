@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -63,17 +64,8 @@ def corpus_add(ws: Workspace, paths: tuple[Path, ...], history: bool, prefix: st
         report = add_paths(ws, paths, history=history, prefix=prefix, base=base, progress=progress)
     stats = ws.corpus_stats()
     if as_json:
-        print_json(
-            {
-                "documents_new": report.documents_new,
-                "documents_unchanged": report.documents_unchanged,
-                "revisions_added": report.revisions_added,
-                "history_revisions": report.history_revisions,
-                "passages_added": report.passages_added,
-                "skipped": [{"path": p, "line": n, "reason": r} for p, n, r in report.skipped],
-                "corpus": stats.__dict__,
-            }
-        )
+        skipped = [{"path": p, "line": n, "reason": r} for p, n, r in report.skipped]
+        print_json({**asdict(report), "skipped": skipped, "corpus": asdict(stats)})
     else:
         console.print(
             f"Imported {report.revisions_added} document revisions "

@@ -25,6 +25,7 @@ _PASSAGE_COLUMNS = (
     "id", "revision", "doc_id", "path", "url", "title", "heading", "heading_path", "text",
     "fingerprint", "tokens", "committed_at", "is_current", "ordinal",
 )
+_IS_CURRENT = _PASSAGE_COLUMNS.index("is_current")
 _INSERT_PASSAGE = (
     f"INSERT INTO passages ({', '.join(_PASSAGE_COLUMNS)}) "
     f"VALUES ({', '.join('?' * len(_PASSAGE_COLUMNS))})"
@@ -45,29 +46,22 @@ class CorpusStorage(Storage):
         """Store document revisions. The newest revision of a document is current; older
         ones are kept for freshness questions; a revision already stored is left alone."""
         report = ImportReport()
-        known = {
-            row[0]: (row[1], row[2] or "")
-            for row in self.db.execute(
-                "SELECT id, current_revision, current_committed_at FROM documents"
-            )
-        }
-        seen = {
-            (row[0], row[1]) for row in self.db.execute("SELECT doc_id, revision FROM document_revisions")
-        }
+        # doc_id -> commit time of its current revision ("" when unknown)
+        known = {row[0]: row[1] or "" for row in self.db.execute("SELECT id, current_committed_at FROM documents")}
+        seen = set(self.db.execute("SELECT doc_id, revision FROM document_revisions").fetchall())
         now = utcnow()
-        rows: list[dict[str, Any]] = []
-        pending_current: dict[str, list[int]] = {}  # doc_id -> indexes in rows
+        # Passage rows as lists in _PASSAGE_COLUMNS order: executemany takes them as they
+        # are (sqlite-utils' insert_all spends more time building statements than SQLite
+        # spends storing 100k passages).
+        rows: list[list[Any]] = []
+        current_rows: dict[str, list[list[Any]]] = {}  # doc_id -> its current rows in `rows`
         doc_rows: dict[str, dict[str, Any]] = {}
         rev_rows: list[dict[str, Any]] = []
 
         def flush() -> None:
-            if not rows and not rev_rows:
-                return
             with self.transaction():
                 start = self.db.execute("SELECT coalesce(max(rowid), 0) FROM passages").fetchone()[0]
-                # executemany over tuples: sqlite-utils' insert_all spends more time
-                # building statements than SQLite spends storing 100k passages.
-                self.db.conn.executemany(_INSERT_PASSAGE, [tuple(r[c] for c in _PASSAGE_COLUMNS) for r in rows])
+                self.db.conn.executemany(_INSERT_PASSAGE, rows)
                 self.db.execute(
                     "INSERT INTO passages_fts(rowid, heading, text) "
                     "SELECT rowid, heading, text FROM passages WHERE rowid > ? AND is_current = 1",
@@ -76,7 +70,7 @@ class CorpusStorage(Storage):
                 self.db.table("documents").upsert_all(doc_rows.values(), pk="id")
                 self.db.table("document_revisions").insert_all(rev_rows, pk=("doc_id", "revision"))
             rows.clear()
-            pending_current.clear()
+            current_rows.clear()
             doc_rows.clear()
             rev_rows.clear()
 
@@ -85,20 +79,20 @@ class CorpusStorage(Storage):
                 report.documents_unchanged += 1
                 continue
             seen.add((doc.doc_id, doc.revision))
+            report.revisions_added += 1
             committed = doc.committed_at or ""
             current = known.get(doc.doc_id)
-            becomes_current = current is None or committed > current[1] or (
-                committed == current[1] and not doc.historical
-            )
             if current is None:
                 report.documents_new += 1
-            report.revisions_added += 1
-            if not becomes_current:
-                report.history_revisions += 1
-            elif current is not None:
-                self._demote(doc.doc_id, rows, pending_current)
+                becomes_current = True
+            else:
+                becomes_current = committed > current or (committed == current and not doc.historical)
+                if becomes_current:
+                    self._demote(doc.doc_id, current_rows.pop(doc.doc_id, []))
+                else:
+                    report.history_revisions += 1
             if becomes_current:
-                known[doc.doc_id] = (doc.revision, committed)
+                known[doc.doc_id] = committed
                 doc_rows[doc.doc_id] = {
                     "id": doc.doc_id,
                     "path": doc.path,
@@ -109,43 +103,22 @@ class CorpusStorage(Storage):
                     "current_committed_at": doc.committed_at,
                     "updated_at": now,
                 }
-            elif doc.doc_id not in known:  # pragma: no cover - history before any current
-                known[doc.doc_id] = (doc.revision, committed)
-            rev_rows.append(
-                {
-                    "doc_id": doc.doc_id,
-                    "revision": doc.revision,
-                    "committed_at": doc.committed_at,
-                    "imported_at": now,
-                    "passages": len(doc.passages),
-                }
-            )
-            indexes = pending_current.setdefault(doc.doc_id, []) if becomes_current else None
-            for p in doc.passages:
-                if indexes is not None:
-                    indexes.append(len(rows))
-                rows.append(
-                    {
-                        "id": p.id,
-                        "revision": doc.revision,
-                        "doc_id": doc.doc_id,
-                        "path": doc.path,
-                        "url": doc.url,
-                        "title": p.title or doc.title,
-                        "heading": " › ".join(p.heading_path),
-                        "heading_path": json.dumps(p.heading_path, ensure_ascii=False),
-                        "text": p.text,
-                        "fingerprint": fingerprint(p.text),
-                        "tokens": p.tokens,
-                        "committed_at": doc.committed_at,
-                        "is_current": int(becomes_current),
-                        "ordinal": p.ordinal,
-                    }
-                )
+            rev_rows.append({"doc_id": doc.doc_id, "revision": doc.revision, "committed_at": doc.committed_at,
+                             "imported_at": now, "passages": len(doc.passages)})
+            added = [
+                [p.id, doc.revision, doc.doc_id, doc.path, doc.url, p.title or doc.title,
+                 " › ".join(p.heading_path), json.dumps(p.heading_path, ensure_ascii=False), p.text,
+                 fingerprint(p.text), p.tokens, doc.committed_at, int(becomes_current), p.ordinal]
+                for p in doc.passages
+            ]
+            rows.extend(added)
+            if becomes_current:
+                current_rows[doc.doc_id] = added
             report.passages_added += len(doc.passages)
             if len(rows) >= _FLUSH_ROWS:
                 flush()
-        flush()
+        if rows or rev_rows:
+            flush()
         if report.revisions_added:
             self._update_corpus_version()
             # Word frequencies are rebuilt by the next search, not here: a corpus is
@@ -153,10 +126,11 @@ class CorpusStorage(Storage):
             self.set_meta("term_stats", "stale")
         return report
 
-    def _demote(self, doc_id: str, rows: list[dict[str, Any]], pending: dict[str, list[int]]) -> None:
-        """A newer revision of `doc_id` arrived: its current passages become history."""
-        for index in pending.pop(doc_id, []):
-            rows[index]["is_current"] = 0
+    def _demote(self, doc_id: str, unstored: list[list[Any]]) -> None:
+        """A newer revision of `doc_id` arrived: its current passages become history,
+        both those stored and those still waiting in the batch (`unstored`)."""
+        for row in unstored:
+            row[_IS_CURRENT] = 0
         with self.transaction():
             self.db.execute(
                 "INSERT INTO passages_fts(passages_fts, rowid, heading, text) "
