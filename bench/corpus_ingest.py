@@ -66,7 +66,7 @@ def worker(kind: str, db_path: str) -> None:
     """Time only the ingest itself, in a fresh process; print seconds."""
     rows = [json.loads(line) for line in PASSAGES.read_text(encoding="utf-8").splitlines()]
     if kind == "curator":
-        from curator.corpus.records import DocRevision, PassageRecord
+        from curator.models import DocRevision, PassageRecord
         from curator.workspace import Workspace
 
         ws = Workspace.init(db_path)

@@ -13,9 +13,18 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from curator.errors import ConfigError
+from curator.models import validation_problems
 
 CONFIG_FILE = "curator.toml"
 
@@ -105,7 +114,7 @@ class Gate(_Section):
 
     @field_validator("max_p95_latency_ms")
     @classmethod
-    def _something_to_check(cls, value: float | None, info: Any) -> float | None:
+    def _something_to_check(cls, value: float | None, info: ValidationInfo) -> float | None:
         if value is None and info.data.get("min") is None:
             raise ValueError("a gate needs min (with metric) or max_p95_latency_ms")
         return value
@@ -230,9 +239,7 @@ def load_config(root: Path | None, environ: dict[str, str] | None = None) -> Con
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
-        )
+        problems = validation_problems(exc)
         raise ConfigError(f"{path or 'environment'}: invalid configuration: {problems}") from None
 
 

@@ -79,7 +79,7 @@ def _demo_generate(ws: Workspace, target: Path, say: Callable[[str], None]) -> N
 DEMO_STEPS.append(_demo_generate)
 
 
-def _import_demo_logs(ws, target, say):
+def _import_demo_logs(ws: Workspace, target: Path, say: Callable[[str], None]) -> None:
     from curator.logs import import_logs
 
     say("Mining the demo search log")
@@ -89,7 +89,7 @@ def _import_demo_logs(ws, target, say):
 DEMO_STEPS.append(_import_demo_logs)
 
 
-def _demo_triage_runs(ws, target, say):
+def _demo_triage_runs(ws: Workspace, target: Path, say: Callable[[str], None]) -> None:
     from curator.triage import demo_runs
 
     demo_runs(ws, target, say)

@@ -1,7 +1,19 @@
 """Schema of `.curator/workspace.db`, as sqlite-utils migrations.
 
-Append-only: a released migration is never edited; change the schema by adding
-`m00N_<what>` at the end of this file.
+Append-only: a released migration is never edited or renamed (sqlite-utils records each
+by its function name in `_sqlite_migrations`); change the schema by adding a function at
+the end of this file. They run in file order, which is not the order of their numbers:
+
+1. `m001_core`: meta, documents, document_revisions, passages and their FTS5 index
+   `passages_fts`, candidates, decisions.
+2. `m001_search_stats`: `passages_fts_vocab` and `term_stats`, the document frequency
+   of every indexed word (search takes words rarest first).
+3. `m003_generate`: prompt_texts, model_calls, generation_cache, generation_tasks,
+   batches.
+4. `m002_logs`: log_imports, one row per imported log file, keyed by its fingerprint.
+5. `m006_triage`: triage_decisions.
+6. `m007_log_import_windows`: log_imports.windows, the --since/--until windows a log
+   file was imported for.
 """
 
 from __future__ import annotations
@@ -17,8 +29,8 @@ migrations = Migrations("curator")
 
 @migrations()
 def m001_core(db: Database) -> None:
-    db["meta"].create({"key": str, "value": str}, pk="key")
-    db["documents"].create(
+    db.table("meta").create({"key": str, "value": str}, pk="key")
+    db.table("documents").create(
         {
             "id": str,
             "path": str,
@@ -32,11 +44,11 @@ def m001_core(db: Database) -> None:
         pk="id",
     )
     # One row per (document, revision) ever imported: re-importing one is a no-op.
-    db["document_revisions"].create(
+    db.table("document_revisions").create(
         {"doc_id": str, "revision": str, "committed_at": str, "imported_at": str, "passages": int},
         pk=("doc_id", "revision"),
     )
-    db["passages"].create(
+    db.table("passages").create(
         {
             "rowid": int,
             "id": str,
@@ -56,8 +68,8 @@ def m001_core(db: Database) -> None:
         },
         pk="rowid",
     )
-    db["passages"].create_index(["id", "revision"], unique=True)
-    db["passages"].create_index(["doc_id", "is_current"])
+    db.table("passages").create_index(["id", "revision"], unique=True)
+    db.table("passages").create_index(["doc_id", "is_current"])
     # External-content FTS5 index holding current passages only; rows are added and
     # removed by Workspace when a revision becomes (or stops being) current.
     db.execute(
@@ -65,7 +77,7 @@ def m001_core(db: Database) -> None:
         "heading, text, content='passages', content_rowid='rowid', "
         "tokenize='unicode61 remove_diacritics 2')"
     )
-    db["candidates"].create(
+    db.table("candidates").create(
         {
             "id": int,
             "query": str,
@@ -88,9 +100,9 @@ def m001_core(db: Database) -> None:
         },
         pk="id",
     )
-    db["candidates"].create_index(["norm"], unique=True)
-    db["candidates"].create_index(["state", "source_kind"])
-    db["decisions"].create(
+    db.table("candidates").create_index(["norm"], unique=True)
+    db.table("candidates").create_index(["state", "source_kind"])
+    db.table("decisions").create(
         {
             "id": int,
             "candidate_id": int,
@@ -104,7 +116,7 @@ def m001_core(db: Database) -> None:
         pk="id",
         foreign_keys=[("candidate_id", "candidates", "id")],
     )
-    db["decisions"].create_index(["candidate_id"])
+    db.table("decisions").create_index(["candidate_id"])
 
 
 @migrations()
@@ -119,11 +131,11 @@ def m001_search_stats(db: Database) -> None:
 @migrations()
 def m003_generate(db: Database) -> None:
     # Prompt text is stored once, keyed by its content hash (calls and cache refer to it).
-    db["prompt_texts"].create(
+    db.table("prompt_texts").create(
         {"hash": str, "name": str, "version": str, "body": str, "created_at": str}, pk="hash"
     )
     # One row per HTTP attempt to the model (retries and repairs included); never the key.
-    db["model_calls"].create(
+    db.table("model_calls").create(
         {
             "id": int,
             "run_id": str,
@@ -148,10 +160,10 @@ def m003_generate(db: Database) -> None:
         },
         pk="id",
     )
-    db["model_calls"].create_index(["run_id"])
-    db["model_calls"].create_index(["task_key"])
+    db.table("model_calls").create_index(["run_id"])
+    db.table("model_calls").create_index(["task_key"])
     # Validated model output per task: re-running the same work costs nothing.
-    db["generation_cache"].create(
+    db.table("generation_cache").create(
         {
             "key": str,
             "model": str,
@@ -166,7 +178,7 @@ def m003_generate(db: Database) -> None:
         pk="key",
     )
     # What became of each unit of work in a run: candidates, or a recorded failure.
-    db["generation_tasks"].create(
+    db.table("generation_tasks").create(
         {
             "run_id": str,
             "task_key": str,
@@ -180,7 +192,7 @@ def m003_generate(db: Database) -> None:
         },
         pk=("run_id", "task_key"),
     )
-    db["batches"].create(
+    db.table("batches").create(
         {
             "id": str,
             "run_id": str,
@@ -203,7 +215,7 @@ def m003_generate(db: Database) -> None:
 def m002_logs(db: Database) -> None:
     # One row per log file imported by `curator import-logs`, keyed by its content
     # fingerprint, so that importing the same log again is recognised and skipped.
-    db["log_imports"].create(
+    db.table("log_imports").create(
         {
             "fingerprint": str,
             "label": str,
@@ -218,14 +230,14 @@ def m002_logs(db: Database) -> None:
         },
         pk="fingerprint",
     )
-    db["log_imports"].create_index(["path", "size", "mtime_ns"])
+    db.table("log_imports").create_index(["path", "size", "mtime_ns"])
 
 
 @migrations()
 def m006_triage(db: Database) -> None:
     # One row per triage decision (`curator triage`): which run's failing case, the cause the
     # reviewer named, what was done (relabel, repin, regression, undo) and the rev it appended.
-    db["triage_decisions"].create(
+    db.table("triage_decisions").create(
         {
             "id": int,
             "run": str,  # the artefact's file name in runs/
@@ -243,7 +255,7 @@ def m006_triage(db: Database) -> None:
         },
         pk="id",
     )
-    db["triage_decisions"].create_index(["run", "query_id"])
+    db.table("triage_decisions").create_index(["run", "query_id"])
 
 
 @migrations()
@@ -251,4 +263,4 @@ def m007_log_import_windows(db: Database) -> None:
     # The --since/--until windows each log file was imported for (JSON [since, until]
     # pairs, merged; null: an open end). NULL: imported whole, as every earlier row was
     # taken to be.
-    db["log_imports"].add_column("windows", str)
+    db.table("log_imports").add_column("windows", str)

@@ -6,10 +6,11 @@ Case and ChangeEntry are the records of `cases.jsonl` and `changelog.jsonl`
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 Role = Literal["primary", "secondary"]
 CaseStatus = Literal["active", "retired"]
@@ -18,6 +19,17 @@ CandidateState = Literal["pending", "kept", "binned", "skipped"]
 SourceKind = Literal["log", "generated", "manual", "triage"]
 
 GRADE_FOR_ROLE: dict[str, int] = {"primary": 2, "secondary": 1}
+
+# Recorded in every change-log entry (`Workspace.versions`); bump when the chunker cuts
+# the same input into other chunks or gives them other ids.
+CHUNKER_VERSION = "1"
+
+
+def validation_problems(exc: ValidationError, whole: str = "", limit: int | None = None) -> str:
+    """pydantic's errors as `a.b: message; ...` (`whole` names a problem with no location)."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or whole}: {e['msg']}" for e in exc.errors()[:limit]
+    )
 
 
 def utcnow() -> str:
@@ -197,3 +209,54 @@ class Decision(BaseModel):
     set_name: str | None = None
     query_id: str | None = None
     detail: dict[str, Any] = Field(default_factory=dict)
+
+
+# ---- records the corpus importers hand to `Workspace.import_documents` -------------------
+# Dataclasses rather than pydantic models: an import can carry 100k+ passages.
+
+
+@dataclass(slots=True)
+class PassageRecord:
+    id: str
+    text: str
+    heading_path: list[str] = field(default_factory=list)
+    tokens: int = 0
+    ordinal: int = 0
+    title: str | None = None
+
+
+@dataclass(slots=True)
+class DocRevision:
+    """One revision of one document and the passages it was cut into."""
+
+    doc_id: str
+    revision: str
+    passages: list[PassageRecord]
+    committed_at: str | None = None
+    path: str | None = None
+    url: str | None = None
+    title: str | None = None
+    format: str = "markdown"
+    # From a history walk: on a tie of commit times it does not displace the current one.
+    historical: bool = False
+
+
+@dataclass
+class ImportReport:
+    documents_new: int = 0
+    documents_unchanged: int = 0
+    revisions_added: int = 0
+    history_revisions: int = 0  # revisions older than the current one, kept for freshness
+    passages_added: int = 0
+    skipped: list[tuple[str, int | None, str]] = field(default_factory=list)  # (file, line, why)
+
+    def skip(self, path: str, why: str, line: int | None = None) -> None:
+        self.skipped.append((str(path), line, why))
+
+    def merge(self, other: ImportReport) -> None:
+        self.documents_new += other.documents_new
+        self.documents_unchanged += other.documents_unchanged
+        self.revisions_added += other.revisions_added
+        self.history_revisions += other.history_revisions
+        self.passages_added += other.passages_added
+        self.skipped.extend(other.skipped)

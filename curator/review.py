@@ -16,7 +16,7 @@ from typing import Any
 
 from curator.errors import CuratorError
 from curator.models import GRADE_FOR_ROLE, Candidate, Case, Passage
-from curator.workspace import HL_END, HL_START, Workspace
+from curator.workspace import Workspace
 
 SNIPPET_CHARS = 160
 
@@ -125,6 +125,20 @@ class Card:
                     item["revision"] = old.revision if self.case.freshness else None
             out.append({k: v for k, v in item.items() if v is not None})
         return out
+
+    def case_fields(self) -> dict[str, Any]:
+        """The case this card describes, as `QuestionSet.add` and `revise` take it."""
+        return {
+            "query": self.query.strip(),
+            "slice": self.slice,
+            "relevant": [] if self.expect_empty else self.relevant(),
+            "expect_empty": self.expect_empty,
+            "require_all": self.require_all and not self.expect_empty,
+            "max_rank": None if self.expect_empty else self.max_rank,
+            "freshness": self.freshness(),
+            "explanation": self.explanation.strip(),
+            "tags": list(self.tags),
+        }
 
     def freshness(self) -> dict[str, Any] | None:
         if self.pinned:
@@ -336,11 +350,7 @@ class ReviewSession:
         for sug in cand.suggestions:
             with self.reader.lock:
                 passage = self.reader.passage(sug.id, sug.revision)
-            if passage is None:
-                rows.append(Row(id=sug.id, revision=sug.revision or "?", reason=sug.reason, missing=True,
-                                text="(this passage is not in the corpus)"))
-            else:
-                rows.append(_row(passage, sug.reason or "suggested"))
+            rows.append(_row(passage, sug.reason or "suggested") if passage else _missing(sug.id, sug.revision, sug.reason))
         return rows
 
     def search_rows(self, text: str, reason: str = "search") -> list[Row]:
@@ -378,19 +388,7 @@ class ReviewSession:
             source.update(count=cand.count, first_seen=prov.get("first_seen"), last_seen=prov.get("last_seen"))
         elif cand.source_kind == "generated":
             source.update({k: prov[k] for k in ("model", "prompt", "prompt_version") if k in prov})
-        data = {
-            "query": card.query.strip(),
-            "slice": card.slice,
-            "relevant": [] if card.expect_empty else card.relevant(),
-            "require_all": card.require_all and not card.expect_empty,
-            "expect_empty": card.expect_empty,
-            "freshness": card.freshness(),
-            "explanation": card.explanation.strip(),
-            "source": {k: v for k, v in source.items() if v is not None},
-            "tags": list(card.tags),
-        }
-        if card.max_rank is not None and not card.expect_empty:
-            data["max_rank"] = card.max_rank
+        data = {**card.case_fields(), "source": {k: v for k, v in source.items() if v is not None}}
         with self._lock:
             started = time.perf_counter()
             case = self.qs.add(data, reviewer=self.reviewer, versions=self.ws.versions())
@@ -489,8 +487,8 @@ class ReviewSession:
     def _reopen(self, candidate_id: int, detail: dict[str, Any]) -> None:
         """Record the undo and put the candidate back (pending, or skipped if it was),
         leased to this reviewer."""
-        previous = "skipped" if _previous_state(self.ws, candidate_id) == "skipped" else "pending"
-        self.ws.decide(candidate_id, "undo", self.reviewer, state=previous, detail=detail)
+        self.ws.decide(candidate_id, "undo", self.reviewer, state=_previous_state(self.ws, candidate_id),
+                       detail=detail)
         if self.ws.lease_candidate(candidate_id, self.reviewer):
             self._held.add(candidate_id)
         self.stats.remaining = self._remaining()
@@ -515,9 +513,7 @@ class ReviewSession:
         for rel in case.relevant:
             with self.reader.lock:
                 passage = self.reader.passage(rel.id, rel.revision)
-            rows.append(_row(passage, "labelled") if passage else Row(
-                id=rel.id, revision=rel.revision or "?", reason="labelled", missing=True,
-                text="(this passage is not in the corpus)"))
+            rows.append(_row(passage, "labelled") if passage else _missing(rel.id, rel.revision, "labelled"))
         known = {r.id for r in rows}
         rows += [r for r in self.search_rows(case.query) if r.id not in known]
         return Card(
@@ -546,17 +542,7 @@ class ReviewSession:
         if problems:
             raise IncompleteCase("not saved: " + "; ".join(problems))
         old = card.case
-        changes = {
-            "query": card.query.strip(),
-            "slice": card.slice,
-            "relevant": [] if card.expect_empty else card.relevant(),
-            "expect_empty": card.expect_empty,
-            "require_all": card.require_all and not card.expect_empty,
-            "max_rank": None if card.expect_empty else card.max_rank,
-            "freshness": card.freshness(),
-            "explanation": card.explanation.strip(),
-            "tags": list(card.tags),
-        }
+        changes = card.case_fields()
         if changes["query"] != old.query:
             action = "edit"
         elif changes["slice"] != old.slice and _same_labels(old, changes):
@@ -596,12 +582,12 @@ def reconcile(ws: Workspace, set_name: str, reviewer: str) -> list[str]:
             continue
         undone = last.status == "retired" and reasons.get((query_id, last.rev)) == "undo"
         if cand.state in ("pending", "skipped") and last.status == "active":
-            ws.decide(cid, "keep", reviewer, state="kept", set_name=set_name, query_id=query_id,
+            ws.decide(cand.id, "keep", reviewer, state="kept", set_name=set_name, query_id=query_id,
                       detail={"rev": first.rev, "reconciled": True})
             fixed.append(query_id)
         elif cand.state == "kept" and cand.query_id == query_id and undone:
             # The undo's retiring rev was written; its decision was lost.
-            ws.decide(cid, "undo", reviewer, state="pending",
+            ws.decide(cand.id, "undo", reviewer, state="pending",
                       detail={"undid": "keep", "query_id": query_id, "reconciled": True})
             fixed.append(query_id)
     return fixed
@@ -620,6 +606,12 @@ def _same_labels(old: Case, changes: dict[str, Any]) -> bool:
             and old.max_rank == changes["max_rank"])
 
 
+def _missing(passage_id: str, revision: str | None, reason: str) -> Row:
+    """A row for a passage the candidate or case names but the corpus lacks."""
+    return Row(id=passage_id, revision=revision or "?", reason=reason, missing=True,
+               text="(this passage is not in the corpus)")
+
+
 def _row(passage: Passage, reason: str) -> Row:
     text = passage.text
     body = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
@@ -634,8 +626,3 @@ def _row(passage: Passage, reason: str) -> Row:
         text=text,
         committed_at=passage.committed_at,
     )
-
-
-def plain(snippet: str) -> str:
-    """A snippet without its highlight marks."""
-    return snippet.replace(HL_START, "").replace(HL_END, "")

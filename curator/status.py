@@ -14,15 +14,12 @@ def summary(ws: Workspace) -> dict[str, Any]:
     """Corpus size, candidates by state and source, and per set the active cases per
     slice against the configured targets."""
     stats = ws.corpus_stats()
-    by_source: Counter[str] = Counter()
-    for row in ws.db.execute("SELECT source_kind, count(*) FROM candidates GROUP BY source_kind"):
-        by_source[row[0]] = row[1]
-    sets = {}
+    sets: dict[str, dict[str, Any]] = {}
     for name in ws.set_names():
         result = ws.question_set(name).read()
         active = [c for c in result.cases.values() if c.status == "active"]
         per_slice = Counter(c.slice for c in active)
-        slices = {
+        slices: dict[str, dict[str, int | None]] = {
             slice_name: {"cases": per_slice.get(slice_name, 0), "target": cfg.target}
             for slice_name, cfg in ws.config.slices.items()
         }
@@ -38,7 +35,7 @@ def summary(ws: Workspace) -> dict[str, Any]:
     return {
         "workspace": str(ws.root),
         "corpus": asdict(stats),
-        "candidates": {"by_state": ws.candidate_counts(), "by_source": dict(by_source)},
+        "candidates": {"by_state": ws.candidate_counts(), "by_source": ws.candidate_counts("source_kind")},
         "default_set": ws.config.default_set,
         "sets": sets,
     }

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.markup import escape
@@ -12,6 +14,9 @@ from rich.table import Table
 
 from curator.cli.main import cli, console, err_console, json_option, pass_ws, print_json
 from curator.errors import EXIT_PARTIAL
+
+if TYPE_CHECKING:
+    from curator.workspace import Workspace
 
 
 @cli.group()
@@ -30,7 +35,7 @@ def corpus() -> None:
 )
 @json_option
 @pass_ws
-def corpus_add(ws, paths: tuple[Path, ...], history: bool, prefix: str, base: Path | None, as_json: bool) -> None:
+def corpus_add(ws: Workspace, paths: tuple[Path, ...], history: bool, prefix: str, base: Path | None, as_json: bool) -> None:
     """Import documents (Markdown, text, reStructuredText, HTML) or corpus files.
 
     Documents are chunked on headings; passage ids are `relative/path.md#heading-slug`.
@@ -59,17 +64,8 @@ def corpus_add(ws, paths: tuple[Path, ...], history: bool, prefix: str, base: Pa
         report = add_paths(ws, paths, history=history, prefix=prefix, base=base, progress=progress)
     stats = ws.corpus_stats()
     if as_json:
-        print_json(
-            {
-                "documents_new": report.documents_new,
-                "documents_unchanged": report.documents_unchanged,
-                "revisions_added": report.revisions_added,
-                "history_revisions": report.history_revisions,
-                "passages_added": report.passages_added,
-                "skipped": [{"path": p, "line": n, "reason": r} for p, n, r in report.skipped],
-                "corpus": stats.__dict__,
-            }
-        )
+        skipped = [{"path": p, "line": n, "reason": r} for p, n, r in report.skipped]
+        print_json({**asdict(report), "skipped": skipped, "corpus": asdict(stats)})
     else:
         console.print(
             f"Imported {report.revisions_added} document revisions "
@@ -91,7 +87,7 @@ def corpus_add(ws, paths: tuple[Path, ...], history: bool, prefix: str, base: Pa
 @click.option("-n", "--limit", default=10, show_default=True, help="How many passages to show.")
 @json_option
 @pass_ws
-def corpus_search(ws, query: tuple[str, ...], limit: int, as_json: bool) -> None:
+def corpus_search(ws: Workspace, query: tuple[str, ...], limit: int, as_json: bool) -> None:
     """Full-text search (BM25) over current passages.
 
     \b
@@ -135,7 +131,7 @@ def corpus_search(ws, query: tuple[str, ...], limit: int, as_json: bool) -> None
 @click.option("--revisions", "list_revisions", is_flag=True, help="List every stored revision.")
 @json_option
 @pass_ws
-def corpus_show(ws, passage_id: str, revision: str | None, list_revisions: bool, as_json: bool) -> None:
+def corpus_show(ws: Workspace, passage_id: str, revision: str | None, list_revisions: bool, as_json: bool) -> None:
     """Print one passage's text and metadata.
 
     \b

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.markup import escape
@@ -10,6 +11,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from curator.cli.main import cli, console, err_console, json_option, pass_ws, print_json
 from curator.errors import EXIT_FAILED, EXIT_PARTIAL
+
+if TYPE_CHECKING:
+    from curator.generate import GenerateSummary
+    from curator.workspace import Workspace
 
 
 @cli.command("generate")
@@ -57,7 +62,8 @@ from curator.errors import EXIT_FAILED, EXIT_PARTIAL
                    "([generate] duplicate_similarity, 90).")
 @json_option
 @pass_ws
-def generate_cmd(ws, slices, only, list_batches, no_wait, as_json, **options) -> None:
+def generate_cmd(ws: Workspace, slices: tuple[str, ...], only: tuple[str, ...], list_batches: bool, no_wait: bool,
+                 as_json: bool, **options: Any) -> None:
     """Generate candidate questions for every slice and queue them for review.
 
     Draws passages stratified across documents (skipping ones that candidates or cases
@@ -110,9 +116,9 @@ def generate_cmd(ws, slices, only, list_batches, no_wait, as_json, **options) ->
         sys.exit(EXIT_PARTIAL)
 
 
-def _print(s) -> None:
+def _print(s: GenerateSummary) -> None:
     if s.dry_run:
-        e = s.estimate
+        e = s.estimate or {}  # set by every dry run
         cost = f"${e['cost']:.4f}" if e["cost"] is not None else "unknown (no price for this model)"
         console.print(
             f"Dry run for {s.passages_selected} passages with {escape(s.model)}: "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.markup import escape
@@ -11,6 +12,9 @@ from rich.table import Table
 
 from curator.cli.main import cli, console, err_console, json_option, pass_ws, print_json
 from curator.errors import EXIT_PARTIAL, CuratorError
+
+if TYPE_CHECKING:
+    from curator.workspace import Workspace
 
 
 @cli.group()
@@ -28,7 +32,7 @@ def queue() -> None:
 @click.option("--negative", is_flag=True, help="The corpus should not answer it (suggests slice negative).")
 @json_option
 @pass_ws
-def queue_add(ws, questions: tuple[str, ...], from_file: Path | None, slice_name: str | None,
+def queue_add(ws: Workspace, questions: tuple[str, ...], from_file: Path | None, slice_name: str | None,
               passages: tuple[str, ...], negative: bool, as_json: bool) -> None:
     """Queue questions typed in by hand; they are reviewed like mined and generated ones.
 
@@ -82,7 +86,7 @@ def queue_add(ws, questions: tuple[str, ...], from_file: Path | None, slice_name
 @click.option("-n", "--limit", default=20, show_default=True, help="How many to show (0: all).")
 @json_option
 @pass_ws
-def queue_list(ws, state: str, source: str, limit: int, as_json: bool) -> None:
+def queue_list(ws: Workspace, state: str, source: str, limit: int, as_json: bool) -> None:
     """List candidates in the queue, most asked first.
 
     \b

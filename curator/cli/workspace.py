@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.table import Table
 
 from curator.cli.main import cli, console, json_option, pass_ws, print_json
+
+if TYPE_CHECKING:
+    from curator.workspace import Workspace
 
 
 @cli.command()
@@ -36,7 +40,7 @@ def init(directory: Path) -> None:
 @cli.command()
 @json_option
 @pass_ws
-def status(ws, as_json: bool) -> None:
+def status(ws: Workspace, as_json: bool) -> None:
     """Show the corpus size, candidates by state, and cases per slice against targets.
 
     \b

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 from curator.corpus import git
 from curator.corpus.chunker import chunk_document, detect_format
-from curator.corpus.records import DocRevision, ImportReport, PassageRecord
 from curator.corpus.sources import (
     SourceError,
     content_revision,
@@ -21,6 +20,7 @@ from curator.corpus.sources import (
     walk,
 )
 from curator.errors import InputError
+from curator.models import DocRevision, ImportReport, PassageRecord
 
 if TYPE_CHECKING:
     from curator.workspace import Workspace
@@ -95,6 +95,7 @@ def _docs_for(
             continue
         repo_rel = str(file.resolve().relative_to(tree)) if tree else None
         commit = commits.get(repo_rel) if repo_rel and repo_rel not in changed else None
+        committed_at: str | None
         if commit:
             revision, committed_at = commit.sha, commit.committed_at
         else:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import hashlib
 import io
 import json
 import os
@@ -11,6 +10,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from curator.text import sha256_hex
 
 BINARY_SNIFF = 8192
 
@@ -45,9 +46,7 @@ def read_document(path: Path) -> str:
 
 def content_revision(data: str | bytes) -> str:
     """Revision of content outside git: the first 12 hex digits of its sha256."""
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    return hashlib.sha256(data).hexdigest()[:12]
+    return sha256_hex(data)[:12]
 
 
 def iso_utc(value: str | float | int | None) -> str | None:
@@ -98,7 +97,7 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any] | SourceError]]
                     continue
                 try:
                     record = json.loads(line)
-                except ValueError as exc:
+                except json.JSONDecodeError as exc:
                     yield number, SourceError(f"not valid JSON ({exc.msg})", number)
                     continue
                 if not isinstance(record, dict):

@@ -14,8 +14,10 @@ import json
 import random
 import re
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import openai
 from openai.types.chat import ChatCompletion
@@ -23,7 +25,11 @@ from pydantic import BaseModel, SecretStr, ValidationError
 
 from curator.errors import CuratorError
 from curator.generate.prompts import output_schema
-from curator.models import utcnow
+from curator.generate.store import record_call
+from curator.models import utcnow, validation_problems
+
+if TYPE_CHECKING:
+    from curator.workspace import Workspace
 
 RESPONSE_FORMATS = ("json_schema", "json_object", "text")
 # OpenAI-style keys, and JWTs (Azure Entra ID tokens from AZURE_OPENAI_AD_TOKEN).
@@ -145,7 +151,7 @@ class CallLog:
     single worker), rows are written there, in order, so one thread owns the connection
     while requests are in flight."""
 
-    def __init__(self, ws: Any, run_id: str, redact: Redactor, executor: Any = None):
+    def __init__(self, ws: Workspace, run_id: str, redact: Redactor, executor: Executor | None = None):
         self.ws = ws
         self.run_id = run_id
         self.redact = redact
@@ -167,13 +173,9 @@ class CallLog:
         if record.get("error"):
             record["error"] = self.redact(str(record["error"]))[:2000]
         if self.executor is not None:
-            self.executor.submit(self._insert, record)
+            self.executor.submit(record_call, self.ws, record)
         else:
-            self._insert(record)
-
-    def _insert(self, record: dict[str, Any]) -> None:
-        with self.ws.lock:
-            self.ws.db["model_calls"].insert(record)
+            record_call(self.ws, record)
 
 
 def make_client(options: ClientOptions) -> openai.AsyncOpenAI:
@@ -192,7 +194,9 @@ def _azure_client(options: ClientOptions, key: str | None) -> openai.AsyncAzureO
     """`AsyncAzureOpenAI`; what is not configured it reads itself from AZURE_OPENAI_ENDPOINT,
     OPENAI_API_VERSION and (without a key) AZURE_OPENAI_AD_TOKEN."""
     try:
-        return openai.AsyncAzureOpenAI(
+        # The stubs want azure_endpoint or base_url as a str; the client takes None for
+        # either and reads AZURE_OPENAI_ENDPOINT itself.
+        return openai.AsyncAzureOpenAI(  # type: ignore[call-overload]
             api_key=key,
             azure_endpoint=None if options.base_url else options.azure_endpoint,
             base_url=options.base_url,
@@ -249,7 +253,7 @@ class ModelClient:
             messages = self._messages(spec)
             result = CallResult(ok=False)
             text, problem = "", ""
-            kinds = ("call", "repair")
+            kinds: tuple[str, ...] = ("call", "repair")
             if reply is not None:
                 text, problem = reply, parse_output(reply, spec.output)[1]
                 kinds = ("repair",)
@@ -331,10 +335,10 @@ class ModelClient:
                 latency = (time.perf_counter() - start) * 1000
                 self.budget.settle(estimate, 0.0)
                 status = exc.status_code
-                message = self.redact(_error_text(exc))
-                if status == 400 and self.auto and self.mode != "text" and _format_rejected(message):
+                error = self.redact(_error_text(exc))
+                if status == 400 and self.auto and self.mode != "text" and _format_rejected(error):
                     self.log.write(spec, params, **row, outcome="unsupported", status_code=status,
-                                   error=message, latency_ms=latency)
+                                   error=error, latency_ms=latency)
                     self.mode = RESPONSE_FORMATS[RESPONSE_FORMATS.index(self.mode) + 1]
                     messages = self._messages(spec) + messages[2:]
                     attempt -= 1
@@ -342,11 +346,11 @@ class ModelClient:
                 retryable = status == 429 or status >= 500 or status == 408
                 outcome = "retry" if retryable and attempt <= self.options.max_retries else "error"
                 self.log.write(spec, params, **row, outcome=outcome, status_code=status,
-                               error=message, latency_ms=latency)
+                               error=error, latency_ms=latency)
                 if outcome == "retry":
                     await asyncio.sleep(self._delay(attempt, exc.response.headers))
                     continue
-                result.outcome, result.error = "error", f"HTTP {status}: {message}"
+                result.outcome, result.error = "error", f"HTTP {status}: {error}"
                 if status in (401, 403):
                     raise CuratorError(
                         f"The model server refused the credentials (HTTP {status}).",
@@ -393,7 +397,7 @@ class ModelClient:
                            error="reply cut off at max_tokens" if truncated else None)
             return text
 
-    def _delay(self, attempt: int, headers: Any) -> float:
+    def _delay(self, attempt: int, headers: Mapping[str, str] | None) -> float:
         """Retry-After (seconds or ms) when the server sends it, else exponential backoff
         with full jitter."""
         if headers is not None:
@@ -435,10 +439,7 @@ def parse_output(text: str, model: type[BaseModel]) -> tuple[BaseModel | None, s
     try:
         return model.model_validate(data), ""
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'reply'}: {e['msg']}" for e in exc.errors()[:5]
-        )
-        return None, problems
+        return None, validation_problems(exc, "reply", limit=5)
 
 
 @functools.lru_cache(maxsize=64)
@@ -454,11 +455,3 @@ def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
 
     return clean(output_schema(model))
 
-
-@dataclass
-class Usage:
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float = 0.0
-    outcomes: dict[str, int] = field(default_factory=dict)

@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from curator.models import CandidateIn, Passage, Suggestion
 from curator.text import sha256_hex
+
+if TYPE_CHECKING:
+    from curator.workspace import Workspace
 
 # Order matters: the first kind that matches a span names it.
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
@@ -118,3 +123,64 @@ def template_question(identifier: Identifier, salt: str) -> str:
     choices = TEMPLATES.get(identifier.kind, TEMPLATES["code"])
     pick = int(sha256_hex(salt + identifier.text)[:8], 16) % len(choices)
     return choices[pick].format(id=identifier.text)
+
+
+# ---- the offline backend ------------------------------------------------------------------
+
+
+def questions(
+    ws: Workspace, selected: list[Passage], seed: int, run_id: str, progress: Callable[[int, int], None]
+) -> tuple[list[CandidateIn], Counter[str]]:
+    """One exact-identifier question per passage that holds a distinctive identifier,
+    and the count of passages rejected for want of one."""
+    items: list[CandidateIn] = []
+    rejected: Counter[str] = Counter()
+    for done, p in enumerate(selected, 1):
+        ident = best_identifier(ws, p)
+        if ident is None:
+            rejected["exact_identifier: no distinctive identifier in the passage"] += 1
+        else:
+            items.append(
+                CandidateIn(
+                    query=template_question(ident, f"{seed}:{p.id}"),
+                    source_kind="generated",
+                    suggested_slice="exact_identifier",
+                    suggestions=[Suggestion(id=p.id, role="primary", revision=p.revision, reason="generated from")],
+                    provenance={
+                        "model": BACKEND_NAME,
+                        "prompt": "identifiers",
+                        "prompt_version": BACKEND_VERSION,
+                        "prompt_hash": BACKEND_HASH,
+                        "passages": [{"id": p.id, "revision": p.revision}],
+                        "identifier": ident.text,
+                        "identifier_kind": ident.kind,
+                        "run_id": run_id,
+                    },
+                    rationale=f"Quotes {ident.kind.replace('_', ' ')} {ident.text} from {p.id}.",
+                )
+            )
+        progress(done, len(selected))
+    return items, rejected
+
+
+def best_identifier(ws: Workspace, p: Passage) -> Identifier | None:
+    """The identifier that most clearly points at this passage: in its heading, or
+    found verbatim in the fewest other passages."""
+    found = mine(p.heading + "\n" + p.text)
+    if not found:
+        return None
+    best: tuple[int, int, Identifier] | None = None
+    for i, ident in enumerate(rank(found, p.heading, Counter())[:4]):
+        # in how many other passages the identifier appears verbatim (capped at 5)
+        spread = 0
+        for hit in ws.search(ident.text, limit=6):
+            other = ws.passage(hit.id, hit.revision) if hit.id != p.id else None
+            if other is not None and contains_verbatim(other.text, ident.text):
+                spread += 1
+        if ident.text in p.heading:
+            spread = -1  # the passage is about it
+        if best is None or (spread, i) < best[:2]:
+            best = (spread, i, ident)
+    if best is None or best[0] >= 5:
+        return None  # everywhere: not a clear primary
+    return best[2]

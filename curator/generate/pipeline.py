@@ -13,7 +13,6 @@ Every task ends with candidates, rejections, or a recorded failure (`generation_
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import secrets
 import time
@@ -22,7 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -30,30 +29,29 @@ from curator.config import GenerateConfig
 from curator.errors import CuratorError
 from curator.generate import identifiers as idents
 from curator.generate import slices as sl
-from curator.generate.cache import GenerationCache, cache_key, store_prompt
+from curator.generate.candidates import checked_candidate
 from curator.generate.client import (
     Budget,
     CallLog,
     CallResult,
-    CallSpec,
     ClientOptions,
     ModelClient,
     Prices,
     Redactor,
 )
 from curator.generate.prompts import (
-    FRAME_VERSION,
     PromptTemplate,
-    combined_hash,
-    combined_output,
     load_templates,
 )
-from curator.models import CandidateIn, Passage, Suggestion, utcnow
-from curator.text import normalize_query, sha256_hex
+from curator.generate.store import GenerationCache, record_task, store_prompt
+from curator.generate.tasks import Task, TaskMaker, corpus_topics
+from curator.models import CandidateIn, Passage, validation_problems
+from curator.text import normalize_query
+
+if TYPE_CHECKING:
+    from curator.workspace import Workspace
 
 SINGLE_INPUTS = ("passage", "revisions")
-_TOKENS_PER_QUESTION = 70  # completion estimate for --dry-run and the cost budget
-_MAX_IDENTIFIERS = 8
 
 
 # Options that default to the workspace's `[generate]` section: GenerateOptions has a
@@ -133,49 +131,7 @@ class GenerateSummary:
         return asdict(self)
 
 
-@dataclass
-class Task:
-    key: str
-    kind: str  # passage | group
-    templates: list[PromptTemplate]
-    passages: list[Passage]
-    previous: Passage | None
-    identifiers: list[idents.Identifier]
-    relation: str
-    prompt_hash: str
-    system: str
-    user: str
-    fingerprints: list[str]
-
-    @property
-    def name(self) -> str:
-        return "+".join(t.slice for t in self.templates)
-
-    @property
-    def version(self) -> str:
-        return "+".join(t.version for t in self.templates)
-
-    @property
-    def passage_ids(self) -> list[str]:
-        return [p.id for p in self.passages]
-
-    def spec(self) -> CallSpec:
-        prompt_est = (len(self.system) + len(self.user)) // 4 + 60
-        completion_est = sum(t.questions for t in self.templates) * _TOKENS_PER_QUESTION
-        return CallSpec(
-            task_key=self.key,
-            prompt_name=self.name,
-            prompt_version=self.version,
-            prompt_hash=self.prompt_hash,
-            system=self.system,
-            user=self.user,
-            output=combined_output(self.templates),
-            passages=self.passage_ids,
-            estimate_tokens=(prompt_est, completion_est),
-        )
-
-
-def generate(ws: Any, **options: Any) -> GenerateSummary:
+def generate(ws: Workspace, **options: Any) -> GenerateSummary:
     """Generate candidate questions from the workspace's corpus and queue them for review.
 
     Options (all keyword): passages (how many to draw), slices, seed, backend ("model"
@@ -198,7 +154,7 @@ def generate(ws: Any, **options: Any) -> GenerateSummary:
 
 
 class Generator:
-    def __init__(self, ws: Any, opts: GenerateOptions):
+    def __init__(self, ws: Workspace, opts: GenerateOptions):
         self.ws = ws
         self.opts = opts
         cfg = ws.config.model
@@ -406,16 +362,17 @@ class Generator:
 
     # ---- planning ----------------------------------------------------------------------
 
-    def corpus_topics(self) -> str:
+    def tasks(self) -> TaskMaker:
+        """Renders this run's tasks (batch.resume sets the model and parameters first)."""
         if self._topics is None:
-            counts: Counter[str] = Counter()
-            for row in self.ws.db.execute("SELECT coalesce(title, id) FROM documents"):
-                counts.update(set(sl.content_words(row[0] or "")))
-            # ties broken by the word, never by set order (which varies per process and
-            # would change the prompt, and so the cache key, on every run)
-            top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
-            self._topics = ", ".join(w for w, _ in top) or "this corpus"
-        return self._topics
+            self._topics = corpus_topics(self.ws)
+        return TaskMaker(self.ws, self.model, self.params, self._topics)
+
+    def passage_task(self, p: Passage, slices: list[str]) -> Task | None:
+        return self.tasks().passage_task(p, [self.templates[s] for s in slices])
+
+    def group_task(self, group: sl.Group, templates: list[PromptTemplate]) -> Task:
+        return self.tasks().group_task(group, templates)
 
     def _plan(self) -> list[Task]:
         single = [s for s in self.slices if self.templates[s].input in SINGLE_INPUTS]
@@ -449,101 +406,6 @@ class Generator:
                 tasks.append(self.group_task(group, [self.templates[s] for s in multi]))
         return tasks
 
-    def _variables(self, template: PromptTemplate, extra: dict[str, Any]) -> dict[str, Any]:
-        slice_cfg = self.ws.config.slices.get(template.slice)
-        return {
-            "slice": template.slice,
-            "slice_description": slice_cfg.description if slice_cfg else template.description,
-            "questions": template.questions,
-            "corpus_topics": self.corpus_topics(),
-            **extra,
-        }
-
-    def previous_revision(self, p: Passage) -> Passage | None:
-        for revision, _at, is_current in self.ws.revisions_of(p.id):
-            if is_current or revision == p.revision:
-                continue
-            older = self.ws.passage(p.id, revision)
-            if older is not None and older.fingerprint != p.fingerprint:
-                return older
-        return None
-
-    def passage_task(self, p: Passage, slices: list[str]) -> Task | None:
-        found = idents.mine(p.heading + "\n" + p.text)
-        ranked = idents.rank(found, p.heading, Counter())[:_MAX_IDENTIFIERS]
-        previous = None
-        if any(self.templates[s].input == "revisions" for s in slices):
-            previous = self.previous_revision(p)
-        templates = []
-        for s in slices:
-            t = self.templates[s]
-            if t.output == "identifier_question" and not ranked:
-                continue  # nothing to quote verbatim
-            if t.input == "revisions" and previous is None:
-                continue
-            templates.append(t)
-        if not templates:
-            return None
-        base = {
-            "passage_id": p.id,
-            "title": p.title or "",
-            "heading": p.heading,
-            "document": p.doc_id,
-            "identifiers": ", ".join(f"`{i.text}`" for i in ranked) or "(none)",
-        }
-        if previous is not None:
-            base.update(
-                current_revision=p.revision,
-                previous_revision=previous.revision,
-                current_date=p.committed_at or "unknown date",
-                previous_date=previous.committed_at or "unknown date",
-            )
-        blocks = [_passage_block("passage", p)]
-        if previous is not None:
-            blocks.append(_passage_block("previous_revision", previous))
-        fingerprints = [p.fingerprint] + ([previous.fingerprint] if previous else [])
-        return self._task("passage", templates, [p], previous, ranked, "", blocks, base, fingerprints)
-
-    def group_task(self, group: sl.Group, templates: list[PromptTemplate]) -> Task:
-        ids = [p.id for p in group.passages]
-        base = {
-            "passage_ids": ", ".join(f"`{i}`" for i in ids),
-            "relation": group.relation,
-            "count": len(ids),
-        }
-        blocks = [_passage_block("passage", p) for p in group.passages]
-        return self._task(
-            "group", templates, group.passages, None, [], group.relation, blocks, base,
-            [p.fingerprint for p in group.passages],
-        )
-
-    def _task(self, kind, templates, passages, previous, identifiers, relation, blocks, base,
-              fingerprints) -> Task:
-        systems: list[str] = []
-        parts: list[str] = []
-        for t in templates:
-            system, user = t.render(self._variables(t, base))
-            if system not in systems:
-                systems.append(system)
-            parts.append(f"## Task `{t.slice}`\n{user}")
-        keys = ", ".join(f'"{t.slice}"' for t in templates)
-        system = "\n\n".join(systems) + (
-            f"\n\nAnswer every task in one JSON object with the keys {keys}; each holds a list "
-            "of questions (an empty list when the task cannot be done well)."
-        )
-        user = "\n\n".join(blocks) + "\n\n" + "\n\n".join(parts)
-        prompt_hash = combined_hash(templates)
-        store_prompt(
-            self.ws, prompt_hash, "+".join(t.name for t in templates),
-            "+".join(t.version for t in templates),
-            {"frame": FRAME_VERSION, "templates": [t.hash for t in templates]},
-        )
-        # The rendered text covers what fingerprints do not (corpus topics, group relation).
-        params = {**self.params, "rendered": sha256_hex(system + "\x00" + user)[:16]}
-        key = cache_key(self.model, prompt_hash, fingerprints, params)
-        return Task(key, kind, templates, passages, previous, identifiers, relation,
-                    prompt_hash, system, user, fingerprints)
-
     # ---- turning output into candidates ----------------------------------------------
 
     def fail(self, task: Task, error: str) -> None:
@@ -554,21 +416,8 @@ class Generator:
 
     def _record_task(self, task: Task, status: str, *, error: str = "", candidates: int = 0,
                      rejected: Counter[str] | None = None) -> None:
-        with self.ws.lock:
-            self.ws.db["generation_tasks"].upsert(
-                {
-                    "run_id": self.run_id,
-                    "task_key": task.key,
-                    "prompt": task.name,
-                    "passages": json.dumps(task.passage_ids),
-                    "status": status,
-                    "error": error,
-                    "candidates": candidates,
-                    "rejected": json.dumps(dict(rejected or {})),
-                    "at": utcnow(),
-                },
-                pk=("run_id", "task_key"),
-            )
+        record_task(self.ws, self.run_id, task.key, task.name, task.passage_ids, status,
+                    error=error, candidates=candidates, rejected=dict(rejected or {}))
 
     def _ingest(self, task: Task, output: dict[str, Any], *, status: str) -> None:
         rejected: Counter[str] = Counter()
@@ -614,68 +463,11 @@ class Generator:
         if normalize_query(question) in self.known_norms:
             self.summary.already_queued += 1  # e.g. a rerun served from the cache
             return None
-        problem = sl.general_problem(question)
-        p = task.passages[0]
-        provenance: dict[str, Any] = {
-            "model": self.model,
-            "prompt": template.name,
-            "prompt_version": template.version,
-            "prompt_hash": template.hash,
-            "call_prompt_hash": task.prompt_hash,
-            "passages": [{"id": x.id, "revision": x.revision} for x in task.passages],
-            "run_id": self.run_id,
-            "task": task.key,
-        }
-        suggestions = [Suggestion(id=p.id, role="primary", revision=p.revision, reason="generated from")]
-        expect_empty = require_all = False
-        rationale = " ".join(str(entry.get("rationale", "")).split())[:300]
-        slice_name = template.slice
-        if problem is None and template.output == "identifier_question":
-            problem, ident = sl.check_identifier(question, str(entry.get("identifier", "")), task.identifiers)
-            provenance["identifier"] = ident
-        elif problem is None and template.output == "question" and template.slice != "negative":
-            overlap = sl.paraphrase_overlap(question, p.text + " " + p.heading)
-            provenance["overlap"] = round(overlap, 1)
-            if template.slice == "paraphrase" and overlap > self.settings.paraphrase_max_overlap:
-                problem = "paraphrase too close to the passage's wording"
-        elif problem is None and template.slice == "negative":
-            suggestions = []
-            expect_empty = True
-            hit = sl.negative_match(self.ws, question, self.settings.negative_max_coverage)
-            if hit is not None:
-                problem = "negative answered by the corpus"
-                provenance["answered_by"] = hit[0]
-        elif problem is None and template.output == "freshness_question":
-            old, new = str(entry.get("old_answer", "")), str(entry.get("new_answer", ""))
-            previous = task.previous
-            problem = sl.freshness_problem(old, new, previous.text if previous else "", p.text)
-            provenance.update(
-                previous_revision=previous.revision if previous else None,
-                old_answer=old[:300],
-                new_answer=new[:300],
-            )
-            rationale = (rationale + f" (was: {old[:80]}; now: {new[:80]})").strip()
-        elif problem is None and template.output == "multi_hop_question":
-            problem = sl.multi_hop_problem([str(x) for x in entry.get("passages_used", [])], task.passage_ids)
-            suggestions = [
-                Suggestion(id=x.id, role="primary", revision=x.revision, reason="generated from")
-                for x in task.passages
-            ]
-            require_all = True
-            provenance["relation"] = task.relation
-        if problem is not None:
-            rejected[f"{slice_name}: {problem}"] += 1
+        made = checked_candidate(self.ws, self.settings, self.model, self.run_id, task, template, question, entry)
+        if isinstance(made, str):
+            rejected[f"{template.slice}: {made}"] += 1
             return None
-        return CandidateIn(
-            query=question,
-            source_kind="generated",
-            suggested_slice=slice_name,
-            suggestions=suggestions,
-            provenance=provenance,
-            rationale=rationale,
-            expect_empty=expect_empty,
-            require_all=require_all,
-        )
+        return made
 
     # ---- the offline identifiers backend --------------------------------------------------
 
@@ -690,61 +482,9 @@ class Generator:
         self.summary.passages_selected = len(selected)
         self.summary.passages_skipped_covered = skipped
         self.summary.tasks = len(selected)
-        items: list[CandidateIn] = []
-        rejected: Counter[str] = Counter()
-        for done, p in enumerate(selected, 1):
-            ident = self._best_identifier(p)
-            if ident is None:
-                rejected["exact_identifier: no distinctive identifier in the passage"] += 1
-            else:
-                question = idents.template_question(ident, f"{self.opts.seed}:{p.id}")
-                items.append(
-                    CandidateIn(
-                        query=question,
-                        source_kind="generated",
-                        suggested_slice="exact_identifier",
-                        suggestions=[Suggestion(id=p.id, role="primary", revision=p.revision,
-                                                reason="generated from")],
-                        provenance={
-                            "model": idents.BACKEND_NAME,
-                            "prompt": "identifiers",
-                            "prompt_version": idents.BACKEND_VERSION,
-                            "prompt_hash": idents.BACKEND_HASH,
-                            "passages": [{"id": p.id, "revision": p.revision}],
-                            "identifier": ident.text,
-                            "identifier_kind": ident.kind,
-                            "run_id": self.run_id,
-                        },
-                        rationale=f"Quotes {ident.kind.replace('_', ' ')} {ident.text} from {p.id}.",
-                    )
-                )
-            self._progress(done, len(selected))
+        items, rejected = idents.questions(self.ws, selected, self.opts.seed, self.run_id, self._progress)
         self._queue(items, rejected)
         self.summary.rejected = dict(rejected)
-
-    def _best_identifier(self, p: Passage) -> idents.Identifier | None:
-        """The identifier that most clearly points at this passage: in its heading, or
-        found verbatim in the fewest other passages."""
-        found = idents.mine(p.heading + "\n" + p.text)
-        if not found:
-            return None
-        best: tuple[int, int, idents.Identifier] | None = None
-        for i, ident in enumerate(idents.rank(found, p.heading, Counter())[:4]):
-            # in how many other passages the identifier appears verbatim (capped at 5)
-            spread = sum(
-                1
-                for hit in self.ws.search(ident.text, limit=6)
-                if hit.id != p.id
-                and (other := self.ws.passage(hit.id, hit.revision)) is not None
-                and idents.contains_verbatim(other.text, ident.text)
-            )
-            if ident.text in p.heading:
-                spread = -1  # the passage is about it
-            if best is None or (spread, i) < best[:2]:
-                best = (spread, i, ident)
-        if best is None or best[0] >= 5:
-            return None  # everywhere: not a clear primary
-        return best[2]
 
 
 def _settings(config: GenerateConfig, opts: GenerateOptions) -> GenerateConfig:
@@ -753,13 +493,4 @@ def _settings(config: GenerateConfig, opts: GenerateOptions) -> GenerateConfig:
     try:
         return GenerateConfig.model_validate({**config.model_dump(), **given})
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise CuratorError(f"invalid generate option: {problems}") from None
-
-
-def _passage_block(tag: str, p: Passage) -> str:
-    heading = f"{p.heading}\n\n" if p.heading else ""
-    return (
-        f'<{tag} id="{p.id}" revision="{p.revision}" document="{p.doc_id}">\n'
-        f"{heading}{p.text.strip()}\n</{tag}>"
-    )
+        raise CuratorError(f"invalid generate option: {validation_problems(exc)}") from None

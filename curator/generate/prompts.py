@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from curator.errors import CuratorError, InputError
+from curator.models import validation_problems
 from curator.text import sha256_hex
 
 PromptInput = Literal["passage", "revisions", "group"]
@@ -102,14 +103,9 @@ class PromptTemplate(BaseModel):
 
     def render(self, variables: dict[str, Any]) -> tuple[str, str]:
         """(system, user) with variables filled in; a missing one raises MissingVariables."""
-        missing = sorted(self.variables - set(variables))
+        missing = self.variables - set(variables)
         if missing:
-            raise MissingVariables(
-                f"{self.path or self.name}: prompt uses undefined variable(s) "
-                f"{', '.join('{' + m + '}' for m in missing)}",
-                f"Variables available to `input = \"{self.input}\"` prompts: "
-                f"{', '.join(sorted(VARIABLES[self.input]))}. Write `{{{{` for a literal brace.",
-            )
+            raise _missing(self.path or self.name, missing, self.input, " Write `{{` for a literal brace.")
         values = {k: str(v) for k, v in variables.items()}
         return self.system.format_map(values), self.user.format_map(values)
 
@@ -139,22 +135,21 @@ def load_template(path: Path) -> PromptTemplate:
     try:
         template = PromptTemplate.model_validate({**data, "path": str(path)})
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'file'}: {e['msg']}" for e in exc.errors()
-        )
-        raise InputError(str(path), f"invalid prompt template: {problems}") from None
+        raise InputError(str(path), f"invalid prompt template: {validation_problems(exc, 'file')}") from None
     try:
         unknown = template.variables - VARIABLES[template.input]
     except PromptError as exc:
         raise InputError(str(path), exc.message) from None
     if unknown:
-        raise MissingVariables(
-            f"{path}: prompt uses undefined variable(s) "
-            f"{', '.join('{' + u + '}' for u in sorted(unknown))}",
-            f"Variables available to `input = \"{template.input}\"` prompts: "
-            f"{', '.join(sorted(VARIABLES[template.input]))}.",
-        )
+        raise _missing(str(path), unknown, template.input)
     return template
+
+
+def _missing(where: str, names: set[str], kind: str, tip: str = "") -> MissingVariables:
+    return MissingVariables(
+        f"{where}: prompt uses undefined variable(s) {', '.join('{' + n + '}' for n in sorted(names))}",
+        f"Variables available to `input = \"{kind}\"` prompts: {', '.join(sorted(VARIABLES[kind]))}.{tip}",
+    )
 
 
 def prompt_dirs(workspace_prompts: Path | None) -> list[Path]:
@@ -208,8 +203,9 @@ def combined_output(templates: list[PromptTemplate]) -> type[BaseModel]:
 
 @functools.lru_cache(maxsize=64)
 def _combined_output(templates: tuple[PromptTemplate, ...]) -> type[BaseModel]:
+    # list[...] of a model made at run time: a type mypy cannot name
     fields: dict[str, Any] = {t.slice: (list[t.output_model], ...) for t in templates}  # type: ignore[name-defined]
-    model = create_model(  # type: ignore[call-overload]
+    model = create_model(
         "Questions_" + "_".join(t.slice for t in templates),
         __config__=ConfigDict(extra="forbid"),
         **fields,

@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rapidfuzz import fuzz, process
 from rapidfuzz.utils import default_process
@@ -21,6 +21,13 @@ from rapidfuzz.utils import default_process
 from curator.generate.identifiers import Identifier, contains_verbatim, mine
 from curator.models import Passage
 from curator.text import normalize_query
+
+if TYPE_CHECKING:
+    from curator.workspace import Workspace
+
+# A finder of a group's next member: (passage, relation) or None.
+_Found = tuple[Passage, str] | None
+_Docs = dict[str, list[Passage]]
 
 _STOP = """a an and are as at be by can do does did for from has have how i if in is it its my
     of on or our should so that the their then there these this to was we what when where
@@ -40,7 +47,7 @@ def content_words(text: str) -> list[str]:
 # ---- selection ---------------------------------------------------------------------------
 
 
-def covered_passage_ids(ws: Any) -> set[str]:
+def covered_passage_ids(ws: Workspace) -> set[str]:
     """Passages labelled by a case (any set), or already used by a generated candidate
     (whatever its state: binned ones were tried). Passages that log-mined candidates
     merely suggest from search hits do not count: those are guesses, not coverage."""
@@ -86,7 +93,7 @@ def stratified_order(
 
 
 def select_passages(
-    ws: Any,
+    ws: Workspace,
     n: int,
     seed: int,
     *,
@@ -124,7 +131,7 @@ class Group:
 
 
 def build_groups(
-    ws: Any, selected: list[Passage], count: int, size: int, seed: int
+    ws: Workspace, selected: list[Passage], count: int, size: int, seed: int
 ) -> list[Group]:
     """Up to `count` groups of `size` (2-3) related passages, each started from a selected
     passage: the next section of the same document, a document it links to, or a passage
@@ -132,10 +139,10 @@ def build_groups(
     if count <= 0:
         return []
     rng = random.Random(seed + 1)
-    docs = {}
+    docs: _Docs = {}
     for p in ws.passages():
         docs.setdefault(p.doc_id, []).append(p)
-    by_path = {}
+    by_path: _Docs = {}
     for doc_id, items in docs.items():
         path = items[0].path or doc_id
         by_path[PurePosixPath(path).as_posix()] = items
@@ -147,7 +154,7 @@ def build_groups(
         if len(groups) >= count:
             break
         members = [start]
-        relations = []
+        relations: list[str] = []
         for finder in (_linked, _same_document, _shared_identifier):
             if len(members) >= size:
                 break
@@ -162,7 +169,7 @@ def build_groups(
     return groups
 
 
-def _same_document(ws, start, members, docs, by_path):
+def _same_document(ws: Workspace, start: Passage, members: list[Passage], docs: _Docs, by_path: _Docs) -> _Found:
     ids = {m.id for m in members}
     siblings = [p for p in docs.get(start.doc_id, []) if p.id not in ids]
     if not siblings:
@@ -173,7 +180,7 @@ def _same_document(ws, start, members, docs, by_path):
     return near, f"two sections of {start.doc_id}"
 
 
-def _linked(ws, start, members, docs, by_path):
+def _linked(ws: Workspace, start: Passage, members: list[Passage], docs: _Docs, by_path: _Docs) -> _Found:
     ids = {m.id for m in members}
     base = PurePosixPath(start.path or start.doc_id).parent
     for target in _LINK.findall(start.text):
@@ -194,7 +201,9 @@ def _linked(ws, start, members, docs, by_path):
     return None
 
 
-def _shared_identifier(ws, start, members, docs, by_path):
+def _shared_identifier(
+    ws: Workspace, start: Passage, members: list[Passage], docs: _Docs, by_path: _Docs
+) -> _Found:
     ids = {m.id for m in members}
     docs_in = {m.doc_id for m in members}
     for ident in mine(start.text)[:5]:
@@ -240,7 +249,7 @@ def paraphrase_overlap(question: str, passage_text: str) -> float:
     return fuzz.token_set_ratio(q, " ".join(set(content_words(passage_text))))
 
 
-def negative_match(ws: Any, question: str, max_coverage: float) -> tuple[str, float] | None:
+def negative_match(ws: Workspace, question: str, max_coverage: float) -> tuple[str, float] | None:
     """The passage that answers a supposedly unanswerable question, if the corpus's own
     search finds one whose text holds most of the question's content words."""
     words = set(content_words(question))
@@ -314,7 +323,7 @@ class Deduper:
         return None
 
 
-def existing_questions(ws: Any) -> list[str]:
+def existing_questions(ws: Workspace) -> list[str]:
     norms = list(ws.candidate_norms())
     for name in ws.set_names():
         norms.extend(normalize_query(c.query) for c in ws.question_set(name).read().cases.values())

@@ -16,8 +16,8 @@ from curator.corpus.chunker import (
     chunk_document,
     count_tokens,
     detect_format,
-    slugify,
 )
+from curator.text import slugify
 
 
 def tag(i: int) -> str:

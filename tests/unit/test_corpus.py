@@ -217,7 +217,7 @@ def test_resolve_passage_ids_maps_heading_anchors_to_their_passage(ws, tmp_path:
 
 
 def test_search_skips_words_too_common_to_rank_and_refreshes_stats_lazily(ws, tmp_path: Path) -> None:
-    from curator.workspace import SEARCH_POSTINGS, snippet
+    from curator.storage.search import SEARCH_POSTINGS, snippet
 
     n = SEARCH_POSTINGS + 200
     lines = [json.dumps({"id": f"p{i}", "text": f"prometheus metric number {i} gauge"}) for i in range(n)]

@@ -1,14 +1,22 @@
-"""The generation cache: validated model output keyed on (model, prompt hash, passage
-fingerprints, parameters). A task whose key is cached costs nothing to run again, so
-an interrupted run resumes where it stopped."""
+"""Generate's own tables: every SQL statement of `curator generate` is here.
+
+The generation cache holds validated model output keyed on (model, prompt hash, passage
+fingerprints, parameters): a task whose key is cached costs nothing to run again, so an
+interrupted run resumes where it stopped. Also prompt texts (stored once by hash), one
+row per model call, what became of each task, and submitted batches. Writes hold
+`ws.lock`: the connection is shared with the ingest thread of a live run.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from curator.models import utcnow
 from curator.text import sha256_hex
+
+if TYPE_CHECKING:
+    from curator.workspace import Workspace
 
 
 def cache_key(model: str, prompt_hash: str, fingerprints: list[str], params: dict[str, Any]) -> str:
@@ -20,7 +28,7 @@ def cache_key(model: str, prompt_hash: str, fingerprints: list[str], params: dic
 
 
 class GenerationCache:
-    def __init__(self, ws: Any):
+    def __init__(self, ws: Workspace):
         self.ws = ws
 
     def get(self, key: str) -> dict[str, Any] | None:
@@ -55,7 +63,7 @@ class GenerationCache:
         completion_tokens: int,
     ) -> None:
         with self.ws.lock:
-            self.ws.db["generation_cache"].upsert(
+            self.ws.db.table("generation_cache").upsert(
                 {
                     "key": key,
                     "model": model,
@@ -71,12 +79,12 @@ class GenerationCache:
             )
 
 
-def store_prompt(ws: Any, prompt_hash: str, name: str, version: str, body: dict[str, Any]) -> None:
+def store_prompt(ws: Workspace, prompt_hash: str, name: str, version: str, body: dict[str, Any]) -> None:
     """Keep a prompt's text once, keyed by its hash."""
     with ws.lock:
         if ws.db.execute("SELECT 1 FROM prompt_texts WHERE hash = ?", [prompt_hash]).fetchone():
             return
-        ws.db["prompt_texts"].insert(
+        ws.db.table("prompt_texts").insert(
             {
                 "hash": prompt_hash,
                 "name": name,
@@ -87,3 +95,48 @@ def store_prompt(ws: Any, prompt_hash: str, name: str, version: str, body: dict[
             pk="hash",
             ignore=True,
         )
+
+
+def record_task(ws: Workspace, run_id: str, task_key: str, prompt: str, passages: list[str], status: str,
+                *, error: str = "", candidates: int = 0, rejected: dict[str, int] | None = None) -> None:
+    """What became of one task of a run: candidates, rejections, or a failure."""
+    with ws.lock:
+        ws.db.table("generation_tasks").upsert(
+            {
+                "run_id": run_id,
+                "task_key": task_key,
+                "prompt": prompt,
+                "passages": json.dumps(passages),
+                "status": status,
+                "error": error,
+                "candidates": candidates,
+                "rejected": json.dumps(rejected or {}),
+                "at": utcnow(),
+            },
+            pk=("run_id", "task_key"),
+        )
+
+
+def record_call(ws: Workspace, row: dict[str, Any]) -> None:
+    """One HTTP attempt to the model (`model_calls`)."""
+    with ws.lock:
+        ws.db.table("model_calls").insert(row)
+
+
+def add_batch(ws: Workspace, row: dict[str, Any]) -> None:
+    with ws.lock:
+        ws.db.table("batches").insert(row, pk="id")
+
+
+def update_batch(ws: Workspace, batch_id: str, **fields: str) -> None:
+    with ws.lock:
+        ws.db.table("batches").update(batch_id, {**fields, "updated_at": utcnow()})
+
+
+def batch(ws: Workspace, batch_id: str) -> dict[str, Any] | None:
+    return next(ws.db.query("SELECT * FROM batches WHERE id = ?", [batch_id]), None)
+
+
+def batches(ws: Workspace) -> list[dict[str, Any]]:
+    """Every submitted batch, oldest first."""
+    return list(ws.db.query("SELECT * FROM batches ORDER BY created_at"))
