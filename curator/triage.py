@@ -32,6 +32,7 @@ from curator.scoring.artefact import (
     resolve_artefact,
     write_artefact,
 )
+from curator.scoring.evaluate import SEVERITY
 from curator.scoring.runs import Ranked, RunData, read_run
 
 try:  # orjson reads a 10,000-question artefact about 4x faster; json is the fallback
@@ -69,7 +70,6 @@ ACTION_OF = {
     "ranking_tie": "regression",
     "retrieval_miss": "regression",
 }
-SEVERITY = {"missing": 0, "false_positive": 1, "stale": 2, "miss": 3, "below_max_rank": 4}
 REGRESSION_TAG = "regression"
 UNJUDGED = "\x00unjudged:"  # placeholder ids for ranks the artefact did not keep
 

@@ -101,7 +101,7 @@ def score(ws, run: str, set_name, k, label, fmt, rel_level, negative_threshold, 
 @contextmanager
 def _progress_bar(run: str, enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]:
     """A bar on stderr: the run file's bytes read, then the questions scored. Redrawn only
-    when scoring reports (no refresh thread: the scorer may fork)."""
+    when scoring reports."""
     if not enabled:
         yield None
         return
@@ -122,6 +122,7 @@ def _progress_bar(run: str, enabled: bool) -> Iterator[Callable[[str, int, int],
 
 
 def _print_report(ws, result, worst: int) -> None:
+    from curator.scoring.evaluate import SEVERITY
     from curator.scoring.gates import describe
 
     art = result.artefact
@@ -166,8 +167,7 @@ def _print_report(ws, result, worst: int) -> None:
         console.print(f"[yellow]{len(art['duplicates'])} queries list a result twice; the first rank was kept[/]")
     failures = result.failures()
     if failures and worst:
-        order = {"missing": 0, "false_positive": 1, "stale": 2, "miss": 3, "below_max_rank": 4}
-        failures.sort(key=lambda item: (order.get(item[1]["failure"], 9), item[0]))
+        failures.sort(key=lambda item: (SEVERITY.get(item[1]["failure"], 9), item[0]))
         shown = min(worst, len(failures))
         console.print(f"[bold]failures[/] ({len(failures)}; showing {shown})")
         for qid, q in failures[:worst]:

@@ -106,7 +106,7 @@ def ideal_dcg(grades: Iterable[int], k: int) -> float:
 
 
 def ideal_dcgs(grades: Iterable[int], ks: Iterable[int]) -> dict[int, float]:
-    """`ideal_dcg` at every k, from one sort: the same sums, added in the same order."""
+    """`ideal_dcg` at every k, from one sort (running totals of the same terms)."""
     ordered = sorted((g for g in grades if g > 0), reverse=True)
     totals = [0.0]
     for r, g in enumerate(ordered, 1):

@@ -12,15 +12,11 @@ from pathlib import Path
 
 import pytest
 
-import curator
 from curator import questionset
 from curator._process import fork
 from curator.logs import reading
 from curator.logs.helper import helper
 from curator.logs.reading import Source, read_source
-from curator.models import Case, Relevant
-from curator.scoring import runfile
-from curator.scoring.runfile import RunFile
 
 
 class _Cycle:
@@ -113,19 +109,6 @@ def test_verify_in_two_processes_leaves_the_parents_garbage_alone(garbage, monke
     blob = b"".join(b"line %d\n" % i for i in range(400))
     parts = list(questionset._in_two_processes([(_then_collect(lambda lines: list(map(len, lines))), blob)]))
     assert sum(len(columns) for (columns,) in parts) == 400
-    assert garbage() == [os.getpid()]
-
-
-def test_scoring_in_two_processes_leaves_the_parents_garbage_alone(garbage, tmp_path: Path, monkeypatch) -> None:
-    cases = [Case(query_id=f"q{i}", query=f"question {i}", slice="s", relevant=[Relevant(id=f"d{i}", role="primary")])
-             for i in range(50)]
-    path = tmp_path / "run.trec"
-    path.write_text("".join(f"q{i} Q0 d{i + r} {r + 1} {10 - r} sys\n" for i in range(50) for r in range(5)))
-    monkeypatch.setattr(runfile, "parse_range", _then_collect(runfile.parse_range))
-    with RunFile(path, parallel=True) as source:
-        result = curator.score(cases, source, k=[5])
-        assert source.split  # the worker's part was used
-    assert result.artefact["questions"]["q49"]["ranks"] == {"d49": 1}  # from the worker's half
     assert garbage() == [os.getpid()]
 
 
