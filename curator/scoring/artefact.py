@@ -44,6 +44,14 @@ def _dumps(artefact: dict[str, Any]) -> bytes:
     return orjson.dumps(artefact, default=str, option=orjson.OPT_APPEND_NEWLINE)
 
 
+def _loads(data: bytes) -> Any:
+    try:  # optional: orjson reads one about 4x faster
+        import orjson
+    except ImportError:
+        return json.loads(data)
+    return orjson.loads(data)
+
+
 def dumps_stdlib(artefact: dict[str, Any]) -> bytes:
     text = json.dumps(artefact, ensure_ascii=False, separators=(",", ":"), default=str)
     return text.encode("utf-8") + b"\n"
@@ -82,7 +90,7 @@ def write_artefact(runs_dir: Path, artefact: dict[str, Any]) -> Path:
 def read_artefact(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = _loads(path.read_bytes())
     except FileNotFoundError:
         raise InputError(str(path), "no such run artefact") from None
     except (ValueError, UnicodeDecodeError) as exc:
