@@ -229,15 +229,5 @@ def score_run(
             f"Sets here: {', '.join(ws.set_names()) or 'none yet'}. Pick one with --set NAME.",
         )
     run = read_run(run_path, fmt, progress=_stage(progress, "read"))
-    return score(
-        qs,
-        run,
-        k=k,
-        rel_level=rel_level,
-        negative_threshold=negative_threshold,
-        gates=gates,
-        workspace=ws,
-        label=label,
-        write=write,
-        progress=progress,
-    )
+    return score(qs, run, k=k, rel_level=rel_level, negative_threshold=negative_threshold, gates=gates,
+                 workspace=ws, label=label, write=write, progress=progress)

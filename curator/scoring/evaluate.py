@@ -44,7 +44,6 @@ class CaseSpec:
     query_id: str
     rev: int
     slice: str
-    query: str
     tags: list[str]
     negative: bool
     grades: dict[str, int]
@@ -104,7 +103,6 @@ def prepare(
             query_id=case.query_id,
             rev=case.rev,
             slice=case.slice,
-            query=case.query,
             tags=list(case.tags),
             negative=case.expect_empty or not case.relevant,
             grades=grades,

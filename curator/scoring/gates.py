@@ -53,7 +53,13 @@ def parse_gate_flag(text: str) -> Gate:
 
 
 def gate_ks(gates: list[Gate]) -> list[int]:
-    return [k for g in gates if g.min is not None for k in [check_metric_name(g.metric)] if k]
+    """The cut-offs the metric gates need."""
+    ks = []
+    for gate in gates:
+        k = check_metric_name(gate.metric) if gate.min is not None else None
+        if k is not None:
+            ks.append(k)
+    return ks
 
 
 def evaluate_gates(gates: list[Gate], metrics: dict[str, Any], latency: dict[str, Any]) -> list[dict[str, Any]]:

@@ -28,14 +28,9 @@ from bisect import bisect_right
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import cache
 
-# Discounts 1/log2(rank + 1) for the ranks anyone asks about; grown on demand.
-_DISCOUNT: list[float] = [0.0] + [1.0 / math.log2(r + 1) for r in range(1, 1025)]
-
 
 def discount(rank: int) -> float:
     """1 / log2(rank + 1), the nDCG discount of a 1-based rank."""
-    if rank < len(_DISCOUNT):
-        return _DISCOUNT[rank]
     return 1.0 / math.log2(rank + 1)
 
 

@@ -81,19 +81,24 @@ def read_run(path: str | Path, fmt: str | None = None, progress: Callable[[int, 
 
 
 def _read_lines(run: RunData, data: bytes, progress: Callable[[int, int], None] | None) -> None:
-    """Feed a line-based file to its reader ~1 MiB of whole lines at a time."""
-    reader = _TrecReader(run) if run.format == "trec" else _JsonlReader(run)
+    """Read a line-based file ~1 MiB of whole lines at a time. TREC lines are grouped by
+    query (they need not be contiguous) and each query sorted at the end."""
+    grouped: dict[str, tuple[list[str], list[float]]] = {}
     pos, line, size = 0, 1, len(data)
     while pos < size:
         newline = data.find(b"\n", min(pos + CHUNK, size) - 1)
         stop = size if newline < 0 else newline + 1
         text = _decode(run, data, pos, stop)
-        reader.feed(text, line)
+        if run.format == "trec":
+            _trec_lines(run, grouped, text, line)
+        else:
+            _jsonl_lines(run, text, line)
         line += text.count("\n")
         pos = stop
         if progress is not None:
             progress(pos, size)
-    reader.finish()
+    for qid, (docs, scores) in grouped.items():
+        run.queries[qid] = _trec_ranked(docs, scores)
 
 
 def _decode(run: RunData, data: bytes, start: int, end: int) -> str:
@@ -122,50 +127,42 @@ def _problem(run: RunData, line: int | None, message: str) -> None:
     run.problems.append(Problem(run.path, line, message, fatal=False))
 
 
-class _JsonlReader:
-    def __init__(self, run: RunData):
-        self.run = run
-
-    def feed(self, text: str, first_line: int) -> None:
-        run = self.run
-        queries = run.queries
-        for number, line in enumerate(text.split("\n"), first_line):
-            if not line.strip():
-                continue
-            try:
-                obj = _loads(line)
-            except ValueError as exc:
-                _problem(run, number, f"not valid JSON ({exc}); expected one query object per line")
-                continue
-            if not isinstance(obj, dict):
-                _problem(run, number, "expected a JSON object with query_id and results")
-                continue
-            qid = obj.get("query_id")
-            results = obj.get("results")
-            if not isinstance(qid, str) or not qid:
-                _problem(run, number, "missing query_id (a non-empty string)")
-                continue
-            if not isinstance(results, list):
-                _problem(run, number, f"query {qid}: results must be a list of {{id, score, revision}}")
-                continue
-            if qid in queries:
-                _problem(run, number, f"query {qid} appears again; the first line is kept")
-                continue
-            try:
-                ranked = ranked_from_list(results)
-            except ValueError as exc:
-                _problem(run, number, f"query {qid}: {exc}")
-                continue
-            latency = obj.get("latency_ms")
-            if latency is not None:
-                if isinstance(latency, bool) or not isinstance(latency, int | float):
-                    _problem(run, number, f"query {qid}: latency_ms must be a number; ignored")
-                else:
-                    ranked.latency_ms = float(latency)
-            queries[qid] = ranked
-
-    def finish(self) -> None:
-        pass
+def _jsonl_lines(run: RunData, text: str, first_line: int) -> None:
+    queries = run.queries
+    for number, line in enumerate(text.split("\n"), first_line):
+        if not line.strip():
+            continue
+        try:
+            obj = _loads(line)
+        except ValueError as exc:
+            _problem(run, number, f"not valid JSON ({exc}); expected one query object per line")
+            continue
+        if not isinstance(obj, dict):
+            _problem(run, number, "expected a JSON object with query_id and results")
+            continue
+        qid = obj.get("query_id")
+        results = obj.get("results")
+        if not isinstance(qid, str) or not qid:
+            _problem(run, number, "missing query_id (a non-empty string)")
+            continue
+        if not isinstance(results, list):
+            _problem(run, number, f"query {qid}: results must be a list of {{id, score, revision}}")
+            continue
+        if qid in queries:
+            _problem(run, number, f"query {qid} appears again; the first line is kept")
+            continue
+        try:
+            ranked = ranked_from_list(results)
+        except ValueError as exc:
+            _problem(run, number, f"query {qid}: {exc}")
+            continue
+        latency = obj.get("latency_ms")
+        if latency is not None:
+            if isinstance(latency, bool) or not isinstance(latency, int | float):
+                _problem(run, number, f"query {qid}: latency_ms must be a number; ignored")
+            else:
+                ranked.latency_ms = float(latency)
+        queries[qid] = ranked
 
 
 def ranked_from_list(results: list[Any]) -> Ranked:
@@ -204,46 +201,35 @@ def _trec_ranked(docs: list[str], scores: list[float]) -> Ranked:
     return Ranked([doc for _, doc in pairs], [score for score, _ in pairs])
 
 
-class _TrecReader:
-    """Groups lines by query (they need not be contiguous); sorts each query at the end."""
+def _trec_lines(run: RunData, grouped: dict[str, tuple[list[str], list[float]]], text: str, first_line: int) -> None:
+    last: str | None = None
+    docs: list[str] = []
+    scores: list[float] = []
+    for number, line in enumerate(text.split("\n"), first_line):
+        try:  # the common case in one step; bad lines are told apart below
+            qid, _, doc, _, score, _ = line.split()
+            value = float(score)
+        except ValueError:
+            _bad_trec_line(run, line, number)
+            continue
+        if qid != last:  # a query's lines usually come together
+            entry = grouped.get(qid)
+            if entry is None:
+                grouped[qid] = entry = ([], [])
+            docs, scores = entry
+            last = qid
+        docs.append(doc)
+        scores.append(value)
 
-    def __init__(self, run: RunData):
-        self.run = run
-        self.grouped: dict[str, tuple[list[str], list[float]]] = {}
 
-    def feed(self, text: str, first_line: int) -> None:
-        grouped = self.grouped
-        last: str | None = None
-        docs: list[str] = []
-        scores: list[float] = []
-        for number, line in enumerate(text.split("\n"), first_line):
-            try:  # the common case in one step; bad lines are told apart below
-                qid, _, doc, _, score, _ = line.split()
-                value = float(score)
-            except ValueError:
-                self._bad(line, number)
-                continue
-            if qid != last:  # a query's lines usually come together
-                entry = grouped.get(qid)
-                if entry is None:
-                    grouped[qid] = entry = ([], [])
-                docs, scores = entry
-                last = qid
-            docs.append(doc)
-            scores.append(value)
-
-    def _bad(self, line: str, number: int) -> None:
-        parts = line.split()
-        if not parts:
-            return
-        if len(parts) != 6:
-            _problem(self.run, number, f"expected 6 fields `qid Q0 docno rank score tag`, found {len(parts)}")
-        else:
-            _problem(self.run, number, f"score {parts[4]!r} is not a number")
-
-    def finish(self) -> None:
-        for qid, (docs, scores) in self.grouped.items():
-            self.run.queries[qid] = _trec_ranked(docs, scores)
+def _bad_trec_line(run: RunData, line: str, number: int) -> None:
+    parts = line.split()
+    if not parts:
+        return
+    if len(parts) != 6:
+        _problem(run, number, f"expected 6 fields `qid Q0 docno rank score tag`, found {len(parts)}")
+    else:
+        _problem(run, number, f"score {parts[4]!r} is not a number")
 
 
 def _read_ranx(text: str, run: RunData) -> None:

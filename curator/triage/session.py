@@ -9,15 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from curator.errors import CuratorError
 from curator.models import Case, utcnow
-from curator.triage.causes import (
-    ACTION_OF,
-    CAUSES,
-    reason,
-    relabel,
-    repin,
-    tag_regression,
-    undo_change,
-)
+from curator.triage import causes
 from curator.triage.items import TriageItem, earlier_runs, failures, load_artefact, run_name, set_of
 from curator.triage.store import Decision, mark_undone, record
 
@@ -97,9 +89,9 @@ class TriageSession:
     ) -> Decision:
         """Name the cause and act: relabel (bad_label), re-pin (stale_metadata; `revision`
         default: the corpus's current one) or tag `regression` (the others)."""
-        if cause not in CAUSES:
-            raise CuratorError(f"unknown cause {cause!r}; expected one of {', '.join(CAUSES)}")
-        action = ACTION_OF[cause]
+        if cause not in causes.CAUSES:
+            raise CuratorError(f"unknown cause {cause!r}; expected one of {', '.join(causes.CAUSES)}")
+        action = causes.ACTION_OF[cause]
         if action != "relabel" and item.edited:
             raise CuratorError("the labels on this card were changed: save them with bad label, or clear the changes")
         if action == "relabel" and not item.edited:
@@ -109,10 +101,10 @@ class TriageSession:
             if case.status != "active":
                 raise CuratorError(f"{item.query_id} is no longer an active case of set {self.qs.name!r}")
             if action == "relabel":
-                return relabel(item.labels, case)
+                return causes.relabel(item.labels, case)
             if action == "repin":
-                return repin(self.ws, case, revision, passage)
-            tagged = tag_regression(case)
+                return causes.repin(self.ws, case, revision, passage)
+            tagged = causes.tag_regression(case)
             if tagged is None:
                 raise _Unchanged(case)  # already held by the next freeze
             return tagged
@@ -121,7 +113,7 @@ class TriageSession:
             try:
                 case = self.qs.revise(
                     item.query_id, change, action="edit" if action == "regression" else "relabel",
-                    reason=reason(cause, note, self.run), reviewer=self.reviewer, versions=self.ws.versions(),
+                    reason=causes.reason(cause, note, self.run), reviewer=self.reviewer, versions=self.ws.versions(),
                 )
                 rev: int | None = case.rev
             except _Unchanged as unchanged:
@@ -150,7 +142,7 @@ class TriageSession:
                 if before is None or latest is None:
                     raise CuratorError(f"{decision.query_id}: cannot find rev {decision.rev - 1} to restore")
                 revised = self.qs.revise(
-                    decision.query_id, undo_change(decision.action, before, latest),
+                    decision.query_id, causes.undo_change(decision.action, before, latest),
                     action="relabel" if decision.action != "regression" else "edit",
                     reason=f"undo triage {decision.cause} ({self.run})", reviewer=self.reviewer,
                     versions=self.ws.versions(),
