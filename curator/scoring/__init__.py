@@ -22,7 +22,7 @@ from curator.config import Gate, ScoringConfig
 from curator.errors import CuratorError
 from curator.models import Case, utcnow
 from curator.scoring.artefact import SCHEMA, git_state, write_artefact
-from curator.scoring.evaluate import CHOICES, TIE_RULES, evaluate, prepare
+from curator.scoring.evaluate import CHOICES, TIE_RULES, prepare, score_cases
 from curator.scoring.gates import evaluate_gates, gate_ks
 from curator.scoring.runs import RunData, coerce_run, read_run
 
@@ -165,7 +165,7 @@ def score(
             run = read_run(ranked, progress=_stage(progress, "read"))
         else:
             run = coerce_run(ranked)
-        result = evaluate(specs, run.queries, ks, threshold, progress=_stage(progress, "score"))
+        result = score_cases(specs, run.queries, ks, threshold, progress=_stage(progress, "score"))
     if progress is not None:
         progress("score", len(specs), len(specs))
     verdicts = evaluate_gates(gate_list, result["metrics"], result["latency_ms"])

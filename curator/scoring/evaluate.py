@@ -264,7 +264,7 @@ def percentile(values: list[float], q: float) -> float | None:
     return ordered[int(rank) - 1]
 
 
-def evaluate(
+def score_cases(
     specs: list[CaseSpec],
     queries: Mapping[str, Ranked],
     ks: Sequence[int],
