@@ -116,7 +116,7 @@ def prepare(
         )
         graded = tuple(sorted(grades.values()))
         if graded not in ideals:
-            ideals[graded] = m.ideal_dcgs(graded, ks)
+            ideals[graded] = {k: m.ideal_dcg(graded, k) for k in ks}
         spec.ideal = ideals[graded]
         specs.append(spec)
     return specs

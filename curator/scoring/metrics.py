@@ -96,17 +96,9 @@ def success_at(
 
 
 def ideal_dcg(grades: Iterable[int], k: int) -> float:
+    """The DCG of the labelled grades sorted descending and cut at k."""
     ordered = sorted((g for g in grades if g > 0), reverse=True)[:k]
     return sum(g * discount(r) for r, g in enumerate(ordered, 1))
-
-
-def ideal_dcgs(grades: Iterable[int], ks: Iterable[int]) -> dict[int, float]:
-    """`ideal_dcg` at every k, from one sort (running totals of the same terms)."""
-    ordered = sorted((g for g in grades if g > 0), reverse=True)
-    totals = [0.0]
-    for r, g in enumerate(ordered, 1):
-        totals.append(totals[-1] + g * discount(r))
-    return {k: totals[min(k, len(ordered))] for k in ks}
 
 
 def ndcg_at(ranks: Mapping[str, int], grades: Mapping[str, int], k: int, ideal: float | None = None) -> float:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import gt
 from pathlib import Path
@@ -26,7 +26,6 @@ from curator.errors import InputError
 from curator.questionset import Problem
 
 if TYPE_CHECKING:
-    from curator.models import Case
     from curator.workspace import Workspace
 
 try:  # orjson parses a big run file 3-4x faster; the stdlib parser is the fallback
@@ -277,33 +276,18 @@ def coerce_run(ranked: RunData | str | Path | Mapping[str, Any]) -> RunData:
     return run
 
 
-def write_jsonl_run(path: str | Path, rows: Iterable[tuple[str, list[dict[str, Any]], float | None]]) -> int:
-    """Write `(query_id, results, latency_ms)` rows as a JSONL run file; returns the count."""
+def write_bm25_run(ws: Workspace, set_name: str | None, path: str | Path, limit: int = 20) -> int:
+    """The workspace's own BM25 search for each active case of a set, written as a JSONL
+    run with measured latency: a baseline any retriever should beat. Returns the count."""
+    cases = [c for c in ws.question_set(set_name).read().cases.values() if c.status == "active"]
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    count = 0
     with path.open("w", encoding="utf-8") as fh:
-        for qid, results, latency in rows:
-            record: dict[str, Any] = {"query_id": qid, "results": results}
-            if latency is not None:
-                record["latency_ms"] = round(latency, 3)
+        for case in cases:
+            start = time.perf_counter()
+            hits = ws.search(case.query, limit=limit)
+            latency = (time.perf_counter() - start) * 1000
+            results = [{"id": h.id, "score": round(h.score, 4), "revision": h.revision} for h in hits]
+            record = {"query_id": case.query_id, "results": results, "latency_ms": round(latency, 3)}
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-            count += 1
-    return count
-
-
-def _bm25_rows(ws: Workspace, cases: Iterable[Case], limit: int) -> Iterator[tuple[str, list[dict[str, Any]], float]]:
-    for case in cases:
-        start = time.perf_counter()
-        hits = ws.search(case.query, limit=limit)
-        elapsed = (time.perf_counter() - start) * 1000
-        results = [{"id": h.id, "score": round(h.score, 4), "revision": h.revision} for h in hits]
-        yield case.query_id, results, elapsed
-
-
-def write_bm25_run(ws: Workspace, set_name: str | None, path: str | Path, limit: int = 20) -> int:
-    """The workspace's own BM25 search over a set's active cases, written as a JSONL run
-    with measured latency: a baseline any retriever should beat."""
-    result = ws.question_set(set_name).read()
-    cases = [c for c in result.cases.values() if c.status == "active"]
-    return write_jsonl_run(path, _bm25_rows(ws, cases, limit))
+    return len(cases)
