@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -242,8 +243,6 @@ def _delta(value: float) -> str:
 
 
 def _print_compare(diff: dict[str, Any], limit: int) -> None:
-    from pathlib import Path
-
     for problem in diff["frozen_problems"]:
         err_console.print(f"[yellow]warning:[/] {escape(problem)}", highlight=False, soft_wrap=True)
     for warning in diff["warnings"]:
@@ -368,8 +367,6 @@ def baseline(ws: Workspace, set_name: str | None, out: str, limit: int) -> None:
     Example:
         curator baseline && curator score retriever-runs/bm25.jsonl --name bm25
     """
-    from pathlib import Path
-
     from curator.errors import CuratorError
     from curator.scoring.runs import write_bm25_run
 

@@ -112,11 +112,7 @@ def _ks(k: int | Sequence[int] | None, config: ScoringConfig, gates: list[Gate])
         base = list(k)
     if not base or any(not isinstance(x, int) or x < 1 for x in base):
         raise CuratorError(f"k must be positive integers, got {base!r}")
-    out = list(dict.fromkeys(base))
-    for extra in gate_ks(gates):
-        if extra not in out:
-            out.append(extra)
-    return out
+    return list(dict.fromkeys([*base, *gate_ks(gates)]))  # in order, each once
 
 
 def _stage(progress: Progress | None, stage: str) -> Callable[[int, int], None] | None:
