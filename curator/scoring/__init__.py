@@ -126,6 +126,7 @@ def score(
     set_or_cases: QuestionSet | str | Path | Iterable[Case | dict[str, Any]],
     ranked: RunData | str | Path | Mapping[str, Any],
     *,
+    fmt: str | None = None,
     k: int | Sequence[int] | None = None,
     rel_level: int | None = None,
     negative_threshold: float | None = None,
@@ -138,8 +139,9 @@ def score(
     """Score cases against ranked results, in process.
 
     `set_or_cases`: a QuestionSet, a set folder, or Case objects / dicts.
-    `ranked`: a run file path, a `RunData`, or `{query_id: [ids] | [(id, score)] | [{id,
-    score, revision}] | {id: score}}` (lists are in rank order). `k=5` scores at 5 and 15
+    `ranked`: a run file path (in format `fmt`, default detected), a `RunData`, or
+    `{query_id: [ids] | [(id, score)] | [{id, score, revision}] | {id: score}}` (lists are
+    in rank order). `k=5` scores at 5 and 15
     (Recall@3k); a list scores at exactly those (the first is the headline k). Options
     default to the workspace's `[scoring]` config when `workspace` is given. With
     `workspace`, passage revisions decide freshness and `write=True` stores the artefact
@@ -158,12 +160,23 @@ def score(
         cases, set_info = _cases_from(set_or_cases)
         specs = prepare(cases, ks, level, revisions_of)
         if isinstance(ranked, str | Path):
-            run = read_run(ranked, progress=_stage(progress, "read"))
+            run = read_run(ranked, fmt, progress=_stage(progress, "read"))
         else:
             run = coerce_run(ranked)
         result = score_cases(specs, run.queries, ks, threshold, progress=_stage(progress, "score"))
+        n_cases = len(specs)
+        run_info: dict[str, Any] = {
+            "path": _relative(run.path, workspace),
+            "format": run.format,
+            "sha256": run.sha256,
+            "queries": len(run.queries),
+            "problems": [str(p) for p in run.problems],
+        }
+        # Resumed with the run's million small objects alive (no cycles among them), the
+        # collector's next pass would scan them all (~0.1 s for 10k x 100): free them first.
+        del cases, specs, run
     if progress is not None:
-        progress("score", len(specs), len(specs))
+        progress("score", n_cases, n_cases)
     verdicts = evaluate_gates(gate_list, result["metrics"], result["latency_ms"])
     sha, dirty = git_state(workspace.root) if workspace is not None else (None, None)
     artefact: dict[str, Any] = {
@@ -171,21 +184,15 @@ def score(
         "created_at": utcnow(),
         "label": label,
         "workspace": {"root": str(workspace.root) if workspace is not None else None, "git_sha": sha, "dirty": dirty},
-        "run": {
-            "path": _relative(run.path, workspace),
-            "format": run.format,
-            "sha256": run.sha256,
-            "queries": len(run.queries),
-            "problems": [str(p) for p in run.problems],
-        },
-        "set": {**set_info, "path": _relative(set_info["path"], workspace), "cases": len(specs)},
+        "run": run_info,
+        "set": {**set_info, "path": _relative(set_info["path"], workspace), "cases": n_cases},
         "config": {
             "k": ks,
             "headline_k": ks[0],
             "rel_level": level,
             "secondaries_relevant": level == 1,
             "negative_threshold": threshold,
-            "tie_rule": TIE_RULES[run.format],
+            "tie_rule": TIE_RULES[run_info["format"]],
             **CHOICES,
             "latency_percentile": "nearest rank",
             "gates": [g.model_dump(exclude_none=True) for g in gate_list],
@@ -224,6 +231,5 @@ def score_run(
             f"no question set {qs.name!r} in {ws.datasets_dir}",
             f"Sets here: {', '.join(ws.set_names()) or 'none yet'}. Pick one with --set NAME.",
         )
-    run = read_run(run_path, fmt, progress=_stage(progress, "read"))
-    return score(qs, run, k=k, rel_level=rel_level, negative_threshold=negative_threshold, gates=gates,
-                 workspace=ws, label=label, write=write, progress=progress)
+    return score(qs, run_path, fmt=fmt, k=k, rel_level=rel_level, negative_threshold=negative_threshold,
+                 gates=gates, workspace=ws, label=label, write=write, progress=progress)
