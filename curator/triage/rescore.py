@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from curator._process import paused_gc
 from curator.errors import InputError
 from curator.scoring import ScoreResult, score, score_run
 from curator.scoring.artefact import write_artefact
@@ -76,15 +77,17 @@ def rescore(ws: Workspace, artefact: dict[str, Any] | str | Path | None = None, 
     """Recompute a stored run's metrics with the set's current labels and store a new
     artefact naming its source run (label `rescore`)."""
     source = artefact if isinstance(artefact, dict) else load_artefact(ws, artefact)
-    run = _run_from_file(ws, source)
-    mode = "run file"
-    if run is None:
-        run, mode = _run_from_artefact(source), "artefact"
     config = source["config"]
     label = "rescore"  # not the source's label: `curator triage LABEL` must stay unambiguous
-    result = score(set_of(ws, source), run, k=config["k"], rel_level=config["rel_level"],
-                   negative_threshold=config.get("negative_threshold"), gates=config.get("gates") or [],
-                   workspace=ws, label=label, write=False)
+    with paused_gc():  # resumed once the rankings are freed, as in score()
+        run = _run_from_file(ws, source)
+        mode = "run file"
+        if run is None:
+            run, mode = _run_from_artefact(source), "artefact"
+        result = score(set_of(ws, source), run, k=config["k"], rel_level=config["rel_level"],
+                       negative_threshold=config.get("negative_threshold"), gates=config.get("gates") or [],
+                       workspace=ws, label=label, write=False)
+        del run
     art = result.artefact
     art["run"] = {**source["run"], "problems": art["run"]["problems"]}
     if mode == "artefact":
