@@ -6,6 +6,7 @@ pydantic only appears when the cases are read.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -209,14 +210,9 @@ def _zero_metrics(ks: Sequence[int]) -> dict[str, float]:
     return dict.fromkeys((name for k in ks for name in m.metric_names(k)), 0.0)
 
 
-def _top(
-    spec: CaseSpec,
-    ids: list[str],
-    scores: Sequence[float | None],
-    revisions: list[str | None] | None,
-    stale: dict[str, int],
-    top_n: int,
-) -> list[dict[str, Any]]:
+def _top(spec: CaseSpec, ids: list[str], scores: Sequence[float | None], revisions: list[str | None] | None,
+         stale: dict[str, int], top_n: int) -> list[dict[str, Any]]:
+    """The first `top_n` results as the artefact keeps them, labelled ones marked."""
     top = []
     for i in range(min(top_n, len(ids))):
         doc = ids[i]
@@ -260,8 +256,8 @@ def percentile(values: list[float], q: float) -> float | None:
     if not values:
         return None
     ordered = sorted(values)
-    rank = max(1, -(-len(ordered) * q // 100))
-    return ordered[int(rank) - 1]
+    rank = max(1, math.ceil(len(ordered) * q / 100))
+    return ordered[rank - 1]
 
 
 def score_cases(

@@ -24,17 +24,5 @@ from curator.triage.session import TriageSession
 from curator.triage.store import Decision, decisions
 from curator.triage.summary import summary
 
-__all__ = [
-    "ACTION_OF",
-    "CAUSES",
-    "Decision",
-    "Result",
-    "TriageItem",
-    "TriageSession",
-    "decisions",
-    "demo_runs",
-    "failures",
-    "load_artefact",
-    "rescore",
-    "summary",
-]
+__all__ = ["ACTION_OF", "CAUSES", "Decision", "Result", "TriageItem", "TriageSession", "decisions", "demo_runs",
+           "failures", "load_artefact", "rescore", "summary"]
