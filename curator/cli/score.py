@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich import box
@@ -14,6 +15,10 @@ from rich.table import Table
 
 from curator.cli.main import cli, console, err_console, json_option, pass_ws, print_json, rel
 from curator.errors import EXIT_FAILED, EXIT_PARTIAL
+
+if TYPE_CHECKING:
+    from curator.scoring import Progress, ScoreResult
+    from curator.workspace import Workspace
 
 SHOWN_METRICS = ("success", "recall", "mrr", "ndcg", "precision")
 
@@ -43,8 +48,9 @@ def _fmt(value: Any) -> str:
               help="Recompute a stored run with the set's current labels (no retriever); see docs/triage.md.")
 @json_option
 @pass_ws
-def score(ws, run: str, set_name, k, label, fmt, rel_level, negative_threshold, gate_flags, no_gates,
-          no_write, worst, rescore_ref, as_json) -> None:
+def score(ws: Workspace, run: str | None, set_name: str | None, k: int | None, label: str | None, fmt: str | None,
+          rel_level: int | None, negative_threshold: float | None, gate_flags: tuple[str, ...], no_gates: bool,
+          no_write: bool, worst: int, rescore_ref: str | None, as_json: bool) -> None:
     """Score a retriever's run against a question set, store the artefact, check gates.
 
     RUN is JSONL (`{"query_id", "results": [{"id", "score", "revision"}], "latency_ms"}`),
@@ -59,24 +65,21 @@ def score(ws, run: str, set_name, k, label, fmt, rel_level, negative_threshold, 
         curator score run.jsonl --gate 'success@5>=0.8' --gate 'p95<=250' --json
         curator score --rescore latest        # after triage added labels
     """
-    from curator.scoring import score_run
-
-    if rescore_ref is not None or run is None:
-        if run is not None or rescore_ref is None:
-            raise click.UsageError("give a RUN file, or --rescore RUN_ARTEFACT (not both)")
-        from curator.triage import rescore
-
-        result = rescore(ws, rescore_ref, write=not no_write)
-    else:
-        result = None
     from curator.errors import CuratorError
+    from curator.scoring import score_run
     from curator.scoring.gates import parse_gate_flag
 
+    if (run is None) == (rescore_ref is None):
+        raise click.UsageError("give a RUN file, or --rescore RUN_ARTEFACT (not both)")
     try:
         gates = [parse_gate_flag(g) for g in gate_flags] if gate_flags else ([] if no_gates else None)
     except CuratorError as exc:
         raise click.BadParameter(str(exc), param_hint="--gate") from None
-    if result is None:
+    if run is None:
+        from curator.triage import rescore
+
+        result = rescore(ws, rescore_ref, write=not no_write)
+    else:
         with _progress_bar(run, enabled=err_console.is_terminal and not as_json) as progress:
             result = score_run(ws, run, set_name=set_name, fmt=fmt, k=k, rel_level=rel_level,
                                negative_threshold=negative_threshold, gates=gates, label=label,
@@ -99,9 +102,9 @@ def score(ws, run: str, set_name, k, label, fmt, rel_level, negative_threshold, 
 
 
 @contextmanager
-def _progress_bar(run: str, enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]:
+def _progress_bar(run: str, enabled: bool) -> Iterator[Progress | None]:
     """A bar on stderr: the run file's bytes read, then the questions scored. Redrawn only
-    when scoring reports (no refresh thread: the scorer may fork)."""
+    when scoring reports."""
     if not enabled:
         yield None
         return
@@ -121,7 +124,8 @@ def _progress_bar(run: str, enabled: bool) -> Iterator[Callable[[str, int, int],
         yield update
 
 
-def _print_report(ws, result, worst: int) -> None:
+def _print_report(ws: Workspace, result: ScoreResult, worst: int) -> None:
+    from curator.scoring.evaluate import SEVERITY
     from curator.scoring.gates import describe
 
     art = result.artefact
@@ -166,8 +170,7 @@ def _print_report(ws, result, worst: int) -> None:
         console.print(f"[yellow]{len(art['duplicates'])} queries list a result twice; the first rank was kept[/]")
     failures = result.failures()
     if failures and worst:
-        order = {"missing": 0, "false_positive": 1, "stale": 2, "miss": 3, "below_max_rank": 4}
-        failures.sort(key=lambda item: (order.get(item[1]["failure"], 9), item[0]))
+        failures.sort(key=lambda item: (SEVERITY.get(item[1]["failure"], 9), item[0]))
         shown = min(worst, len(failures))
         console.print(f"[bold]failures[/] ({len(failures)}; showing {shown})")
         for qid, q in failures[:worst]:
@@ -200,7 +203,7 @@ def _print_report(ws, result, worst: int) -> None:
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(0), help="Questions listed per group.")
 @json_option
 @pass_ws
-def compare(ws, a: str, b: str, rank_threshold: int, fail_on_regression: bool, limit: int, as_json: bool) -> None:
+def compare(ws: Workspace, a: str, b: str, rank_threshold: int, fail_on_regression: bool, limit: int, as_json: bool) -> None:
     """Compare two stored runs: per-slice deltas and which questions changed.
 
     A and B are artefact paths, names (or a unique part of one) in runs/, `latest`,
@@ -224,7 +227,7 @@ def compare(ws, a: str, b: str, rank_threshold: int, fail_on_regression: bool, l
     if as_json:
         print_json(diff)
     else:
-        _print_compare(ws, diff, limit)
+        _print_compare(diff, limit)
     if fail_on_regression and diff["regressions"]:
         if not as_json:
             err_console.print(f"[bold red]{len(diff['regressions'])} regression cases broke:[/] "
@@ -239,9 +242,7 @@ def _delta(value: float) -> str:
     return f"[{colour}]{value:+.3f}[/]"
 
 
-def _print_compare(ws, diff: dict, limit: int) -> None:
-    from pathlib import Path
-
+def _print_compare(diff: dict[str, Any], limit: int) -> None:
     for problem in diff["frozen_problems"]:
         err_console.print(f"[yellow]warning:[/] {escape(problem)}", highlight=False, soft_wrap=True)
     for warning in diff["warnings"]:
@@ -294,7 +295,7 @@ def _print_compare(ws, diff: dict, limit: int) -> None:
 @click.option("--last", default=30, show_default=True, type=click.IntRange(1), help="Most recent runs to show.")
 @json_option
 @pass_ws
-def history(ws, query_id: str | None, set_name: str | None, metric: str | None, last: int, as_json: bool) -> None:
+def history(ws: Workspace, query_id: str | None, set_name: str | None, metric: str | None, last: int, as_json: bool) -> None:
     """Scores over time: per-slice sparklines, or one question across all stored runs.
 
     \b
@@ -357,7 +358,7 @@ def history(ws, query_id: str | None, set_name: str | None, metric: str | None, 
               type=click.Path(dir_okay=False), help="Run file to write (JSONL).")
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(1), help="Results per query.")
 @pass_ws
-def baseline(ws, set_name: str | None, out: str, limit: int) -> None:
+def baseline(ws: Workspace, set_name: str | None, out: str, limit: int) -> None:
     """Write a baseline run: the workspace's own BM25 search for every active case.
 
     Score it like any retriever's run; a retriever that does not beat it needs work.
@@ -366,8 +367,6 @@ def baseline(ws, set_name: str | None, out: str, limit: int) -> None:
     Example:
         curator baseline && curator score retriever-runs/bm25.jsonl --name bm25
     """
-    from pathlib import Path
-
     from curator.errors import CuratorError
     from curator.scoring.runs import write_bm25_run
 

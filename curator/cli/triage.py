@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich import box
@@ -11,6 +12,9 @@ from rich.table import Table
 
 from curator.cli.main import cli, console, json_option, pass_ws, print_json
 from curator.errors import CuratorError
+
+if TYPE_CHECKING:
+    from curator.workspace import Workspace
 
 
 @cli.command()
@@ -21,7 +25,7 @@ from curator.errors import CuratorError
 @click.option("--reviewer", help="Your name in the files (default: [reviewer] or $USER).")
 @json_option
 @pass_ws
-def triage(ws, run: str | None, show_summary: bool, include_decided: bool, reviewer: str | None,
+def triage(ws: Workspace, run: str | None, show_summary: bool, include_decided: bool, reviewer: str | None,
            as_json: bool) -> None:
     """Triage a scored run's failures: name each cause, fix labels, grow the regression set.
 
@@ -60,7 +64,7 @@ def triage(ws, run: str | None, show_summary: bool, include_decided: bool, revie
 SHORT = {"exact_identifier": "exact", "multi_hop": "multi-hop"}
 
 
-def _print_summary(data: dict) -> None:
+def _print_summary(data: dict[str, Any]) -> None:
     label = f" ({data['label']})" if data.get("label") else ""
     table = Table(title=f"{data['run']}{label}\nset {data['set']} · {data['failures']} failures, "
                   f"{data['triaged']} triaged", box=box.SIMPLE_HEAD, pad_edge=False)

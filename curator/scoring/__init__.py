@@ -12,21 +12,26 @@ Definitions and choices: docs/scoring.md.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
-from contextlib import nullcontext
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from curator._process import paused_gc
 from curator.config import Gate, ScoringConfig
 from curator.errors import CuratorError
 from curator.models import Case, utcnow
 from curator.scoring.artefact import SCHEMA, git_state, write_artefact
-from curator.scoring.evaluate import CHOICES, prepare, score_queries, summarise
+from curator.scoring.evaluate import CHOICES, TIE_RULES, prepare, score_cases
 from curator.scoring.gates import evaluate_gates, gate_ks
-from curator.scoring.runfile import Progress, RunFile
-from curator.scoring.runs import coerce_run
+from curator.scoring.runs import RunData, coerce_run, read_run
+
+if TYPE_CHECKING:
+    from curator.questionset import QuestionSet
+    from curator.workspace import Workspace
+
+# progress(stage, done, total): stage "read" counts bytes, "score" counts questions.
+Progress = Callable[[str, int, int], None]
 
 __all__ = ["ScoreResult", "score", "score_run"]
 
@@ -66,7 +71,7 @@ class ScoreResult:
         return [(q, v) for q, v in self.questions.items() if v["failure"]]
 
 
-def _cases_from(set_or_cases: Any) -> tuple[list[Case], dict[str, Any]]:
+def _cases_from(set_or_cases: QuestionSet | str | Path | Iterable[Case | dict[str, Any]]) -> tuple[list[Case], dict[str, Any]]:
     from curator.questionset import QuestionSet
 
     if isinstance(set_or_cases, str | Path):
@@ -88,7 +93,7 @@ def _cases_from(set_or_cases: Any) -> tuple[list[Case], dict[str, Any]]:
     return cases, {"name": None, "path": None, "sha256": None, "rev": None, "problems": []}
 
 
-def _relative(path: str | None, workspace: Any) -> str | None:
+def _relative(path: str | None, workspace: Workspace | None) -> str | None:
     """Paths inside the workspace are stored relative to it, so artefacts travel with git."""
     if path is None or workspace is None or path == "<memory>":
         return path
@@ -107,22 +112,26 @@ def _ks(k: int | Sequence[int] | None, config: ScoringConfig, gates: list[Gate])
         base = list(k)
     if not base or any(not isinstance(x, int) or x < 1 for x in base):
         raise CuratorError(f"k must be positive integers, got {base!r}")
-    out = list(dict.fromkeys(base))
-    for extra in gate_ks(gates):
-        if extra not in out:
-            out.append(extra)
-    return out
+    return list(dict.fromkeys([*base, *gate_ks(gates)]))  # in order, each once
+
+
+def _stage(progress: Progress | None, stage: str) -> Callable[[int, int], None] | None:
+    """`progress` for one stage: called with (done, total)."""
+    if progress is None:
+        return None
+    return lambda done, total: progress(stage, done, total)
 
 
 def score(
-    set_or_cases: Any,
-    ranked: Any,
+    set_or_cases: QuestionSet | str | Path | Iterable[Case | dict[str, Any]],
+    ranked: RunData | str | Path | Mapping[str, Any],
     *,
+    fmt: str | None = None,
     k: int | Sequence[int] | None = None,
     rel_level: int | None = None,
     negative_threshold: float | None = None,
     gates: Iterable[Gate | dict[str, Any]] | None = None,
-    workspace: Any = None,
+    workspace: Workspace | None = None,
     label: str | None = None,
     write: bool = False,
     progress: Progress | None = None,
@@ -130,8 +139,9 @@ def score(
     """Score cases against ranked results, in process.
 
     `set_or_cases`: a QuestionSet, a set folder, or Case objects / dicts.
-    `ranked`: a run file path (or `RunFile`), or `{query_id: [ids] | [(id, score)] | [{id, score,
-    revision}] | {id: score}}` (lists are in rank order). `k=5` scores at 5 and 15
+    `ranked`: a run file path (in format `fmt`, default detected), a `RunData`, or
+    `{query_id: [ids] | [(id, score)] | [{id, score, revision}] | {id: score}}` (lists are
+    in rank order). `k=5` scores at 5 and 15
     (Recall@3k); a list scores at exactly those (the first is the headline k). Options
     default to the workspace's `[scoring]` config when `workspace` is given. With
     `workspace`, passage revisions decide freshness and `write=True` stores the artefact
@@ -146,31 +156,34 @@ def score(
         raise CuratorError(f"rel_level must be 1 or 2, got {level}")
     threshold = negative_threshold if negative_threshold is not None else config.negative_threshold
     revisions_of = workspace.revisions_of if workspace is not None else None
-    source = RunFile(ranked) if isinstance(ranked, str | Path) else ranked
-    git = git_state(workspace.root) if workspace is not None else lambda: (None, None)
-    with paused_gc(), source if isinstance(source, RunFile) else nullcontext():
-        cases, set_info = _cases_from(set_or_cases)  # meanwhile a worker may read the run file
+    with paused_gc():
+        cases, set_info = _cases_from(set_or_cases)
         specs = prepare(cases, ks, level, revisions_of)
-        if isinstance(source, RunFile):
-            run, seen, found = source.score(specs, ks, threshold, progress)
+        if isinstance(ranked, str | Path):
+            run = read_run(ranked, fmt, progress=_stage(progress, "read"))
         else:
             run = coerce_run(ranked)
-            seen, found = run.seen(), score_queries(specs, run.queries, ks, threshold)
-        result = summarise(specs, found, seen, ks, threshold)
+        result = score_cases(specs, run.queries, ks, threshold, progress=_stage(progress, "score"))
+        run_info: dict[str, Any] = {
+            "path": _relative(run.path, workspace),
+            "format": run.format,
+            "sha256": run.sha256,
+            "queries": len(run.queries),
+            "problems": [str(p) for p in run.problems],
+        }
+        # Resumed with the set's cases and the run's rankings alive (some 10^5 containers, no
+        # cycles), the collector's next pass would scan them all (~0.1 s at 10k x 100).
+        del cases, run
+    if progress is not None:
+        progress("score", len(specs), len(specs))
     verdicts = evaluate_gates(gate_list, result["metrics"], result["latency_ms"])
-    sha, dirty = git()
+    sha, dirty = git_state(workspace.root) if workspace is not None else (None, None)
     artefact: dict[str, Any] = {
         "schema": SCHEMA,
         "created_at": utcnow(),
         "label": label,
         "workspace": {"root": str(workspace.root) if workspace is not None else None, "git_sha": sha, "dirty": dirty},
-        "run": {
-            "path": _relative(run.path, workspace),
-            "format": run.format,
-            "sha256": run.sha256,
-            "queries": len(seen),
-            "problems": [str(p) for p in run.problems],
-        },
+        "run": run_info,
         "set": {**set_info, "path": _relative(set_info["path"], workspace), "cases": len(specs)},
         "config": {
             "k": ks,
@@ -178,8 +191,8 @@ def score(
             "rel_level": level,
             "secondaries_relevant": level == 1,
             "negative_threshold": threshold,
-            "tie_rule": CHOICES["tie_rule"][run.format],
-            **{key: value for key, value in CHOICES.items() if key != "tie_rule"},
+            "tie_rule": TIE_RULES[run_info["format"]],
+            **CHOICES,
             "latency_percentile": "nearest rank",
             "gates": [g.model_dump(exclude_none=True) for g in gate_list],
         },
@@ -197,7 +210,7 @@ def score(
 
 
 def score_run(
-    ws: Any,
+    ws: Workspace,
     run_path: str | Path,
     *,
     set_name: str | None = None,
@@ -209,26 +222,13 @@ def score_run(
     label: str | None = None,
     write: bool = True,
     progress: Progress | None = None,
-    parallel: bool | None = None,
 ) -> ScoreResult:
-    """What `curator score` does: read the run file, score the set, store the artefact.
-    `parallel`: see `RunFile` (None: two processes for a big file on a multi-core machine)."""
+    """What `curator score` does: read the run file, score the set, store the artefact."""
     qs = ws.question_set(set_name)
     if not qs.exists():
         raise CuratorError(
             f"no question set {qs.name!r} in {ws.datasets_dir}",
             f"Sets here: {', '.join(ws.set_names()) or 'none yet'}. Pick one with --set NAME.",
         )
-    run = RunFile(run_path, fmt, parallel)
-    return score(
-        qs,
-        run,
-        k=k,
-        rel_level=rel_level,
-        negative_threshold=negative_threshold,
-        gates=gates,
-        workspace=ws,
-        label=label,
-        write=write,
-        progress=progress,
-    )
+    return score(qs, run_path, fmt=fmt, k=k, rel_level=rel_level, negative_threshold=negative_threshold,
+                 gates=gates, workspace=ws, label=label, write=write, progress=progress)

@@ -12,7 +12,6 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,32 +22,18 @@ SCHEMA = "curator.run/1"
 _LABEL_RE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def git_state(root: Path) -> Callable[[], tuple[str | None, bool | None]]:
-    """Start asking git for (HEAD sha, dirty) of the work tree at root; the returned
-    function waits for the answer ((None, None) outside git). Both commands run while
-    the caller scores."""
+def git_state(root: Path) -> tuple[str | None, bool | None]:
+    """(HEAD sha, dirty) of the git work tree at root; (None, None) outside git."""
     try:
-        sha = subprocess.Popen(["git", "-C", str(root), "rev-parse", "HEAD"], stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True)
-        status = subprocess.Popen(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    except OSError:
-        return lambda: (None, None)
-
-    def answer() -> tuple[str | None, bool | None]:
-        try:
-            head, _ = sha.communicate(timeout=10)
-            changes, _ = status.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            for proc in (sha, status):
-                proc.kill()
-                proc.communicate()
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                              text=True, timeout=10)
+        if head.returncode != 0:
             return None, None
-        if sha.returncode != 0:
-            return None, None
-        return head.strip(), bool(changes.strip())
-
-    return answer
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None, None
+    return head.stdout.strip(), bool(status.stdout.strip())
 
 
 def _dumps(artefact: dict[str, Any]) -> bytes:
@@ -57,6 +42,14 @@ def _dumps(artefact: dict[str, Any]) -> bytes:
     except ImportError:
         return dumps_stdlib(artefact)
     return orjson.dumps(artefact, default=str, option=orjson.OPT_APPEND_NEWLINE)
+
+
+def _loads(data: bytes) -> Any:
+    try:  # optional: orjson reads one about 4x faster
+        import orjson
+    except ImportError:
+        return json.loads(data)
+    return orjson.loads(data)
 
 
 def dumps_stdlib(artefact: dict[str, Any]) -> bytes:
@@ -97,7 +90,7 @@ def write_artefact(runs_dir: Path, artefact: dict[str, Any]) -> Path:
 def read_artefact(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = _loads(path.read_bytes())
     except FileNotFoundError:
         raise InputError(str(path), "no such run artefact") from None
     except (ValueError, UnicodeDecodeError) as exc:

@@ -6,10 +6,10 @@ pydantic only appears when the cases are read.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import Any
 
 from curator.models import Case
@@ -19,16 +19,17 @@ from curator.scoring.runs import Ranked
 METRICS = ("success", "recall", "precision", "mrr", "ndcg")
 RATE_METRICS = ("negative_pass_rate", "max_rank_pass_rate")
 METRIC_RE = re.compile(r"^(success|recall|precision|mrr|ndcg)@([1-9][0-9]*)$")
-FAILURES = ("missing", "false_positive", "stale", "miss", "below_max_rank")
+FAILURES = ("missing", "false_positive", "stale", "miss", "below_max_rank")  # worst first
+SEVERITY = {kind: i for i, kind in enumerate(FAILURES)}
 
 # What the artefact's config says about each choice (docs/scoring.md explains them).
+TIE_RULES = {  # by run format
+    "jsonl": "submitted order",
+    "trec": "score descending, then docno descending (trec_eval)",
+    "ranx": "score descending, then docno descending (trec_eval)",
+    "python": "submitted order; {id: score} mappings as trec",
+}
 CHOICES = {
-    "tie_rule": {
-        "jsonl": "submitted order",
-        "trec": "score descending, then docno descending (trec_eval)",
-        "ranx": "score descending, then docno descending (trec_eval)",
-        "python": "submitted order; {id: score} mappings as trec",
-    },
     "gain": "linear: the label's grade (primary 2, secondary 1 by default), as trec_eval",
     "missing_queries": "scored 0 on every metric, failure 'missing', listed",
     "duplicates": "a repeated (id, revision) keeps its first rank; later copies dropped",
@@ -44,11 +45,10 @@ class CaseSpec:
     query_id: str
     rev: int
     slice: str
-    query: str
     tags: list[str]
     negative: bool
     grades: dict[str, int]
-    roles: dict[str, str]
+    roles: Mapping[str, str]
     relevant: frozenset[str]
     primaries: list[str]
     require: list[str] | None
@@ -104,7 +104,6 @@ def prepare(
             query_id=case.query_id,
             rev=case.rev,
             slice=case.slice,
-            query=case.query,
             tags=list(case.tags),
             negative=case.expect_empty or not case.relevant,
             grades=grades,
@@ -117,7 +116,9 @@ def prepare(
             newer=newer,
         )
         graded = tuple(sorted(grades.values()))
-        spec.ideal = ideals.get(graded) or ideals.setdefault(graded, m.ideal_dcgs(graded, ks))
+        if graded not in ideals:
+            ideals[graded] = {k: m.ideal_dcg(graded, k) for k in ks}
+        spec.ideal = ideals[graded]
         specs.append(spec)
     return specs
 
@@ -130,14 +131,11 @@ def _is_stale(spec: CaseSpec, doc: str, revision: str | None) -> bool:
 
 
 def score_question(
-    spec: CaseSpec,
-    ranked: Ranked | None,
-    ks: Sequence[int],
-    headline_k: int,
-    negative_threshold: float | None,
-    top_n: int,
+    spec: CaseSpec, ranked: Ranked | None, ks: Sequence[int], negative_threshold: float | None
 ) -> dict[str, Any]:
-    """Everything the artefact records about one question."""
+    """Everything the artefact records about one question (`ranked` None: not in the run).
+    The first k is the headline one; the top max(5, k) results are kept."""
+    headline_k = ks[0]
     out: dict[str, Any] = {"slice": spec.slice, "rev": spec.rev}
     if spec.tags:
         out["tags"] = spec.tags
@@ -154,7 +152,7 @@ def score_question(
         out["top"] = []
         return out
     ids, scores, revisions = ranked.ids, ranked.scores, ranked.revisions
-    keep, dropped = m.dedupe(ids, revisions) if len(set(ids)) != len(ids) else (None, None)
+    keep, dropped = m.dedupe(ids, revisions)
     if dropped:
         out["duplicates"] = dropped
         ids = [ids[i] for i in keep]
@@ -181,7 +179,7 @@ def score_question(
     out["ranks"] = {doc: ranks.get(doc) for doc in grades}
     if stale:
         out["stale_ranks"] = stale
-    out["top"] = _top(spec, ids, scores, revisions, stale, top_n)
+    out["top"] = _top(spec, ids, scores, revisions, stale, max(5, headline_k))
     failure = None
     if spec.negative:
         if negative_threshold is None:
@@ -212,7 +210,9 @@ def _zero_metrics(ks: Sequence[int]) -> dict[str, float]:
     return dict.fromkeys((name for k in ks for name in m.metric_names(k)), 0.0)
 
 
-def _top(spec, ids, scores, revisions, stale, top_n) -> list[dict[str, Any]]:
+def _top(spec: CaseSpec, ids: list[str], scores: Sequence[float | None], revisions: list[str | None] | None,
+         stale: dict[str, int], top_n: int) -> list[dict[str, Any]]:
+    """The first `top_n` results as the artefact keeps them, labelled ones marked."""
     top = []
     for i in range(min(top_n, len(ids))):
         doc = ids[i]
@@ -240,9 +240,8 @@ def _summary(group: list[CaseSpec], questions: dict[str, dict[str, Any]], names:
     negatives = [questions[s.query_id] for s in group if s.negative]
     out: dict[str, Any] = {"n": len(ranked), "negatives": len(negatives)}
     if ranked:
-        columns = zip(*map(itemgetter(*names), [q["metrics"] for q in ranked]), strict=True)
-        for name, column in zip(names, columns, strict=True):
-            out[name] = sum(column) / len(ranked)
+        for name in names:
+            out[name] = sum(q["metrics"][name] for q in ranked) / len(ranked)
         bounded = [q["max_rank_pass"] for q in ranked if "max_rank_pass" in q]
         if bounded:
             out["max_rank_pass_rate"] = sum(bounded) / len(bounded)
@@ -257,49 +256,31 @@ def percentile(values: list[float], q: float) -> float | None:
     if not values:
         return None
     ordered = sorted(values)
-    rank = max(1, -(-len(ordered) * q // 100))
-    return ordered[int(rank) - 1]
+    rank = max(1, math.ceil(len(ordered) * q / 100))
+    return ordered[rank - 1]
 
 
-def score_queries(
+def score_cases(
     specs: list[CaseSpec],
     queries: Mapping[str, Ranked],
     ks: Sequence[int],
     negative_threshold: float | None = None,
-    progress: Callable[[int], None] | None = None,
-) -> dict[str, dict[str, Any]]:
-    """Score the cases whose query is in `queries`; `progress(n scored)` every 1,000."""
-    top_n = max(5, ks[0])
-    found: dict[str, dict[str, Any]] = {}
-    for spec in specs:
-        ranked = queries.get(spec.query_id)
-        if ranked is not None:
-            found[spec.query_id] = score_question(spec, ranked, ks, ks[0], negative_threshold, top_n)
-            if progress is not None and len(found) % 1000 == 0:
-                progress(len(found))
-    return found
-
-
-def summarise(
-    specs: list[CaseSpec],
-    found: Mapping[str, dict[str, Any]],
-    seen: Mapping[str, float | None],
-    ks: Sequence[int],
-    negative_threshold: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """The artefact's result part. `found`: the scored questions (`score_queries`);
-    `seen`: every query id of the run with its latency (or None)."""
-    top_n = max(5, ks[0])
-    questions = {
-        spec.query_id: found.get(spec.query_id) or score_question(spec, None, ks, ks[0], negative_threshold, top_n)
-        for spec in specs
-    }
-    latencies = [latency for q, latency in seen.items() if latency is not None and q in questions]
+    """The artefact's result part: every case scored against its query's results (a case
+    missing from `queries` scores 0), the means, latency and the lists of odd queries.
+    `progress(scored, cases)` every 1,000 cases."""
+    questions: dict[str, dict[str, Any]] = {}
+    for n, spec in enumerate(specs, 1):
+        questions[spec.query_id] = score_question(spec, queries.get(spec.query_id), ks, negative_threshold)
+        if progress is not None and n % 1000 == 0:
+            progress(n, len(specs))
+    latencies = [r.latency_ms for q, r in queries.items() if r.latency_ms is not None and q in questions]
     return {
         "metrics": aggregate(specs, questions, ks),
         "latency_ms": {"n": len(latencies), "p50": percentile(latencies, 50), "p95": percentile(latencies, 95)},
         "missing": [q for q, v in questions.items() if v["failure"] == "missing"],
-        "unknown_queries": sorted(q for q in seen if q not in questions),
+        "unknown_queries": sorted(q for q in queries if q not in questions),
         "duplicates": {q: v["duplicates"] for q, v in questions.items() if "duplicates" in v},
         "questions": questions,
     }

@@ -53,15 +53,20 @@ def parse_gate_flag(text: str) -> Gate:
 
 
 def gate_ks(gates: list[Gate]) -> list[int]:
-    return [k for g in gates if g.min is not None for k in [check_metric_name(g.metric)] if k]
+    """The cut-offs the metric gates need."""
+    ks = []
+    for gate in gates:
+        k = check_metric_name(gate.metric) if gate.min is not None else None
+        if k is not None:
+            ks.append(k)
+    return ks
 
 
 def evaluate_gates(gates: list[Gate], metrics: dict[str, Any], latency: dict[str, Any]) -> list[dict[str, Any]]:
     """One verdict per (gate, slice): value, threshold, passed and how far off."""
     verdicts: list[dict[str, Any]] = []
     for gate in gates:
-        if gate.min is not None:
-            check_metric_name(gate.metric)
+        if gate.min is not None:  # gate.metric is a known name: Gate checks it
             names = gate.slices or [s for s, v in metrics["slices"].items() if gate.metric in v]
             for name in names:
                 block = metrics["overall"] if name == "overall" else metrics["slices"].get(name)

@@ -56,14 +56,9 @@ def question_history(runs: list[dict[str, Any]], query_id: str) -> list[dict[str
 
 def slice_history(runs: list[dict[str, Any]], metric: str) -> dict[str, Any]:
     """{slice: [value or None per run]} including `overall`, and the runs."""
-    slices: dict[str, list[float | None]] = {"overall": []}
-    names = sorted({s for run in runs for s in run["metrics"]["slices"]})
-    for name in names:
-        slices[name] = []
-    for run in runs:
-        slices["overall"].append(run["metrics"]["overall"].get(metric))
-        for name in names:
-            slices[name].append(run["metrics"]["slices"].get(name, {}).get(metric))
+    slices: dict[str, list[float | None]] = {"overall": [run["metrics"]["overall"].get(metric) for run in runs]}
+    for name in sorted({s for run in runs for s in run["metrics"]["slices"]}):
+        slices[name] = [run["metrics"]["slices"].get(name, {}).get(metric) for run in runs]
     return {"metric": metric, "runs": [_run_ref(r) for r in runs], "slices": slices}
 
 

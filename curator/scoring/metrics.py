@@ -28,14 +28,9 @@ from bisect import bisect_right
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import cache
 
-# Discounts 1/log2(rank + 1) for the ranks anyone asks about; grown on demand.
-_DISCOUNT: list[float] = [0.0] + [1.0 / math.log2(r + 1) for r in range(1, 1025)]
-
 
 def discount(rank: int) -> float:
     """1 / log2(rank + 1), the nDCG discount of a 1-based rank."""
-    if rank < len(_DISCOUNT):
-        return _DISCOUNT[rank]
     return 1.0 / math.log2(rank + 1)
 
 
@@ -101,17 +96,9 @@ def success_at(
 
 
 def ideal_dcg(grades: Iterable[int], k: int) -> float:
+    """The DCG of the labelled grades sorted descending and cut at k."""
     ordered = sorted((g for g in grades if g > 0), reverse=True)[:k]
     return sum(g * discount(r) for r, g in enumerate(ordered, 1))
-
-
-def ideal_dcgs(grades: Iterable[int], ks: Iterable[int]) -> dict[int, float]:
-    """`ideal_dcg` at every k, from one sort: the same sums, added in the same order."""
-    ordered = sorted((g for g in grades if g > 0), reverse=True)
-    totals = [0.0]
-    for r, g in enumerate(ordered, 1):
-        totals.append(totals[-1] + g * discount(r))
-    return {k: totals[min(k, len(ordered))] for k in ks}
 
 
 def ndcg_at(ranks: Mapping[str, int], grades: Mapping[str, int], k: int, ideal: float | None = None) -> float:

@@ -15,26 +15,26 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import gt, itemgetter, methodcaller
+from operator import gt
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from curator._process import paused_gc
 from curator.errors import InputError
 from curator.questionset import Problem
 
+if TYPE_CHECKING:
+    from curator.workspace import Workspace
+
 try:  # orjson parses a big run file 3-4x faster; the stdlib parser is the fallback
     from orjson import loads as _loads
 except ImportError:  # pragma: no cover - depends on the environment
-    _loads = json.loads
+    _loads = json.loads  # type: ignore[assignment]  # both take str or bytes
 
 FORMATS = ("jsonl", "trec", "ranx")
-_get_id, _get_score, _get_revision = itemgetter("id"), methodcaller("get", "score"), methodcaller("get", "revision")
-_SCORE_TYPES, _REVISION_TYPES = {float, int, type(None)}, {str, type(None)}
 CHUNK = 1 << 20  # bytes decoded and parsed at a time, between progress reports
-_first, _second = itemgetter(0), itemgetter(1)
 
 
 @dataclass(slots=True)
@@ -42,7 +42,7 @@ class Ranked:
     """One query's results, best first."""
 
     ids: list[str]
-    scores: list[float | None]
+    scores: Sequence[float | None]
     revisions: list[str | None] | None = None  # None: the run has no revisions for this query
     latency_ms: float | None = None
 
@@ -55,60 +55,49 @@ class RunData:
     sha256: str | None = None
     problems: list[Problem] = field(default_factory=list)
 
-    def seen(self) -> dict[str, float | None]:
-        """Every query id in the run, with its latency (or None)."""
-        return {qid: ranked.latency_ms for qid, ranked in self.queries.items()}
 
-
-def read_run(path: str | Path, fmt: str | None = None) -> RunData:
-    """Read a run file in any supported format (detected from its content unless `fmt`)."""
-    data = read_run_bytes(path)
-    run = new_run(path, data, fmt)
-    run.sha256 = hashlib.sha256(data).hexdigest()
-    with paused_gc():
-        parse_range(run, data, 0, len(data))
-    return run
-
-
-def read_run_bytes(path: str | Path) -> bytes:
+def read_run(path: str | Path, fmt: str | None = None, progress: Callable[[int, int], None] | None = None) -> RunData:
+    """Read a run file in any supported format (detected from its content unless `fmt`).
+    `progress(bytes read, file size)` is called about every MiB and at the end."""
     try:
-        return Path(path).read_bytes()
+        data = Path(path).read_bytes()
     except FileNotFoundError:
         raise InputError(str(path), "no such run file") from None
     except IsADirectoryError:
         raise InputError(str(path), "is a folder, expected a run file") from None
-
-
-def new_run(path: str | Path, data: bytes, fmt: str | None = None) -> RunData:
-    """An empty RunData for a file's bytes, in its format (detected unless given)."""
     fmt = fmt or detect_format(data)
     if fmt not in FORMATS:
         raise InputError(str(path), f"unknown run format {fmt!r}; expected one of {', '.join(FORMATS)}")
-    return RunData({}, str(path), fmt)
+    run = RunData({}, str(path), fmt, hashlib.sha256(data).hexdigest())
+    with paused_gc():
+        if fmt == "ranx":  # one JSON document
+            _read_ranx(_decode(run, data, 0, len(data)), run)
+        else:
+            _read_lines(run, data, progress)
+    if progress is not None:
+        progress(len(data), len(data))
+    return run
 
 
-def parse_range(
-    run: RunData, data: bytes, start: int, end: int, first_line: int = 1, progress: Callable[[int], None] | None = None
-) -> None:
-    """Read the whole lines of `data[start:end]` into `run`, `first_line` being the line
-    number at `start`. Reads ~1 MiB at a time and calls `progress(bytes read so far)`."""
-    if run.format == "ranx":  # one JSON document
-        _read_ranx(_decode(run, data, start, end), run)
+def _read_lines(run: RunData, data: bytes, progress: Callable[[int, int], None] | None) -> None:
+    """Read a line-based file ~1 MiB of whole lines at a time. TREC lines are grouped by
+    query (they need not be contiguous) and each query sorted at the end."""
+    grouped: dict[str, tuple[list[str], list[float]]] = {}
+    pos, line, size = 0, 1, len(data)
+    while pos < size:
+        newline = data.find(b"\n", min(pos + CHUNK, size) - 1)
+        stop = size if newline < 0 else newline + 1
+        text = _decode(run, data, pos, stop)
+        if run.format == "trec":
+            _trec_lines(run, grouped, text, line)
+        else:
+            _jsonl_lines(run, text, line)
+        line += text.count("\n")
+        pos = stop
         if progress is not None:
-            progress(end - start)
-    else:
-        reader = _TrecReader(run) if run.format == "trec" else _JsonlReader(run)
-        pos, line = start, first_line
-        while pos < end:
-            newline = data.find(b"\n", min(pos + CHUNK, end) - 1, end)
-            stop = end if newline < 0 else newline + 1
-            text = _decode(run, data, pos, stop)
-            reader.feed(text, line)
-            line += text.count("\n")
-            pos = stop
-            if progress is not None:
-                progress(pos - start)
-        reader.finish()
+            progress(pos, size)
+    for qid, (docs, scores) in grouped.items():
+        run.queries[qid] = _trec_ranked(docs, scores)
 
 
 def _decode(run: RunData, data: bytes, start: int, end: int) -> str:
@@ -137,71 +126,47 @@ def _problem(run: RunData, line: int | None, message: str) -> None:
     run.problems.append(Problem(run.path, line, message, fatal=False))
 
 
-class _JsonlReader:
-    def __init__(self, run: RunData):
-        self.run = run
-
-    def feed(self, text: str, first_line: int) -> None:
-        run = self.run
-        queries = run.queries
-        for number, line in enumerate(text.split("\n"), first_line):
-            if not line.strip():
-                continue
-            try:
-                obj = _loads(line)
-            except ValueError as exc:
-                _problem(run, number, f"not valid JSON ({exc}); expected one query object per line")
-                continue
-            if not isinstance(obj, dict):
-                _problem(run, number, "expected a JSON object with query_id and results")
-                continue
-            qid = obj.get("query_id")
-            results = obj.get("results")
-            if not isinstance(qid, str) or not qid:
-                _problem(run, number, "missing query_id (a non-empty string)")
-                continue
-            if not isinstance(results, list):
-                _problem(run, number, f"query {qid}: results must be a list of {{id, score, revision}}")
-                continue
-            if qid in queries:
-                _problem(run, number, f"query {qid} appears again; the first line is kept")
-                continue
-            try:
-                ranked = _ranked_from_dicts(results)
-            except ValueError as exc:
-                _problem(run, number, f"query {qid}: {exc}")
-                continue
-            latency = obj.get("latency_ms")
-            if latency is not None:
-                if isinstance(latency, bool) or not isinstance(latency, int | float):
-                    _problem(run, number, f"query {qid}: latency_ms must be a number; ignored")
-                else:
-                    ranked.latency_ms = float(latency)
-            queries[qid] = ranked
-
-    def finish(self) -> None:
-        pass
+def _jsonl_lines(run: RunData, text: str, first_line: int) -> None:
+    queries = run.queries
+    for number, line in enumerate(text.split("\n"), first_line):
+        if not line.strip():
+            continue
+        try:
+            obj = _loads(line)
+        except ValueError as exc:
+            _problem(run, number, f"not valid JSON ({exc}); expected one query object per line")
+            continue
+        if not isinstance(obj, dict):
+            _problem(run, number, "expected a JSON object with query_id and results")
+            continue
+        qid = obj.get("query_id")
+        results = obj.get("results")
+        if not isinstance(qid, str) or not qid:
+            _problem(run, number, "missing query_id (a non-empty string)")
+            continue
+        if not isinstance(results, list):
+            _problem(run, number, f"query {qid}: results must be a list of {{id, score, revision}}")
+            continue
+        if qid in queries:
+            _problem(run, number, f"query {qid} appears again; the first line is kept")
+            continue
+        try:
+            ranked = ranked_from_list(results)
+        except ValueError as exc:
+            _problem(run, number, f"query {qid}: {exc}")
+            continue
+        latency = obj.get("latency_ms")
+        if latency is not None:
+            if isinstance(latency, bool) or not isinstance(latency, int | float):
+                _problem(run, number, f"query {qid}: latency_ms must be a number; ignored")
+            else:
+                ranked.latency_ms = float(latency)
+        queries[qid] = ranked
 
 
-def _ranked_from_dicts(results: list[Any]) -> Ranked:
-    """A JSONL results list: checked in bulk when it is the usual dicts with a string id and
-    a number (or no) score; anything else goes through the item-by-item check."""
-    try:
-        ids = list(map(_get_id, results))
-        scores = list(map(_get_score, results))
-        revisions = list(map(_get_revision, results))
-    except (TypeError, KeyError, AttributeError):
-        return _ranked_checked(results)
-    score_types = set(map(type, scores))
-    if set(map(type, ids)) - {str} or "" in ids or score_types - _SCORE_TYPES \
-            or set(map(type, revisions)) - _REVISION_TYPES:
-        return _ranked_checked(results)
-    if int in score_types:
-        scores = [None if score is None else float(score) for score in scores]
-    return Ranked(ids, scores, None if revisions.count(None) == len(revisions) else revisions)
-
-
-def _ranked_checked(results: list[Any]) -> Ranked:
+def ranked_from_list(results: list[Any]) -> Ranked:
+    """A results list in rank order: ids, or `{id, score, revision}` dicts (score and
+    revision optional). ValueError names the first result that is neither."""
     ids: list[str] = []
     scores: list[float | None] = []
     revisions: list[str | None] = []
@@ -232,47 +197,38 @@ def _trec_ranked(docs: list[str], scores: list[float]) -> Ranked:
     if all(map(gt, scores, scores[1:])):  # already in that order, as most run files are
         return Ranked(docs, scores)
     pairs = sorted(zip(scores, docs, strict=True), reverse=True)
-    return Ranked(list(map(_second, pairs)), list(map(_first, pairs)))
+    return Ranked([doc for _, doc in pairs], [score for score, _ in pairs])
 
 
-class _TrecReader:
-    """Groups lines by query (they need not be contiguous); sorts each query at the end."""
+def _trec_lines(run: RunData, grouped: dict[str, tuple[list[str], list[float]]], text: str, first_line: int) -> None:
+    last: str | None = None
+    docs: list[str] = []
+    scores: list[float] = []
+    for number, line in enumerate(text.split("\n"), first_line):
+        try:  # the common case in one step; bad lines are told apart below
+            qid, _, doc, _, score, _ = line.split()
+            value = float(score)
+        except ValueError:
+            _bad_trec_line(run, line, number)
+            continue
+        if qid != last:  # a query's lines usually come together
+            entry = grouped.get(qid)
+            if entry is None:
+                grouped[qid] = entry = ([], [])
+            docs, scores = entry
+            last = qid
+        docs.append(doc)
+        scores.append(value)
 
-    def __init__(self, run: RunData):
-        self.run = run
-        self.grouped: dict[str, tuple[list[str], list[float]]] = {}
 
-    def feed(self, text: str, first_line: int) -> None:
-        grouped = self.grouped
-        last, docs, scores = None, [], []
-        for number, line in enumerate(text.split("\n"), first_line):
-            try:  # the common case in one step; bad lines are told apart below
-                qid, _, doc, _, score, _ = line.split()
-                value = float(score)
-            except ValueError:
-                self._bad(line, number)
-                continue
-            if qid != last:  # a query's lines usually come together
-                entry = grouped.get(qid)
-                if entry is None:
-                    grouped[qid] = entry = ([], [])
-                docs, scores = entry
-                last = qid
-            docs.append(doc)
-            scores.append(value)
-
-    def _bad(self, line: str, number: int) -> None:
-        parts = line.split()
-        if not parts:
-            return
-        if len(parts) != 6:
-            _problem(self.run, number, f"expected 6 fields `qid Q0 docno rank score tag`, found {len(parts)}")
-        else:
-            _problem(self.run, number, f"score {parts[4]!r} is not a number")
-
-    def finish(self) -> None:
-        for qid, (docs, scores) in self.grouped.items():
-            self.run.queries[qid] = _trec_ranked(docs, scores)
+def _bad_trec_line(run: RunData, line: str, number: int) -> None:
+    parts = line.split()
+    if not parts:
+        return
+    if len(parts) != 6:
+        _problem(run, number, f"expected 6 fields `qid Q0 docno rank score tag`, found {len(parts)}")
+    else:
+        _problem(run, number, f"score {parts[4]!r} is not a number")
 
 
 def _read_ranx(text: str, run: RunData) -> None:
@@ -296,7 +252,7 @@ def _read_ranx(text: str, run: RunData) -> None:
         run.queries[qid] = _trec_ranked(ids, scores)
 
 
-def coerce_run(ranked: Any) -> RunData:
+def coerce_run(ranked: RunData | str | Path | Mapping[str, Any]) -> RunData:
     """Accept what Python callers have: a path, a RunData, or a mapping of query_id to
     a list of ids, of (id, score) pairs, of {id, score, revision} dicts, or to {id: score}."""
     if isinstance(ranked, RunData):
@@ -312,43 +268,26 @@ def coerce_run(ranked: Any) -> RunData:
         elif isinstance(results, Mapping):
             run.queries[qid] = _trec_ranked(list(results), [float(s) for s in results.values()])
         else:
-            items = [
-                {"id": r[0], "score": r[1]} if isinstance(r, tuple | list) else r for r in results
-            ]
+            items = [{"id": r[0], "score": r[1]} if isinstance(r, tuple | list) else r for r in results]
             try:
-                run.queries[qid] = _ranked_from_dicts(items)
+                run.queries[qid] = ranked_from_list(items)
             except ValueError as exc:
                 raise ValueError(f"query {qid}: {exc}") from None
     return run
 
 
-def write_jsonl_run(path: str | Path, rows: Iterable[tuple[str, list[dict[str, Any]], float | None]]) -> int:
-    """Write `(query_id, results, latency_ms)` rows as a JSONL run file; returns the count."""
+def write_bm25_run(ws: Workspace, set_name: str | None, path: str | Path, limit: int = 20) -> int:
+    """The workspace's own BM25 search for each active case of a set, written as a JSONL
+    run with measured latency: a baseline any retriever should beat. Returns the count."""
+    cases = [c for c in ws.question_set(set_name).read().cases.values() if c.status == "active"]
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    count = 0
     with path.open("w", encoding="utf-8") as fh:
-        for qid, results, latency in rows:
-            record: dict[str, Any] = {"query_id": qid, "results": results}
-            if latency is not None:
-                record["latency_ms"] = round(latency, 3)
+        for case in cases:
+            start = time.perf_counter()
+            hits = ws.search(case.query, limit=limit)
+            latency = (time.perf_counter() - start) * 1000
+            results = [{"id": h.id, "score": round(h.score, 4), "revision": h.revision} for h in hits]
+            record = {"query_id": case.query_id, "results": results, "latency_ms": round(latency, 3)}
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-            count += 1
-    return count
-
-
-def bm25_rows(ws: Any, cases: Iterable[Any], limit: int = 20, clock: Callable[[], float] = time.perf_counter):
-    """The workspace's own BM25 search for each case: a baseline any retriever should beat."""
-    for case in cases:
-        start = clock()
-        hits = ws.search(case.query, limit=limit)
-        elapsed = (clock() - start) * 1000
-        results = [{"id": h.id, "score": round(h.score, 4), "revision": h.revision} for h in hits]
-        yield case.query_id, results, elapsed
-
-
-def write_bm25_run(ws: Any, set_name: str | None, path: str | Path, limit: int = 20) -> int:
-    """Run the workspace's BM25 search over a set's active cases and write a JSONL run."""
-    result = ws.question_set(set_name).read()
-    cases = [c for c in result.cases.values() if c.status == "active"]
-    return write_jsonl_run(path, bm25_rows(ws, cases, limit))
+    return len(cases)

@@ -59,6 +59,16 @@ def test_demo_score_shows_gates_passing_and_failing(demo_ws, run_cli) -> None:
         assert len(question["top"]) <= 5 and "ranks" in question and "slice" in question
 
 
+def test_format_overrides_detection(demo_ws, run_cli) -> None:
+    """A JSONL run read as TREC: every line is a problem, every case missing (exit 3)."""
+    result = run_cli(["score", BM25, "--format", "trec", "--no-gates", "--no-write", "--json"], cwd=demo_ws.root)
+    assert result.exit_code == 3, result.output
+    data = json.loads(result.stdout)
+    assert data["run"]["format"] == "trec" and data["run"]["queries"] == 0
+    assert len(data["run"]["problems"]) == len(_run_lines(demo_ws.root))
+    assert sorted(data["missing"]) == sorted(_active(demo_ws))
+
+
 def test_score_json_no_gates_exits_zero(demo_ws, run_cli) -> None:
     result = run_cli(["score", BM25, "--no-gates", "--json", "--k", "3", "--name", "bm25 base"], cwd=demo_ws.root)
     assert result.exit_code == 0, result.output

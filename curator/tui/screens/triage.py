@@ -7,7 +7,8 @@ and keys pressed meanwhile are refused with a bell (as in the review card).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from textual import on, work
 from textual.app import App, ComposeResult
@@ -22,6 +23,9 @@ from curator.errors import CuratorError
 from curator.triage import CAUSES, TriageItem, TriageSession
 from curator.tui.screens.modals import TextModal
 from curator.tui.widgets.triage_card import CauseKeys, EarlierRuns, ResultList, TriageFacts
+
+if TYPE_CHECKING:
+    from curator.workspace import Workspace
 
 CAUSE_HELP = {
     "bad_label": "Bad label: save the labels changed on this card (p/o/c) as a relabel rev",
@@ -107,7 +111,7 @@ class TriageScreen(Screen[None]):
         self.set_class(self.size.width < 110, "-narrow")
 
     def _cause_keys(self) -> dict[str, str]:
-        keymap = self.app.ws.config.keymap
+        keymap = self.session.ws.config.keymap
         out = {}
         for b in self.BINDINGS:
             if isinstance(b, Binding) and b.id and b.id.startswith("cause-"):
@@ -287,7 +291,7 @@ class TriageScreen(Screen[None]):
     def action_show_help(self) -> None:
         from curator.tui.screens.help import HelpScreen
 
-        self.app.push_screen(HelpScreen(self.app.help_sections(), self.session.ws.config.keymap))
+        self.app.push_screen(HelpScreen(help_sections(), self.session.ws.config.keymap))
 
     def action_quit_app(self) -> None:
         self.app.exit()
@@ -342,8 +346,8 @@ class TriageApp(App[None]):
     TriageScreen.-narrow #preview-box { height: 1fr; width: 100%; min-height: 4; }
     """
 
-    def __init__(self, ws: Any, run: Any = None, *, reviewer: str | None = None, include_decided: bool = False,
-                 blink: bool = True):
+    def __init__(self, ws: Workspace, run: str | Path | dict[str, Any] | None = None, *, reviewer: str | None = None,
+                 include_decided: bool = False, blink: bool = True):
         super().__init__()
         self.ws = ws
         # Earlier runs are loaded by the screen in a worker, after the first card shows.
@@ -354,9 +358,10 @@ class TriageApp(App[None]):
         self.set_keymap(dict(self.ws.config.keymap))
         self.push_screen(TriageScreen(self.session, blink=self.blink))
 
-    def help_sections(self) -> list[tuple[str, list[Binding]]]:
-        own = [b for b in TriageScreen.BINDINGS if isinstance(b, Binding)]
-        return [
-            ("triage card", own),
-            ("app", [Binding("ctrl+q", "quit", "quit", id="app-quit", tooltip="Quit from any screen")]),
-        ]
+
+def help_sections() -> list[tuple[str, list[Binding]]]:
+    own = [b for b in TriageScreen.BINDINGS if isinstance(b, Binding)]
+    return [
+        ("triage card", own),
+        ("app", [Binding("ctrl+q", "quit", "quit", id="app-quit", tooltip="Quit from any screen")]),
+    ]

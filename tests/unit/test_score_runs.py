@@ -1,5 +1,5 @@
-"""A big run file read and scored in two processes gives exactly the one-process
-artefact: the same metrics, questions, problems (with their line numbers) and lists."""
+"""Run files read and scored whole: problems with their line numbers, the lists of
+missing, unknown and duplicated queries, latency and progress."""
 
 from __future__ import annotations
 
@@ -14,9 +14,7 @@ from hypothesis import strategies as st
 import curator
 from curator.errors import InputError
 from curator.models import Case, Relevant
-from curator.scoring import metrics as m
 from curator.scoring import runs
-from curator.scoring.runfile import RunFile
 
 QUERIES = 300
 
@@ -42,36 +40,26 @@ def _trec_lines(qids) -> list[str]:
     return [f"{q} Q0 {d} {r} {s} sys" for q in qids for r, (d, s) in enumerate(_rankings(rng, q), 1)]
 
 
-def _score(path: Path, parallel: bool):
-    source = RunFile(path, parallel=parallel)
-    result = curator.score(_cases(), source, k=[5, 10], negative_threshold=2.0)
-    art = {key: value for key, value in result.artefact.items() if key != "created_at"}
-    return source, art
+def _score(path: Path):
+    result = curator.score(_cases(), path, k=[5, 10], negative_threshold=2.0)
+    return {key: value for key, value in result.artefact.items() if key != "created_at"}
 
 
-def _same_either_way(path: Path, split: bool):
-    one_process, alone = _score(path, parallel=False)
-    two_processes, split_art = _score(path, parallel=True)
-    assert not one_process.split and two_processes.split is split
-    assert split_art == alone
-    return alone
-
-
-def test_trec_in_two_processes_equals_one(tmp_path: Path) -> None:
+def test_a_trec_run_is_read_with_its_problems_and_lists(tmp_path: Path) -> None:
     qids = [f"q{i}" for i in range(QUERIES - 10)] + ["neg", "not-a-case"]  # 10 cases missing
     lines = _trec_lines(qids)
-    lines.insert(100, "q5 Q0 d1 1 high sys")  # bad lines in both halves
+    lines.insert(100, "q5 Q0 d1 1 high sys")  # bad lines early and late in the file
     lines.insert(len(lines) - 50, "broken")
     path = tmp_path / "run.trec"
     path.write_text("\n".join(lines) + "\n")
-    art = _same_either_way(path, split=True)
+    art = _score(path)
     assert [p.split(": ", 1)[0] for p in art["run"]["problems"]] == [f"{path}:101", f"{path}:{len(lines) - 50}"]
     assert len(art["missing"]) == 10 and art["unknown_queries"] == ["not-a-case"]
     assert art["run"]["queries"] == len(qids)
     assert art["questions"]["neg"]["failure"] == "false_positive"
 
 
-def test_jsonl_in_two_processes_equals_one(tmp_path: Path) -> None:
+def test_a_jsonl_run_keeps_latency_and_reports_duplicates(tmp_path: Path) -> None:
     rng = random.Random(9)
     rows = []
     for i in range(QUERIES):
@@ -81,50 +69,47 @@ def test_jsonl_in_two_processes_equals_one(tmp_path: Path) -> None:
     rows.insert(250, "{not json")
     path = tmp_path / "run.jsonl"
     path.write_text("\n".join(rows) + "\n")
-    art = _same_either_way(path, split=True)
+    art = _score(path)
     assert art["run"]["problems"][0].startswith(f"{path}:251: not valid JSON")
     assert art["latency_ms"]["n"] == QUERIES and len(art["duplicates"]) == QUERIES
 
 
-def test_a_query_in_both_parts_is_scored_by_one_process(tmp_path: Path) -> None:
-    """Interleaved TREC queries and a JSONL query given again after the middle."""
+def test_interleaved_trec_lines_and_a_repeated_jsonl_query(tmp_path: Path) -> None:
     lines = _trec_lines([f"q{i}" for i in range(QUERIES)])
     trec = tmp_path / "run.trec"
     trec.write_text("\n".join(lines[1:] + lines[:1]) + "\n")  # q0's first line last
-    art = _same_either_way(trec, split=False)
+    art = _score(trec)
     assert art["questions"]["q0"]["top"] and not art["run"]["problems"]
+    in_order = tmp_path / "in-order.trec"
+    in_order.write_text("\n".join(lines) + "\n")
+    assert art["questions"] == _score(in_order)["questions"]
 
     rows = [json.dumps({"query_id": f"q{i}", "results": [f"d{i % 40}"]}) for i in range(QUERIES)]
     jsonl = tmp_path / "run.jsonl"
     jsonl.write_text("\n".join([*rows, rows[0]]) + "\n")
-    art = _same_either_way(jsonl, split=False)
+    art = _score(jsonl)
     assert art["run"]["problems"] == [f"{jsonl}:{QUERIES + 1}: query q0 appears again; the first line is kept"]
 
 
-def test_bad_utf8_in_the_workers_part_is_reported_with_its_byte(tmp_path: Path) -> None:
+def test_bad_utf8_is_reported_with_its_byte(tmp_path: Path) -> None:
     good = ("\n".join(_trec_lines([f"q{i}" for i in range(QUERIES)])) + "\n").encode()
     path = tmp_path / "run.trec"
     path.write_bytes(good + b"q1 Q0 \xff 1 1.0 sys\n")
     with pytest.raises(InputError, match=rf"not UTF-8 text \(byte {len(good) + 6}\)"):
-        _score(path, parallel=True)
+        _score(path)
 
 
-@pytest.mark.parametrize("parallel", [False, True])
-def test_progress_counts_bytes_then_questions(tmp_path: Path, parallel: bool) -> None:
+def test_progress_counts_bytes_then_questions(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(runs, "CHUNK", 4096)  # several reports for a small file
     path = tmp_path / "run.trec"
     path.write_text("\n".join(_trec_lines([f"q{i}" for i in range(QUERIES)])) + "\n")
     seen: dict[str, list[tuple[int, int]]] = {"read": [], "score": []}
-    curator.score(_cases(), RunFile(path, parallel=parallel), k=5,
-                  progress=lambda stage, done, total: seen[stage].append((done, total)))
+    curator.score(_cases(), path, k=5, progress=lambda stage, done, total: seen[stage].append((done, total)))
     for stage, total in (("read", path.stat().st_size), ("score", QUERIES + 1)):
         done = [d for d, _ in seen[stage]]
         assert done == sorted(done) and done[-1] == total, (stage, seen[stage][-3:])
         assert {t for _, t in seen[stage]} == {total}
-
-
-@given(st.lists(st.integers(0, 3), max_size=8), st.lists(st.integers(1, 12), min_size=1, max_size=4))
-def test_ideal_dcg_from_one_sort_equals_one_sort_per_k(grades, ks) -> None:
-    assert m.ideal_dcgs(grades, ks) == {k: m.ideal_dcg(grades, k) for k in ks}
+    assert len(seen["read"]) > 2
 
 
 _good = st.fixed_dictionaries(
@@ -141,14 +126,27 @@ _bad = st.one_of(
 )
 
 
+def _is_good(item) -> bool:
+    if isinstance(item, str):
+        return True
+    if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not item["id"]:
+        return False
+    score = item.get("score")
+    return score is None or (not isinstance(score, bool) and isinstance(score, int | float))
+
+
 @example([{"id": "a", "score": 3}, {"id": "b"}])
 @given(st.lists(st.one_of(_good, _good, _good, _bad), max_size=6))
-def test_jsonl_results_checked_in_bulk_equal_the_item_by_item_check(results) -> None:
-    """The fast path of a JSONL results list gives what the careful path gives, errors included."""
-    outcomes = []
-    for read in (runs._ranked_from_dicts, runs._ranked_checked):
-        try:
-            outcomes.append(read(results))
-        except ValueError as exc:
-            outcomes.append(str(exc))
-    assert repr(outcomes[0]) == repr(outcomes[1])  # repr: 5 and 5.0 are equal, not the same
+def test_a_results_list_is_read_in_order_or_refused_at_its_first_bad_result(results) -> None:
+    bad = [pos for pos, item in enumerate(results, 1) if not _is_good(item)]
+    if bad:
+        with pytest.raises(ValueError, match=rf"^result {bad[0]}\b"):
+            runs.ranked_from_list(results)
+        return
+    ranked = runs.ranked_from_list(results)
+    dicts = [{"id": item} if isinstance(item, str) else item for item in results]
+    assert ranked.ids == [d["id"] for d in dicts]
+    assert ranked.scores == [None if d.get("score") is None else float(d["score"]) for d in dicts]
+    assert all(s is None or type(s) is float for s in ranked.scores)
+    revisions = [None if d.get("revision") is None else str(d["revision"]) for d in dicts]
+    assert ranked.revisions == (None if revisions.count(None) == len(revisions) else revisions)
