@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from curator._process import can_fork, fork
-from curator.questionset import Problem
+from curator.problems import Problem
 from curator.scoring.evaluate import CaseSpec, score_queries
 from curator.scoring.runs import RunData, new_run, parse_range, read_run_bytes
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from curator._process import paused_gc
 from curator.errors import InputError
-from curator.questionset import Problem
+from curator.problems import Problem
 
 try:  # orjson parses a big run file 3-4x faster; the stdlib parser is the fallback
     from orjson import loads as _loads

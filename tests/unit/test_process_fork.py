@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 import curator
-from curator import questionset
 from curator._process import fork
 from curator.logs import reading
 from curator.logs.helper import helper
@@ -105,14 +104,6 @@ def test_the_parallel_log_reader_leaves_the_parents_garbage_alone(garbage, tmp_p
     monkeypatch.setattr(reading, "_init_worker", _then_collect(reading._init_worker))  # runs in each worker
     read = read_source(Source(str(path), path), workers=2, engine="python")
     assert read.agg.parsed == 5000
-    assert garbage() == [os.getpid()]
-
-
-def test_verify_in_two_processes_leaves_the_parents_garbage_alone(garbage, monkeypatch) -> None:
-    monkeypatch.setattr(questionset, "PARALLEL_MIN_LINES", 10)
-    blob = b"".join(b"line %d\n" % i for i in range(400))
-    parts = list(questionset._in_two_processes([(_then_collect(lambda lines: list(map(len, lines))), blob)]))
-    assert sum(len(columns) for (columns,) in parts) == 400
     assert garbage() == [os.getpid()]
 
 
