@@ -233,3 +233,17 @@ def is_subsequence(needle: list[str], haystack: list[str]) -> bool:
     every line of each side in order."""
     it = iter(haystack)
     return all(any(h == wanted for h in it) for wanted in needle)
+
+
+def first_change(old: list[str], current: list[str]) -> tuple[int, str]:
+    """Where line hashes `current` break with `old`: the number of the first old line that
+    is gone ("edited or removed"), else of the first one out of place ("moved (lines
+    reordered)")."""
+    present = set(current)
+    for index, wanted in enumerate(old):
+        if wanted not in present:
+            return index + 1, "edited or removed"
+    for index, wanted in enumerate(old):
+        if index >= len(current) or current[index] != wanted:
+            return index + 1, "moved (lines reordered)"
+    return len(old) + 1, "moved (lines reordered)"

@@ -14,7 +14,7 @@ import os
 import re
 import subprocess
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -71,17 +71,7 @@ class ExportResult:
         return bool(self.skipped)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "format": self.format,
-            "out": str(self.out),
-            "files": [str(p) for p in self.files],
-            "cases": self.cases,
-            "qrels": self.qrels,
-            "negatives": self.negatives,
-            "skipped": self.skipped,
-            "warnings": self.warnings,
-            "as_of": self.as_of,
-        }
+        return {**asdict(self), "out": str(self.out), "files": [str(p) for p in self.files]}
 
 
 # ---- choosing the cases ---------------------------------------------------------------------

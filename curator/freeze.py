@@ -17,7 +17,7 @@ import json
 import re
 import subprocess
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +28,7 @@ from curator.appendonly import (
     JsonLines,
     create_once,
     file_sha256,
+    first_change,
     is_subsequence,
     line_hash,
     whole_lines,
@@ -89,10 +90,7 @@ class FreezeInfo:
             "count_per_slice": m.get("count_per_slice", {}),
             "git": m.get("git"),
             "ok": self.ok,
-            "problems": [
-                {"path": p.path, "line": p.line, "message": p.message, "fatal": p.fatal}
-                for p in self.problems
-            ],
+            "problems": [asdict(p) for p in self.problems],
         }
 
 
@@ -310,7 +308,12 @@ def check_freezes(
     listed = manifests(qs)
     if not listed and not folder.is_dir():
         return checked
-    state = _CasesState(cases or JsonLines.read(qs.cases_path), line_hashes, query_ids)
+    file = cases or JsonLines.read(qs.cases_path)
+    if line_hashes is None:
+        line_hashes = [line_hash(line) for line in file.lines]
+    if query_ids is None:
+        query_ids = {query_id for query_id in map(query_id_of, file.lines) if query_id is not None}
+    state = _Cases(file, line_hashes, query_ids)
     claimed: set[str] = set()
     by_name: dict[str, list[tuple[Path, dict[str, Any]]]] = {}
     for path, manifest, error in listed:
@@ -333,38 +336,29 @@ def check_freezes(
     if checked.infos:
         good = sum(1 for i in checked.infos if i.ok)
         checked.notes.append(f"{good} of {len(checked.infos)} freeze manifest(s) check out")
-    if state.merged_note and all(i.ok for i in checked.infos):
-        checked.notes.append(state.merged_note)
+    if state.merged and all(i.ok for i in checked.infos):
+        checked.notes.append(
+            "cases.jsonl has lines inserted after a freeze's prefix (a union merge); "
+            "every line the freezes were taken from is intact and in order"
+        )
     return checked
 
 
-class _CasesState:
-    """What the manifest checks need from cases.jsonl, each worked out once if not given."""
+@dataclass
+class _Cases:
+    """cases.jsonl as the manifest checks need it."""
 
-    def __init__(self, cases: JsonLines, hashes: list[str] | None, ids: set[str] | None):
-        self.cases = cases
-        self._hashes = hashes
-        self._ids = ids
-        self.merged_note = ""
-
-    @property
-    def hashes(self) -> list[str]:
-        if self._hashes is None:
-            self._hashes = [line_hash(line) for line in self.cases.lines]
-        return self._hashes
-
-    @property
-    def ids(self) -> set[str]:
-        if self._ids is None:
-            self._ids = {query_id for query_id in map(query_id_of, self.cases.lines) if query_id is not None}
-        return self._ids
+    file: JsonLines
+    hashes: list[str]  # of each line
+    ids: set[str]  # every query_id in it
+    merged: bool = False  # a freeze's prefix is there only with lines inserted (a union merge)
 
 
 def _check_one(
     qs: QuestionSet,
     path: Path,
     manifest: dict[str, Any],
-    state: _CasesState,
+    cases: _Cases,
     info: FreezeInfo,
     earlier: list[tuple[Path, dict[str, Any]]],
 ) -> None:
@@ -377,48 +371,31 @@ def _check_one(
         problems.append(_frozen_difference(frozen, manifest["line_hashes"]))
     # 2. Every frozen case still exists in cases.jsonl.
     for number, query_id in enumerate(manifest["query_ids"], start=1):
-        if query_id not in state.ids:
-            problems.append(
-                Problem(
-                    str(frozen), number,
-                    f"frozen case {query_id!r} no longer exists in {qs.cases_path}",
-                )
-            )
+        if query_id not in cases.ids:
+            problems.append(Problem(str(frozen), number, f"frozen case {query_id!r} no longer exists in {qs.cases_path}"))
     # 3. The cases.jsonl prefix it was taken from is still there.
     prefix = manifest["cases_prefix"]
-    count, digest = state.cases.digest(int(prefix["lines"]))
-    if not (count == prefix["lines"] and digest == prefix["sha256"]):
+    if cases.file.digest(int(prefix["lines"])) != (prefix["lines"], prefix["sha256"]):
         old = prefix.get("line_hashes", [])
-        if is_subsequence(old, state.hashes):
-            state.merged_note = (
-                "cases.jsonl has lines inserted after a freeze's prefix (a union merge); "
-                "every line the freezes were taken from is intact and in order"
-            )
+        if is_subsequence(old, cases.hashes):
+            cases.merged = True
         else:
-            problems.append(_prefix_difference(qs, path, old, state.hashes))
+            problems.append(_prefix_difference(qs, path, old, cases.hashes))
     # 4. A later freeze never drops what an earlier one of the same name held.
     held = set(manifest["query_ids"])
     for earlier_path, earlier_manifest in earlier:
         dropped = [q for q in earlier_manifest["query_ids"] if q not in held]
         if dropped:
-            problems.append(
-                Problem(
-                    str(path), None,
-                    f"drops {len(dropped)} case(s) frozen in {earlier_path.name}: "
-                    f"{', '.join(dropped[:5])}",
-                )
-            )
+            problems.append(Problem(
+                str(path), None, f"drops {len(dropped)} case(s) frozen in {earlier_path.name}: {', '.join(dropped[:5])}"
+            ))
     # 5. Earlier freezes it was built on are still there, unchanged.
     for previous in manifest.get("previous", []):
         earlier_manifest = path.parent / previous["manifest"]
         if not earlier_manifest.is_file():
-            problems.append(
-                Problem(str(earlier_manifest), None, f"earlier freeze named by {path.name} is missing")
-            )
+            problems.append(Problem(str(earlier_manifest), None, f"earlier freeze named by {path.name} is missing"))
         elif file_sha256(earlier_manifest) != previous["sha256"]:
-            problems.append(
-                Problem(str(earlier_manifest), None, f"changed since {path.name} was built on it")
-            )
+            problems.append(Problem(str(earlier_manifest), None, f"changed since {path.name} was built on it"))
 
 
 def _frozen_difference(frozen: Path, expected: list[str]) -> Problem:
@@ -440,16 +417,9 @@ def _frozen_difference(frozen: Path, expected: list[str]) -> Problem:
 
 
 def _prefix_difference(qs: QuestionSet, manifest: Path, old: list[str], current: list[str]) -> Problem:
-    present = set(current)
-    missing = next((i for i, h in enumerate(old) if h not in present), None)
-    if missing is not None:
-        index, verb = missing + 1, "was edited or removed"
-    else:
-        index = next((i for i, h in enumerate(old) if i >= len(current) or current[i] != h), len(old))
-        index, verb = index + 1, "was moved (lines reordered)"
+    index, verb = first_change(old, current)
     return Problem(
-        str(qs.cases_path), index,
-        f"line {index} as of freeze {manifest.name} {verb}; cases.jsonl is append-only",
+        str(qs.cases_path), index, f"line {index} as of freeze {manifest.name} was {verb}; cases.jsonl is append-only"
     )
 
 
