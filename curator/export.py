@@ -140,7 +140,7 @@ def cases_as_of(ws: Workspace, qs: QuestionSet, ref: str | None) -> tuple[list[C
             f"a freeze of set {qs.name!r}, or a git commit of the workspace"
         )
     blob = _git_blob(ws.root, commit, qs.cases_path)
-    lines = [line for line in blob.split("\n")[:-1]]  # a torn last line is never data
+    lines = blob.split("\n")[:-1]  # a torn last line is never data
     return _parse_lines(f"{commit[:12]}:{qs.cases_path.name}", lines), f"git commit {commit[:12]}"
 
 
@@ -328,10 +328,10 @@ def _write_corpus(
             if progress and count % 1000 == 0:
                 progress(1000)
         for pid in sorted(labelled - seen):
-            passage = ws.passage(pid)
-            if passage is not None:
+            stored = ws.passage(pid)
+            if stored is not None:
                 seen.add(pid)
-                fh.write(_corpus_line(passage))
+                fh.write(_corpus_line(stored))
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
