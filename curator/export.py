@@ -13,7 +13,7 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +25,7 @@ from curator.appendonly import JsonLines, line_hash, whole_lines, write_durably
 from curator.errors import EXIT_USAGE, CuratorError
 from curator.models import Case, Passage
 from curator.problems import describe
-from curator.questionset import QuestionSet, ReadResult, query_id_of
+from curator.questionset import QuestionSet, ReadResult, query_id_of, read_cases
 
 if TYPE_CHECKING:
     from curator.workspace import Workspace
@@ -107,10 +107,10 @@ def cases_as_of(ws: Workspace, qs: QuestionSet, ref: str | None) -> tuple[list[C
         return latest_cases(qs), None
     ref = ref.strip()
     if ref.isdigit():
-        return _latest(qs, qs.read(until_line=int(ref))), f"first {int(ref)} lines of cases.jsonl"
+        return _latest(qs.read(until_line=int(ref))), f"first {int(ref)} lines of cases.jsonl"
     if _DATE.match(ref) or _DATETIME.match(ref):
         until = _normalise_time(ref)
-        return _latest(qs, qs.read(until_time=until)), f"cases written at or before {until}"
+        return _latest(qs.read(until_time=until)), f"cases written at or before {until}"
     from curator.freeze import find_freeze
 
     found = find_freeze(qs, ref)
@@ -120,7 +120,7 @@ def cases_as_of(ws: Workspace, qs: QuestionSet, ref: str | None) -> tuple[list[C
         count, digest = qs.prefix_digest(prefix["lines"])
         label = f"freeze {path.stem} ({prefix['lines']} lines of cases.jsonl)"
         if count == prefix["lines"] and digest == prefix["sha256"]:
-            return _latest(qs, qs.read(until_line=count)), label
+            return _latest(qs.read(until_line=count)), label
         # After a union merge the prefix is a subsequence: take exactly its lines.
         wanted = list(prefix["line_hashes"])
         picked: list[str] = []
@@ -132,7 +132,7 @@ def cases_as_of(ws: Workspace, qs: QuestionSet, ref: str | None) -> tuple[list[C
                 f"the lines freeze {path.stem} was taken from are no longer in {qs.cases_path}",
                 "Run `curator verify`.",
             )
-        return _parse_lines(str(qs.cases_path), picked), label
+        return _latest(read_cases(str(qs.cases_path), picked)), label
     commit = _git_commit(ws.root, ref)
     if commit is None:
         raise UsageError(
@@ -141,7 +141,7 @@ def cases_as_of(ws: Workspace, qs: QuestionSet, ref: str | None) -> tuple[list[C
         )
     blob = _git_blob(ws.root, commit, qs.cases_path)
     lines = blob.split("\n")[:-1]  # a torn last line is never data
-    return _parse_lines(f"{commit[:12]}:{qs.cases_path.name}", lines), f"git commit {commit[:12]}"
+    return _latest(read_cases(f"{commit[:12]}:{qs.cases_path.name}", lines)), f"git commit {commit[:12]}"
 
 
 @paused_gc()
@@ -170,7 +170,8 @@ def latest_cases(qs: QuestionSet) -> list[Case]:
     return cases
 
 
-def _latest(qs: QuestionSet, result: ReadResult) -> list[Case]:
+def _latest(result: ReadResult) -> list[Case]:
+    """The cases read, or an error naming the first line that is no case."""
     bad = [p for p in result.problems if p.fatal]
     if bad:
         raise CuratorError(
@@ -178,18 +179,6 @@ def _latest(qs: QuestionSet, result: ReadResult) -> list[Case]:
             "Run `curator verify` and fix the file; exports never guess at a broken record.",
         )
     return list(result.cases.values())
-
-
-@paused_gc()
-def _parse_lines(where: str, lines: Iterable[str | bytes]) -> list[Case]:
-    cases: dict[str, Case] = {}
-    for number, raw in enumerate(lines, start=1):
-        try:
-            case = Case.model_validate_json(raw)
-        except ValidationError as exc:
-            raise CuratorError(f"{where}:{number}: not a valid case: {describe(exc)}") from None
-        cases[case.query_id] = case
-    return list(cases.values())
 
 
 def _normalise_time(ref: str) -> str:
@@ -410,7 +399,7 @@ def _dir_target(path: Path) -> Path:
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[Case]:
-    return _parse_lines(str(path), whole_lines(Path(path)))
+    return _latest(read_cases(str(path), whole_lines(Path(path))))
 
 
 def read_beir(folder: str | os.PathLike[str]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, int]]]:

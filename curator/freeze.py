@@ -81,16 +81,10 @@ class FreezeInfo:
 
     def to_dict(self) -> dict[str, Any]:
         m = self.manifest or {}
+        listed = {key: m.get(key) for key in ("name", "file", "created_at", "cases")}
         return {
-            "manifest": str(self.manifest_path),
-            "name": m.get("name"),
-            "file": m.get("file"),
-            "created_at": m.get("created_at"),
-            "cases": m.get("cases"),
-            "count_per_slice": m.get("count_per_slice", {}),
-            "git": m.get("git"),
-            "ok": self.ok,
-            "problems": [asdict(p) for p in self.problems],
+            "manifest": str(self.manifest_path), **listed, "count_per_slice": m.get("count_per_slice", {}),
+            "git": m.get("git"), "ok": self.ok, "problems": [asdict(p) for p in self.problems],
         }
 
 
@@ -117,7 +111,7 @@ def freeze(
         raise CuratorError(f"no question set {qs.name!r} in {ws.datasets_dir}")
     folder = qs.root / FROZEN_DIR
     with qs.locked():
-        earlier = _earlier_freezes(folder, name)
+        earlier = _earlier_freezes(qs, name)
         result = qs.read()
         bad = [p for p in result.problems if p.fatal]
         if bad:
@@ -261,10 +255,9 @@ def _require_keys(data: Any) -> None:
             raise KeyError(f"missing key {key!r}")
 
 
-def _earlier_freezes(folder: Path, name: str) -> list[tuple[Path, dict[str, Any]]]:
-    qs_like = QuestionSet(folder.parent)
+def _earlier_freezes(qs: QuestionSet, name: str) -> list[tuple[Path, dict[str, Any]]]:
     found = []
-    for path, manifest, error in manifests(qs_like):
+    for path, manifest, error in manifests(qs):
         if error:
             raise InputError(str(path), error, hint="Run `curator verify`.")
         assert manifest is not None
@@ -372,7 +365,8 @@ def _check_one(
     # 2. Every frozen case still exists in cases.jsonl.
     for number, query_id in enumerate(manifest["query_ids"], start=1):
         if query_id not in cases.ids:
-            problems.append(Problem(str(frozen), number, f"frozen case {query_id!r} no longer exists in {qs.cases_path}"))
+            message = f"frozen case {query_id!r} no longer exists in {qs.cases_path}"
+            problems.append(Problem(str(frozen), number, message))
     # 3. The cases.jsonl prefix it was taken from is still there.
     prefix = manifest["cases_prefix"]
     if cases.file.digest(int(prefix["lines"])) != (prefix["lines"], prefix["sha256"]):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,10 +82,22 @@ class QuestionSet:
             finish_interrupted(self._pending_path, {"case": self.cases_path, "change": self.changelog_path})
             yield
 
-    def _append_unit(self, case: Case, change: ChangeEntry) -> None:
-        append_together(
-            self._pending_path, {"case": (self.cases_path, case.line()), "change": (self.changelog_path, change.line())}
+    def _append(
+        self, data: dict[str, Any], invalid: str, action: ChangeAction, reason: str, versions: dict[str, str] | None
+    ) -> Case:
+        """Validate `data` as a case and append it with its change-log entry, as one unit.
+        Call under the lock; `invalid` starts the message if `data` is no valid case."""
+        try:
+            case = Case.model_validate(data)
+        except ValidationError as exc:
+            raise CuratorError(f"{invalid}: {describe(exc)}") from None
+        entry = ChangeEntry(
+            query_id=case.query_id, rev=case.rev, action=action, reason=reason, reviewer=case.reviewer,
+            versions=versions or {},
         )
+        lines = {"case": (self.cases_path, case.line()), "change": (self.changelog_path, entry.line())}
+        append_together(self._pending_path, lines)
+        return case
 
     def add(
         self, case: Case | dict[str, Any], *, reviewer: str = "", versions: dict[str, str] | None = None
@@ -99,15 +111,7 @@ class QuestionSet:
             wanted = data.get("query_id") or query_slug(str(data.get("query", "")))
             query_id = wanted if wanted not in used else _next_free(wanted, used)
             data.update(query_id=query_id, rev=1, at=utcnow(), reviewer=reviewer or data.get("reviewer", ""))
-            try:
-                stored = Case.model_validate(data)
-            except ValidationError as exc:
-                raise CuratorError(f"{self.cases_path}: not a valid case: {describe(exc)}") from None
-            change = ChangeEntry(
-                query_id=query_id, rev=1, action="add", reviewer=stored.reviewer, versions=versions or {}
-            )
-            self._append_unit(stored, change)
-            return stored
+            return self._append(data, f"{self.cases_path}: not a valid case", "add", "", versions)
 
     def revise(
         self,
@@ -133,20 +137,7 @@ class QuestionSet:
             data.update(rev=latest.rev + 1, at=utcnow(), reviewer=reviewer or latest.reviewer)
             if action == "retire":
                 data["status"] = "retired"
-            try:
-                revised = Case.model_validate(data)
-            except ValidationError as exc:
-                raise CuratorError(f"{query_id}: the change would make an invalid case: {describe(exc)}") from None
-            entry = ChangeEntry(
-                query_id=query_id,
-                rev=revised.rev,
-                action=action,
-                reason=reason,
-                reviewer=revised.reviewer,
-                versions=versions or {},
-            )
-            self._append_unit(revised, entry)
-            return revised
+            return self._append(data, f"{query_id}: the change would make an invalid case", action, reason, versions)
 
     def retire(self, query_id: str, *, reason: str, reviewer: str = "", versions: dict[str, str] | None = None) -> Case:
         return self.revise(query_id, {}, action="retire", reason=reason, reviewer=reviewer, versions=versions)
@@ -177,32 +168,16 @@ class QuestionSet:
 
     # ---- reading -----------------------------------------------------------------------
 
-    @paused_gc()
     def read(self, *, until_line: int | None = None, until_time: str | None = None) -> ReadResult:
         """The latest rev of each case. `until_line` / `until_time` read the set as it was
         (only lines up to that line number / written at or before that time)."""
         file = JsonLines.read(self.cases_path)
-        path = str(self.cases_path)
         lines = file.lines if until_line is None else file.lines[:until_line]
-        cases: dict[str, Case] = {}
-        history: dict[str, list[Case]] = {}
-        problems: list[Problem] = []
-        for number, raw in enumerate(lines, start=1):
-            if not raw.strip():
-                problems.append(Problem(path, number, "empty line"))
-                continue
-            try:
-                case = Case.model_validate_json(raw)
-            except ValidationError as exc:
-                problems.append(Problem(path, number, f"not a valid case: {describe(exc)}"))
-                continue
-            if until_time is not None and case.at > until_time:
-                continue
-            cases[case.query_id] = case
-            history.setdefault(case.query_id, []).append(case)
+        result = read_cases(str(self.cases_path), lines, until_time=until_time)
         if file.torn and (until_line is None or until_line > file.count):
-            problems.append(Problem(path, file.count + 1, "torn last line (interrupted write) ignored", fatal=False))
-        return ReadResult(cases=cases, history=history, lines=len(lines), problems=problems)
+            message = "torn last line (interrupted write) ignored"
+            result.problems.append(Problem(str(self.cases_path), file.count + 1, message, fatal=False))
+        return result
 
     def active(self) -> list[Case]:
         return [c for c in self.read().cases.values() if c.status == "active"]
@@ -238,6 +213,30 @@ class QuestionSet:
                 if case.query_id == query_id:
                     latest = case
         return latest
+
+
+@paused_gc()
+def read_cases(where: str, lines: Iterable[str | bytes], *, until_time: str | None = None) -> ReadResult:
+    """Parse case lines (of a file named `where`): the latest rev of each case, every rev,
+    and a problem for each line that is no case. `until_time`: only cases written by then."""
+    cases: dict[str, Case] = {}
+    history: dict[str, list[Case]] = {}
+    problems: list[Problem] = []
+    count = 0
+    for count, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            problems.append(Problem(where, count, "empty line"))
+            continue
+        try:
+            case = Case.model_validate_json(raw)
+        except ValidationError as exc:
+            problems.append(Problem(where, count, f"not a valid case: {describe(exc)}"))
+            continue
+        if until_time is not None and case.at > until_time:
+            continue
+        cases[case.query_id] = case
+        history.setdefault(case.query_id, []).append(case)
+    return ReadResult(cases=cases, history=history, lines=count, problems=problems)
 
 
 _QUERY_ID = re.compile(rb'^\{"query_id":"([a-z0-9][a-z0-9-]*)"')

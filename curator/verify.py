@@ -124,7 +124,9 @@ def verify(qs: QuestionSet, *, known_ids: KnownIds | None = None, strict: bool =
 Labels = tuple[str, list[str]]  # a case line's status and relevant passage ids
 
 
-def _check_cases(report: VerifyReport, cases: JsonLines, trusted: list[Key]) -> tuple[list[Key | None], dict[str, Labels]]:
+def _check_cases(
+    report: VerifyReport, cases: JsonLines, trusted: list[Key]
+) -> tuple[list[Key | None], dict[str, Labels]]:
     """Schema-check each cases.jsonl line after the trusted ones, and check that each case's
     revs run 1, 2, 3... Gives each line's key (None if invalid) and each case's latest labels."""
     path = str(cases.path)
@@ -154,9 +156,8 @@ def _check_cases(report: VerifyReport, cases: JsonLines, trusted: list[Key]) -> 
             last_rev[query_id] = rev
     report.lines = cases.count
     if cases.torn:
-        report.problems.append(
-            Problem(path, cases.count + 1, "torn last line (interrupted write); the next append repairs it", fatal=False)
-        )
+        message = "torn last line (interrupted write); the next append repairs it"
+        report.problems.append(Problem(path, cases.count + 1, message, fatal=False))
     # A trusted case's latest line still has to be read for its status and labels.
     latest_labels: dict[str, Labels] = {}
     for query_id, index in latest.items():
@@ -190,7 +191,8 @@ def _check_changelog(report: VerifyReport, changelog: JsonLines, trusted: list[K
 
 
 def _check_pairing(
-    report: VerifyReport, cases_path: str, changelog_path: str, case_keys: list[Key | None], change_keys: list[Key | None]
+    report: VerifyReport, cases_path: str, changelog_path: str,
+    case_keys: list[Key | None], change_keys: list[Key | None],
 ) -> None:
     """Each valid case line (query_id, rev) needs a valid change-log line and the other way
     round. Curator appends the two in the same order, so equal lists settle it without
@@ -232,7 +234,9 @@ def _check_labels(
         )
 
 
-def _check_history(report: VerifyReport, checkpoint: dict[str, Any] | None, cases: JsonLines, hashes: list[str]) -> None:
+def _check_history(
+    report: VerifyReport, checkpoint: dict[str, Any] | None, cases: JsonLines, hashes: list[str]
+) -> None:
     """The lines the last checkpoint saw are still there, unchanged and in order (a union
     merge may have inserted lines among them)."""
     if not checkpoint:
