@@ -95,18 +95,10 @@ def repair_torn_tail(path: Path) -> None:
         fh.seek(size - 1)
         if fh.read(1) == b"\n":
             return
-        # Find the last newline, a block at a time from the end; what follows it is torn.
-        end, cut = size, 0
-        while end > 0:
-            start = max(0, end - 65536)
-            fh.seek(start)
-            index = fh.read(end - start).rfind(b"\n")
-            if index >= 0:
-                cut = start + index + 1
-                break
-            end = start
-        fh.seek(cut)
-        fragment = fh.read()
+        fh.seek(0)
+        data = fh.read()  # rare (only after a crash): one plain read of the whole file
+        cut = data.rfind(b"\n") + 1
+        fragment = data[cut:]
         quarantine = path.parent / f".torn-{path.stem}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
         write_durably(quarantine, fragment.decode("utf-8", errors="replace"))
         fh.truncate(cut)
