@@ -131,9 +131,9 @@ def _check_cases(
     revs run 1, 2, 3... Gives each line's key (None if invalid) and each case's latest labels."""
     path = str(cases.path)
     keys: list[Key | None] = []
-    labels: dict[int, Labels] = {}  # line index -> labels, of the lines checked here
-    last_rev: dict[str, int] = {}
+    labels: dict[str, Labels] = {}  # query_id -> labels of its latest valid line checked here
     latest: dict[str, int] = {}  # query_id -> index of its latest valid line
+    last_rev: dict[str, int] = {}
     validate = Case.__pydantic_validator__.validate_json  # Case.model_validate_json, minus a call
     for index, line in enumerate(cases.lines):
         if index < len(trusted):
@@ -146,7 +146,7 @@ def _check_cases(
                 keys.append(None)
                 continue
             query_id, rev = case.query_id, case.rev
-            labels[index] = (case.status, [rel.id for rel in case.relevant])
+            labels[query_id] = (case.status, [rel.id for rel in case.relevant])
         keys.append((query_id, rev))
         latest[query_id] = index
         previous = last_rev.get(query_id, 0)
@@ -158,18 +158,17 @@ def _check_cases(
     if cases.torn:
         message = "torn last line (interrupted write); the next append repairs it"
         report.problems.append(Problem(path, cases.count + 1, message, fatal=False))
-    # A trusted case's latest line still has to be read for its status and labels.
-    latest_labels: dict[str, Labels] = {}
+    # A case whose latest line is trusted still has it read, for its status and labels (any
+    # line checked here comes after every trusted one).
     for query_id, index in latest.items():
-        if index not in labels:
+        if query_id not in labels:
             try:
                 case = validate(cases.lines[index])
             except ValidationError as exc:  # only if the schema changed without a version bump
                 report.problems.append(Problem(path, index + 1, f"not a valid case: {describe(exc)}"))
                 continue
-            labels[index] = (case.status, [rel.id for rel in case.relevant])
-        latest_labels[query_id] = labels[index]
-    return keys, latest_labels
+            labels[query_id] = (case.status, [rel.id for rel in case.relevant])
+    return keys, {query_id: labels[query_id] for query_id in latest if query_id in labels}
 
 
 def _check_changelog(report: VerifyReport, changelog: JsonLines, trusted: list[Key]) -> list[Key | None]:
