@@ -226,7 +226,7 @@ def _writer(root: str, tag: str, count: int, size: int) -> None:
 )
 def test_two_processes_appending_leave_a_valid_file(tmp_path_factory, counts, size) -> None:
     root = tmp_path_factory.mktemp("concurrent") / "main"
-    ctx = multiprocessing.get_context("fork")
+    ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: no fork of a threaded process
     procs = [ctx.Process(target=_writer, args=(str(root), tag, n, size)) for tag, n in zip("ab", counts, strict=True)]
     for p in procs:
         p.start()
