@@ -57,13 +57,9 @@ class FreezeResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "name": self.name,
-            "file": str(self.path),
-            "manifest": str(self.manifest_path),
-            "cases": self.manifest["cases"],
-            "count_per_slice": self.manifest["count_per_slice"],
-            "carried_retired": self.carried_retired,
-            "carried_untagged": self.carried_untagged,
+            "name": self.name, "file": str(self.path), "manifest": str(self.manifest_path),
+            "cases": self.manifest["cases"], "count_per_slice": self.manifest["count_per_slice"],
+            "carried_retired": self.carried_retired, "carried_untagged": self.carried_untagged,
         }
 
 
