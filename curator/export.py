@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from curator._process import paused_gc
 from curator.appendonly import JsonLines, line_hash, whole_lines, write_durably
 from curator.errors import EXIT_USAGE, CuratorError
+from curator.freeze import find_freeze
 from curator.models import Case, Passage
 from curator.problems import describe
 from curator.questionset import QuestionSet, ReadResult, query_id_of, read_cases
@@ -111,8 +112,6 @@ def cases_as_of(ws: Workspace, qs: QuestionSet, ref: str | None) -> tuple[list[C
     if _DATE.match(ref) or _DATETIME.match(ref):
         until = _normalise_time(ref)
         return _latest(qs.read(until_time=until)), f"cases written at or before {until}"
-    from curator.freeze import find_freeze
-
     found = find_freeze(qs, ref)
     if found is not None:
         path, manifest = found
