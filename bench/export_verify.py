@@ -214,8 +214,7 @@ def main() -> int:
         f"{PASSAGES:,} passages, one regression freeze (seeded generator, bench/export_verify.py). "
         f"Whole processes, 5 runs after a warm-up, alternated; load average at the end "
         f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (shared machine: CPU seconds are the "
-        "steadier figure; a first verify checks in two processes, so its CPU seconds are both "
-        "processes' sum and its wall time suffers most when another process holds a core).\n\n"
+        "steadier figure; every command runs in one process).\n\n"
         + "\n".join(rows)
     )
     print(table)

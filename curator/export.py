@@ -13,19 +13,22 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from curator._process import paused_gc
+from curator.appendonly import JsonLines, line_hash, whole_lines, write_durably
 from curator.errors import EXIT_USAGE, CuratorError
-from curator.models import Case
+from curator.freeze import find_freeze
+from curator.models import Case, Passage
+from curator.problems import describe
+from curator.questionset import QuestionSet, ReadResult, query_id_of, read_cases
 
 if TYPE_CHECKING:
-    from curator.questionset import QuestionSet
     from curator.workspace import Workspace
 
 FORMATS = ("jsonl", "beir", "trec", "ranx", "ir_measures")
@@ -69,17 +72,7 @@ class ExportResult:
         return bool(self.skipped)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "format": self.format,
-            "out": str(self.out),
-            "files": [str(p) for p in self.files],
-            "cases": self.cases,
-            "qrels": self.qrels,
-            "negatives": self.negatives,
-            "skipped": self.skipped,
-            "warnings": self.warnings,
-            "as_of": self.as_of,
-        }
+        return {**asdict(self), "out": str(self.out), "files": [str(p) for p in self.files]}
 
 
 # ---- choosing the cases ---------------------------------------------------------------------
@@ -115,12 +108,10 @@ def cases_as_of(ws: Workspace, qs: QuestionSet, ref: str | None) -> tuple[list[C
         return latest_cases(qs), None
     ref = ref.strip()
     if ref.isdigit():
-        return _latest(qs, qs.read(until_line=int(ref))), f"first {int(ref)} lines of cases.jsonl"
+        return _latest(qs.read(until_line=int(ref))), f"first {int(ref)} lines of cases.jsonl"
     if _DATE.match(ref) or _DATETIME.match(ref):
         until = _normalise_time(ref)
-        return _latest(qs, qs.read(until_time=until)), f"cases written at or before {until}"
-    from curator.freeze import find_freeze, line_hash
-
+        return _latest(qs.read(until_time=until)), f"cases written at or before {until}"
     found = find_freeze(qs, ref)
     if found is not None:
         path, manifest = found
@@ -128,11 +119,11 @@ def cases_as_of(ws: Workspace, qs: QuestionSet, ref: str | None) -> tuple[list[C
         count, digest = qs.prefix_digest(prefix["lines"])
         label = f"freeze {path.stem} ({prefix['lines']} lines of cases.jsonl)"
         if count == prefix["lines"] and digest == prefix["sha256"]:
-            return _latest(qs, qs.read(until_line=count)), label
+            return _latest(qs.read(until_line=count)), label
         # After a union merge the prefix is a subsequence: take exactly its lines.
         wanted = list(prefix["line_hashes"])
         picked: list[str] = []
-        for raw in _whole_lines(qs.cases_path):
+        for raw in whole_lines(qs.cases_path):
             if len(picked) < len(wanted) and line_hash(raw) == wanted[len(picked)]:
                 picked.append(raw)
         if len(picked) != len(wanted):
@@ -140,7 +131,7 @@ def cases_as_of(ws: Workspace, qs: QuestionSet, ref: str | None) -> tuple[list[C
                 f"the lines freeze {path.stem} was taken from are no longer in {qs.cases_path}",
                 "Run `curator verify`.",
             )
-        return _parse_lines(str(qs.cases_path), picked), label
+        return _latest(read_cases(str(qs.cases_path), picked)), label
     commit = _git_commit(ws.root, ref)
     if commit is None:
         raise UsageError(
@@ -148,24 +139,8 @@ def cases_as_of(ws: Workspace, qs: QuestionSet, ref: str | None) -> tuple[list[C
             f"a freeze of set {qs.name!r}, or a git commit of the workspace"
         )
     blob = _git_blob(ws.root, commit, qs.cases_path)
-    lines = [line for line in blob.split("\n")[:-1]]  # a torn last line is never data
-    return _parse_lines(f"{commit[:12]}:{qs.cases_path.name}", lines), f"git commit {commit[:12]}"
-
-
-_QUERY_ID = re.compile(r'^\{"query_id":"([a-z0-9][a-z0-9-]*)"')
-
-
-def query_id_of(raw: str) -> str | None:
-    """The query_id of a cases.jsonl line without parsing all of it (the writer always puts
-    it first); falls back to a full JSON parse for hand-written lines."""
-    match = _QUERY_ID.match(raw)
-    if match:
-        return match.group(1)
-    try:
-        value = json.loads(raw)["query_id"]
-    except (ValueError, KeyError, TypeError):
-        return None
-    return value if isinstance(value, str) else None
+    lines = blob.split("\n")[:-1]  # a torn last line is never data
+    return _latest(read_cases(f"{commit[:12]}:{qs.cases_path.name}", lines)), f"git commit {commit[:12]}"
 
 
 @paused_gc()
@@ -173,8 +148,8 @@ def latest_cases(qs: QuestionSet) -> list[Case]:
     """The latest rev of every case, in first-seen order, as `qs.read()` gives it but
     validating only each case's last line (an export needs nothing older). A line that is
     not a case is an error naming file and line; a torn last line is never data."""
-    last: dict[str, tuple[int, str]] = {}
-    for number, raw in enumerate(_whole_lines(qs.cases_path), start=1):
+    last: dict[str, tuple[int, bytes]] = {}
+    for number, raw in enumerate(JsonLines.read(qs.cases_path).lines, start=1):
         query_id = query_id_of(raw)
         if query_id is None:
             raise CuratorError(
@@ -188,17 +163,14 @@ def latest_cases(qs: QuestionSet) -> list[Case]:
             cases.append(Case.model_validate_json(raw))
         except ValidationError as exc:
             raise CuratorError(
-                f"{qs.cases_path}:{number}: not a valid case: {_errors(exc)}",
+                f"{qs.cases_path}:{number}: not a valid case: {describe(exc)}",
                 "Run `curator verify` and fix the file; exports never guess at a broken record.",
             ) from None
     return cases
 
 
-def _errors(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'record'}: {e['msg']}" for e in exc.errors()[:3])
-
-
-def _latest(qs: QuestionSet, result) -> list[Case]:
+def _latest(result: ReadResult) -> list[Case]:
+    """The cases read, or an error naming the first line that is no case."""
     bad = [p for p in result.problems if p.fatal]
     if bad:
         raise CuratorError(
@@ -206,18 +178,6 @@ def _latest(qs: QuestionSet, result) -> list[Case]:
             "Run `curator verify` and fix the file; exports never guess at a broken record.",
         )
     return list(result.cases.values())
-
-
-@paused_gc()
-def _parse_lines(where: str, lines: Iterable[str]) -> list[Case]:
-    cases: dict[str, Case] = {}
-    for number, raw in enumerate(lines, start=1):
-        try:
-            case = Case.model_validate_json(raw)
-        except ValidationError as exc:
-            raise CuratorError(f"{where}:{number}: not a valid case: {_errors(exc)}") from None
-        cases[case.query_id] = case
-    return list(cases.values())
 
 
 def _normalise_time(ref: str) -> str:
@@ -293,7 +253,7 @@ def export(
 
 def _export_jsonl(cases: list[Case], result: ExportResult) -> None:
     _check_file_target(result.out)
-    _write_atomic(result.out, "".join(case.line() + "\n" for case in cases))
+    write_durably(result.out, "".join(case.line() + "\n" for case in cases))
     result.files.append(result.out)
     result.cases = len(cases)
     result.qrels = sum(len(c.relevant) for c in cases)
@@ -323,9 +283,9 @@ def _export_beir(
             labelled.add(rel.id)
         result.cases += 1
     result.qrels = len(rows) - 1
-    _write_atomic(folder / "queries.jsonl", "".join(queries))
+    write_durably(folder / "queries.jsonl", "".join(queries))
     (folder / "qrels").mkdir(exist_ok=True)
-    _write_atomic(folder / "qrels" / "test.tsv", "".join(rows))
+    write_durably(folder / "qrels" / "test.tsv", "".join(rows))
     result.files += [folder / "queries.jsonl", folder / "qrels" / "test.tsv"]
     if with_corpus:
         missing = _write_corpus(ws, folder / "corpus.jsonl", labelled, progress)
@@ -347,7 +307,7 @@ def _write_corpus(
 ) -> set[str]:
     """Every current passage, plus the newest stored revision of a labelled passage that
     is no longer current. Returns labelled ids the corpus does not have at all."""
-    tmp = _tmp_name(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     seen: set[str] = set()
     with open(tmp, "w", encoding="utf-8") as fh:
         for count, passage in enumerate(ws.passages(current=True), start=1):
@@ -356,17 +316,17 @@ def _write_corpus(
             if progress and count % 1000 == 0:
                 progress(1000)
         for pid in sorted(labelled - seen):
-            passage = ws.passage(pid)
-            if passage is not None:
+            stored = ws.passage(pid)
+            if stored is not None:
                 seen.add(pid)
-                fh.write(_corpus_line(passage))
+                fh.write(_corpus_line(stored))
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
     return labelled - seen
 
 
-def _corpus_line(passage) -> str:
+def _corpus_line(passage: Passage) -> str:
     title = passage.title or " › ".join(passage.heading_path)
     return json.dumps({"_id": passage.id, "title": title, "text": passage.text}, ensure_ascii=False) + "\n"
 
@@ -383,8 +343,8 @@ def _export_trec(cases: list[Case], result: ExportResult) -> None:
         qrels += [f"{case.query_id} 0 {rel.id} {rel.grade}\n" for rel in case.relevant]
         result.cases += 1
     result.qrels = len(qrels)
-    _write_atomic(folder / "qrels.txt", "".join(qrels))
-    _write_atomic(folder / "topics.tsv", "".join(topics))
+    write_durably(folder / "qrels.txt", "".join(qrels))
+    write_durably(folder / "topics.tsv", "".join(topics))
     result.files += [folder / "qrels.txt", folder / "topics.tsv"]
     _side_file(folder, cases, result, "TREC qrels cannot hold a topic with no relevant document")
 
@@ -394,7 +354,7 @@ def _export_qrels_json(cases: list[Case], result: ExportResult) -> None:
     qrels = {c.query_id: {r.id: r.grade for r in c.relevant} for c in cases if c.relevant}
     result.cases = len(qrels)
     result.qrels = sum(len(v) for v in qrels.values())
-    _write_atomic(result.out, json.dumps(qrels, ensure_ascii=False, indent=1) + "\n")
+    write_durably(result.out, json.dumps(qrels, ensure_ascii=False, indent=1) + "\n")
     result.files.append(result.out)
     side = result.out.with_name(result.out.stem + "." + NEGATIVES)
     _side_file(result.out.parent, cases, result, f"{result.format} qrels cannot hold a query with "
@@ -414,7 +374,7 @@ def _side_file(folder: Path, cases: list[Case], result: ExportResult, why: str, 
                     "expect_empty": c.expect_empty, "status": c.status}, ensure_ascii=False) + "\n"
         for c in negatives
     ]
-    _write_atomic(path, "".join(lines))
+    write_durably(path, "".join(lines))
     result.files.append(path)
     result.negatives = [c.query_id for c in negatives]
     result.warnings.append(f"{len(negatives)} negative case(s) listed in {path.name}: {why}")
@@ -434,42 +394,22 @@ def _dir_target(path: Path) -> Path:
     return path
 
 
-def _tmp_name(path: Path) -> Path:
-    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = _tmp_name(path)
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
-def _whole_lines(path: Path) -> Iterable[str]:
-    with open(path, "rb") as fh:
-        for raw in fh:
-            if raw.endswith(b"\n"):
-                yield raw[:-1].decode("utf-8", errors="replace")
-
-
 # ---- reading exports back --------------------------------------------------------------------
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[Case]:
-    return _parse_lines(str(path), _whole_lines(Path(path)))
+    return _latest(read_cases(str(path), whole_lines(Path(path))))
 
 
 def read_beir(folder: str | os.PathLike[str]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, int]]]:
     """(queries {_id: record}, qrels {query-id: {corpus-id: score}}) of a BEIR folder."""
     folder = Path(folder)
     queries = {}
-    for line in _whole_lines(folder / "queries.jsonl"):
+    for line in whole_lines(folder / "queries.jsonl"):
         record = json.loads(line)
         queries[record["_id"]] = record
     qrels: dict[str, dict[str, int]] = {}
-    rows = list(_whole_lines(folder / "qrels" / "test.tsv"))
+    rows = list(whole_lines(folder / "qrels" / "test.tsv"))
     if not rows or rows[0].split("\t") != ["query-id", "corpus-id", "score"]:
         raise CuratorError(f"{folder / 'qrels' / 'test.tsv'}:1: expected the header query-id corpus-id score")
     for row in rows[1:]:
@@ -481,9 +421,9 @@ def read_beir(folder: str | os.PathLike[str]) -> tuple[dict[str, dict[str, Any]]
 def read_trec(folder: str | os.PathLike[str]) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
     """(topics {qid: query}, qrels {qid: {docno: rel}}) of a TREC export folder."""
     folder = Path(folder)
-    topics = dict(line.split("\t", 1) for line in _whole_lines(folder / "topics.tsv"))
+    topics = dict(line.split("\t", 1) for line in whole_lines(folder / "topics.tsv"))
     qrels: dict[str, dict[str, int]] = {}
-    for number, line in enumerate(_whole_lines(folder / "qrels.txt"), start=1):
+    for number, line in enumerate(whole_lines(folder / "qrels.txt"), start=1):
         parts = line.split()
         if len(parts) != 4:
             raise CuratorError(f"{folder / 'qrels.txt'}:{number}: expected `qid 0 docno rel`")
@@ -497,4 +437,4 @@ def read_qrels_json(path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
 
 def read_negatives(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     path = Path(path)
-    return [json.loads(line) for line in _whole_lines(path)] if path.exists() else []
+    return [json.loads(line) for line in whole_lines(path)] if path.exists() else []

@@ -6,27 +6,37 @@ drops a frozen case. A case that was retired since is carried as it was frozen.
 
 Frozen files and manifests are created once (temporary name, fsync, hard link to the final
 name, which fails rather than overwrite) and never modified. `check_freezes` is what
-`curator verify` runs over them; docs/export.md explains every check.
+`curator verify` runs over them (and `curator freezes` lists); docs/export.md explains every
+check.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import subprocess
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curator import __version__
 from curator._process import paused_gc
+from curator.appendonly import (
+    JsonLines,
+    create_once,
+    file_sha256,
+    first_change,
+    is_subsequence,
+    line_hash,
+    whole_lines,
+)
 from curator.errors import CuratorError, InputError
 from curator.models import Case
-from curator.questionset import Problem, QuestionSet, SetScan, VerifyReport, _fsync_dir
+from curator.problems import Problem
+from curator.questionset import QuestionSet, query_id_of
 
 if TYPE_CHECKING:
     from curator.workspace import Workspace
@@ -34,12 +44,6 @@ if TYPE_CHECKING:
 MANIFEST_FORMAT = "curator-freeze/1"
 FROZEN_DIR = "frozen"
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
-
-
-def line_hash(raw: str | bytes) -> str:
-    """Short hash of one line (without its newline); the same as verify's checkpoints."""
-    data = raw.encode("utf-8") if isinstance(raw, str) else raw
-    return hashlib.sha1(data).hexdigest()[:16]
 
 
 @dataclass
@@ -53,13 +57,9 @@ class FreezeResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "name": self.name,
-            "file": str(self.path),
-            "manifest": str(self.manifest_path),
-            "cases": self.manifest["cases"],
-            "count_per_slice": self.manifest["count_per_slice"],
-            "carried_retired": self.carried_retired,
-            "carried_untagged": self.carried_untagged,
+            "name": self.name, "file": str(self.path), "manifest": str(self.manifest_path),
+            "cases": self.manifest["cases"], "count_per_slice": self.manifest["count_per_slice"],
+            "carried_retired": self.carried_retired, "carried_untagged": self.carried_untagged,
         }
 
 
@@ -77,19 +77,10 @@ class FreezeInfo:
 
     def to_dict(self) -> dict[str, Any]:
         m = self.manifest or {}
+        listed = {key: m.get(key) for key in ("name", "file", "created_at", "cases")}
         return {
-            "manifest": str(self.manifest_path),
-            "name": m.get("name"),
-            "file": m.get("file"),
-            "created_at": m.get("created_at"),
-            "cases": m.get("cases"),
-            "count_per_slice": m.get("count_per_slice", {}),
-            "git": m.get("git"),
-            "ok": self.ok,
-            "problems": [
-                {"path": p.path, "line": p.line, "message": p.message, "fatal": p.fatal}
-                for p in self.problems
-            ],
+            "manifest": str(self.manifest_path), **listed, "count_per_slice": m.get("count_per_slice", {}),
+            "git": m.get("git"), "ok": self.ok, "problems": [asdict(p) for p in self.problems],
         }
 
 
@@ -116,7 +107,7 @@ def freeze(
         raise CuratorError(f"no question set {qs.name!r} in {ws.datasets_dir}")
     folder = qs.root / FROZEN_DIR
     with qs.locked():
-        earlier = _earlier_freezes(folder, name)
+        earlier = _earlier_freezes(qs, name)
         result = qs.read()
         bad = [p for p in result.problems if p.fatal]
         if bad:
@@ -124,17 +115,18 @@ def freeze(
                 f"{qs.cases_path} has invalid lines (first: {bad[0]}); a freeze needs a clean set",
                 "Run `curator verify` and fix the file first.",
             )
-        prefix_lines, prefix_sha = qs.prefix_digest()
-        hashes = [line_hash(raw) for raw in _whole_lines(qs.cases_path)]
+        cases = JsonLines.read(qs.cases_path)
+        prefix_lines, prefix_sha = cases.digest()
+        hashes = [line_hash(line) for line in cases.lines]
         frozen_before: dict[str, str] = {}  # query_id -> the line it was last frozen as
         for _, manifest in earlier:
             frozen_path = folder / manifest["file"]
-            if _sha256(frozen_path) != manifest["sha256"]:
+            if file_sha256(frozen_path) != manifest["sha256"]:
                 raise CuratorError(
                     f"{frozen_path} does not match its manifest; refusing to build on it",
                     "Run `curator verify` to see what changed.",
                 )
-            for raw in _whole_lines(frozen_path):
+            for raw in whole_lines(frozen_path):
                 frozen_before[json.loads(raw)["query_id"]] = raw
 
         chosen: list[str] = []
@@ -185,7 +177,7 @@ def freeze(
             "git": git_state(ws.root),
             "curator_version": __version__,
             "previous": [
-                {"manifest": path.name, "sha256": _sha256(path)} for path, _ in earlier
+                {"manifest": path.name, "sha256": file_sha256(path)} for path, _ in earlier
             ],
             "query_ids": [json.loads(raw)["query_id"] for raw in chosen],
             "carried_retired": carried_retired,
@@ -195,22 +187,6 @@ def freeze(
         manifest_path = folder / f"{stem}.json"
         create_once(manifest_path, json.dumps(manifest, indent=1) + "\n")
     return FreezeResult(name, frozen_path, manifest_path, manifest, carried_retired, carried_untagged)
-
-
-def create_once(path: Path, text: str) -> None:
-    """Write `path` durably, failing if it exists: never overwrite a frozen file."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    try:
-        os.link(tmp, path)  # atomic, and unlike rename it refuses an existing target
-    except FileExistsError:
-        raise CuratorError(f"{path} already exists; frozen files are never overwritten") from None
-    finally:
-        tmp.unlink()
-    _fsync_dir(path.parent)
 
 
 def git_state(root: Path) -> dict[str, Any]:
@@ -275,10 +251,9 @@ def _require_keys(data: Any) -> None:
             raise KeyError(f"missing key {key!r}")
 
 
-def _earlier_freezes(folder: Path, name: str) -> list[tuple[Path, dict[str, Any]]]:
-    qs_like = QuestionSet(folder.parent)
+def _earlier_freezes(qs: QuestionSet, name: str) -> list[tuple[Path, dict[str, Any]]]:
     found = []
-    for path, manifest, error in manifests(qs_like):
+    for path, manifest, error in manifests(qs):
         if error:
             raise InputError(str(path), error, hint="Run `curator verify`.")
         assert manifest is not None
@@ -301,20 +276,38 @@ def find_freeze(qs: QuestionSet, ref: str) -> tuple[Path, dict[str, Any]] | None
 # ---- checking ---------------------------------------------------------------------------------
 
 
+@dataclass
+class FreezeChecks:
+    infos: list[FreezeInfo]  # one per manifest, and one per frozen file without a manifest
+    notes: list[str]
+
+
 @paused_gc()
-def check_freezes(qs: QuestionSet, report: VerifyReport) -> list[FreezeInfo]:
-    """Check every manifest of a set and add its problems to `report`."""
+def check_freezes(
+    qs: QuestionSet,
+    cases: JsonLines | None = None,
+    *,
+    line_hashes: list[str] | None = None,
+    query_ids: set[str] | None = None,
+) -> FreezeChecks:
+    """Check every manifest of a set. `cases` (cases.jsonl as read), its line hashes and
+    query_ids are what verify already has; what is not given is worked out here."""
     folder = qs.root / FROZEN_DIR
-    infos: list[FreezeInfo] = []
+    checked = FreezeChecks([], [])
     listed = manifests(qs)
     if not listed and not folder.is_dir():
-        return infos
-    state = _CasesState(qs, report.scan)
+        return checked
+    file = cases or JsonLines.read(qs.cases_path)
+    if line_hashes is None:
+        line_hashes = [line_hash(line) for line in file.lines]
+    if query_ids is None:
+        query_ids = {query_id for query_id in map(query_id_of, file.lines) if query_id is not None}
+    state = _Cases(file, line_hashes, query_ids)
     claimed: set[str] = set()
     by_name: dict[str, list[tuple[Path, dict[str, Any]]]] = {}
     for path, manifest, error in listed:
         info = FreezeInfo(path, manifest)
-        infos.append(info)
+        checked.infos.append(info)
         if error or manifest is None:
             info.problems.append(Problem(str(path), None, error or "unreadable manifest"))
             continue
@@ -328,58 +321,33 @@ def check_freezes(qs: QuestionSet, report: VerifyReport) -> list[FreezeInfo]:
                 "frozen file without a manifest (deleted, or a freeze was interrupted); "
                 "restore the manifest from git, or remove the file if the freeze never finished",
             )
-            infos.append(FreezeInfo(orphan, None, [problem]))
-    for info in infos:
-        report.problems.extend(info.problems)
-    if infos:
-        good = sum(1 for i in infos if i.ok)
-        report.notes.append(f"{good} of {len(infos)} freeze manifest(s) check out")
-    if state.merged_note and all(i.ok for i in infos):
-        report.notes.append(state.merged_note)
-    return infos
+            checked.infos.append(FreezeInfo(orphan, None, [problem]))
+    if checked.infos:
+        good = sum(1 for i in checked.infos if i.ok)
+        checked.notes.append(f"{good} of {len(checked.infos)} freeze manifest(s) check out")
+    if state.merged and all(i.ok for i in checked.infos):
+        checked.notes.append(
+            "cases.jsonl has lines inserted after a freeze's prefix (a union merge); "
+            "every line the freezes were taken from is intact and in order"
+        )
+    return checked
 
 
-class _CasesState:
-    """What the manifest checks need from cases.jsonl: from what verify read (`report.scan`),
-    else read once here."""
+@dataclass
+class _Cases:
+    """cases.jsonl as the manifest checks need it."""
 
-    def __init__(self, qs: QuestionSet, scan: SetScan | None):
-        self.qs = qs
-        self.scan = scan
-        self._hashes: list[str] | None = scan.line_hashes if scan else None
-        self._ids: set[str] | None = scan.query_ids if scan else None
-        self._digests: dict[int, tuple[int, str]] = {}
-        self.merged_note = ""
-
-    @property
-    def hashes(self) -> list[str]:
-        if self._hashes is None:
-            self._hashes = [line_hash(raw) for raw in _whole_lines(self.qs.cases_path)]
-        return self._hashes
-
-    @property
-    def ids(self) -> set[str]:
-        if self._ids is None:
-            from curator.export import query_id_of
-
-            ids = {query_id_of(raw) for raw in _whole_lines(self.qs.cases_path)}
-            ids.discard(None)
-            self._ids = ids  # type: ignore[assignment]
-        return self._ids
-
-    def digest(self, lines: int) -> tuple[int, str]:
-        if self.scan:
-            return self.scan.cases.digest(lines)
-        if lines not in self._digests:
-            self._digests[lines] = self.qs.prefix_digest(lines)
-        return self._digests[lines]
+    file: JsonLines
+    hashes: list[str]  # of each line
+    ids: set[str]  # every query_id in it
+    merged: bool = False  # a freeze's prefix is there only with lines inserted (a union merge)
 
 
 def _check_one(
     qs: QuestionSet,
     path: Path,
     manifest: dict[str, Any],
-    state: _CasesState,
+    cases: _Cases,
     info: FreezeInfo,
     earlier: list[tuple[Path, dict[str, Any]]],
 ) -> None:
@@ -388,56 +356,40 @@ def _check_one(
     # 1. The frozen file is exactly what was written.
     if not frozen.is_file():
         problems.append(Problem(str(frozen), None, f"frozen file named by {path.name} is missing"))
-    elif _sha256(frozen) != manifest["sha256"]:
+    elif file_sha256(frozen) != manifest["sha256"]:
         problems.append(_frozen_difference(frozen, manifest["line_hashes"]))
     # 2. Every frozen case still exists in cases.jsonl.
     for number, query_id in enumerate(manifest["query_ids"], start=1):
-        if query_id not in state.ids:
-            problems.append(
-                Problem(
-                    str(frozen), number,
-                    f"frozen case {query_id!r} no longer exists in {qs.cases_path}",
-                )
-            )
+        if query_id not in cases.ids:
+            message = f"frozen case {query_id!r} no longer exists in {qs.cases_path}"
+            problems.append(Problem(str(frozen), number, message))
     # 3. The cases.jsonl prefix it was taken from is still there.
     prefix = manifest["cases_prefix"]
-    count, digest = state.digest(int(prefix["lines"]))
-    if not (count == prefix["lines"] and digest == prefix["sha256"]):
+    if cases.file.digest(int(prefix["lines"])) != (prefix["lines"], prefix["sha256"]):
         old = prefix.get("line_hashes", [])
-        if _is_subsequence(old, state.hashes):
-            state.merged_note = (
-                "cases.jsonl has lines inserted after a freeze's prefix (a union merge); "
-                "every line the freezes were taken from is intact and in order"
-            )
+        if is_subsequence(old, cases.hashes):
+            cases.merged = True
         else:
-            problems.append(_prefix_difference(qs, path, old, state.hashes))
+            problems.append(_prefix_difference(qs, path, old, cases.hashes))
     # 4. A later freeze never drops what an earlier one of the same name held.
     held = set(manifest["query_ids"])
     for earlier_path, earlier_manifest in earlier:
         dropped = [q for q in earlier_manifest["query_ids"] if q not in held]
         if dropped:
-            problems.append(
-                Problem(
-                    str(path), None,
-                    f"drops {len(dropped)} case(s) frozen in {earlier_path.name}: "
-                    f"{', '.join(dropped[:5])}",
-                )
-            )
+            problems.append(Problem(
+                str(path), None, f"drops {len(dropped)} case(s) frozen in {earlier_path.name}: {', '.join(dropped[:5])}"
+            ))
     # 5. Earlier freezes it was built on are still there, unchanged.
     for previous in manifest.get("previous", []):
         earlier_manifest = path.parent / previous["manifest"]
         if not earlier_manifest.is_file():
-            problems.append(
-                Problem(str(earlier_manifest), None, f"earlier freeze named by {path.name} is missing")
-            )
-        elif _sha256(earlier_manifest) != previous["sha256"]:
-            problems.append(
-                Problem(str(earlier_manifest), None, f"changed since {path.name} was built on it")
-            )
+            problems.append(Problem(str(earlier_manifest), None, f"earlier freeze named by {path.name} is missing"))
+        elif file_sha256(earlier_manifest) != previous["sha256"]:
+            problems.append(Problem(str(earlier_manifest), None, f"changed since {path.name} was built on it"))
 
 
 def _frozen_difference(frozen: Path, expected: list[str]) -> Problem:
-    lines = list(_whole_lines(frozen))
+    lines = list(whole_lines(frozen))
     raw = frozen.read_bytes()
     actual = [line_hash(line) for line in lines]
     if raw and not raw.endswith(b"\n"):
@@ -455,22 +407,10 @@ def _frozen_difference(frozen: Path, expected: list[str]) -> Problem:
 
 
 def _prefix_difference(qs: QuestionSet, manifest: Path, old: list[str], current: list[str]) -> Problem:
-    present = set(current)
-    missing = next((i for i, h in enumerate(old) if h not in present), None)
-    if missing is not None:
-        index, verb = missing + 1, "was edited or removed"
-    else:
-        index = next((i for i, h in enumerate(old) if i >= len(current) or current[i] != h), len(old))
-        index, verb = index + 1, "was moved (lines reordered)"
+    index, verb = first_change(old, current)
     return Problem(
-        str(qs.cases_path), index,
-        f"line {index} as of freeze {manifest.name} {verb}; cases.jsonl is append-only",
+        str(qs.cases_path), index, f"line {index} as of freeze {manifest.name} was {verb}; cases.jsonl is append-only"
     )
-
-
-def _is_subsequence(needle: list[str], haystack: list[str]) -> bool:
-    it = iter(haystack)
-    return all(any(h == wanted for h in it) for wanted in needle)
 
 
 # ---- listing ------------------------------------------------------------------------------------
@@ -481,31 +421,4 @@ def list_freezes(ws: Workspace, set_name: str | None = None) -> list[FreezeInfo]
     qs = ws.question_set(set_name)
     if not qs.exists():
         raise CuratorError(f"no question set {qs.name!r} in {ws.datasets_dir}")
-    return check_freezes(qs, VerifyReport(qs.name))
-
-
-def verify_check(ws: Workspace, qs: QuestionSet, report: VerifyReport) -> None:
-    """The EXTRA_CHECKS hook of `curator verify`."""
-    if qs.exists():
-        check_freezes(qs, report)
-
-
-# ---- small helpers ---------------------------------------------------------------------------
-
-
-def _whole_lines(path: Path):
-    """The whole lines of a file as text (a torn last line is left out)."""
-    if not path.exists():
-        return
-    with open(path, "rb") as fh:
-        for raw in fh:
-            if raw.endswith(b"\n"):
-                yield raw[:-1].decode("utf-8", errors="replace")
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return check_freezes(qs).infos

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 from rich.markup import escape
 
 from curator.cli.main import cli, console, err_console, json_option, pass_ws, print_json, rel
 from curator.errors import EXIT_FAILED, EXIT_PARTIAL
+
+if TYPE_CHECKING:
+    from curator.workspace import Workspace
 
 FORMATS = ("jsonl", "beir", "trec", "ranx", "ir_measures")
 
@@ -29,8 +33,11 @@ FORMATS = ("jsonl", "beir", "trec", "ranx", "ir_measures")
 @click.option("--all", "all_active", is_flag=True, help="With --freeze: every active case, whatever its tags.")
 @json_option
 @pass_ws
-def export(ws, set_name, fmt, out, slices, tags, status, as_of, with_corpus, freeze_tag, name,
-           all_active, as_json) -> None:
+def export(
+    ws: Workspace, set_name: str | None, fmt: str | None, out: str | None, slices: tuple[str, ...],
+    tags: tuple[str, ...], status: str, as_of: str | None, with_corpus: bool, freeze_tag: str | None,
+    name: str | None, all_active: bool, as_json: bool,
+) -> None:
     """Export a question set for other evaluators, or freeze its regression subset.
 
     Negative cases go where the format can carry them, else into negatives.jsonl beside
@@ -54,20 +61,20 @@ def export(ws, set_name, fmt, out, slices, tags, status, as_of, with_corpus, fre
             _usage(f"--freeze takes no {', '.join(clash)}: a freeze holds the whole tagged subset")
         from curator.freeze import freeze
 
-        result = freeze(ws, set_name, tag=freeze_tag, name=name, all_active=all_active)
+        frozen = freeze(ws, set_name, tag=freeze_tag, name=name, all_active=all_active)
         if as_json:
-            print_json(result.to_dict())
+            print_json(frozen.to_dict())
             return
-        per_slice = ", ".join(f"{k} {v}" for k, v in result.manifest["count_per_slice"].items())
-        console.print(f"Froze [bold]{result.manifest['cases']}[/] case(s) into "
-                      f"{escape(rel(result.path, ws.root))} ({escape(per_slice) or 'empty'})")
-        console.print(f"manifest: {escape(rel(result.manifest_path, ws.root))}")
-        if result.carried_retired:
-            err_console.print(f"[yellow]kept as frozen, retired since:[/] {', '.join(result.carried_retired)}")
-        if result.carried_untagged:
+        per_slice = ", ".join(f"{k} {v}" for k, v in frozen.manifest["count_per_slice"].items())
+        console.print(f"Froze [bold]{frozen.manifest['cases']}[/] case(s) into "
+                      f"{escape(rel(frozen.path, ws.root))} ({escape(per_slice) or 'empty'})")
+        console.print(f"manifest: {escape(rel(frozen.manifest_path, ws.root))}")
+        if frozen.carried_retired:
+            err_console.print(f"[yellow]kept as frozen, retired since:[/] {', '.join(frozen.carried_retired)}")
+        if frozen.carried_untagged:
             err_console.print(f"[yellow]kept, no longer tagged {freeze_tag}:[/] "
-                              f"{', '.join(result.carried_untagged)}")
-        if result.manifest["git"].get("dirty"):
+                              f"{', '.join(frozen.carried_untagged)}")
+        if frozen.manifest["git"].get("dirty"):
             err_console.print("[yellow]note:[/] the workspace has uncommitted changes (recorded as dirty)")
         return
 
@@ -105,7 +112,7 @@ def export(ws, set_name, fmt, out, slices, tags, status, as_of, with_corpus, fre
 @click.argument("set_name", required=False, metavar="[SET]")
 @json_option
 @pass_ws
-def freezes(ws, set_name, as_json) -> None:
+def freezes(ws: Workspace, set_name: str | None, as_json: bool) -> None:
     """List a set's freezes with their counts and whether they still verify.
 
     Exits 1 if any freeze fails its checks (the same checks `curator verify` runs).
@@ -145,5 +152,5 @@ def freezes(ws, set_name, as_json) -> None:
         sys.exit(EXIT_FAILED)
 
 
-def _usage(message: str) -> None:
+def _usage(message: str) -> NoReturn:
     raise click.UsageError(message)  # exit code 2 (EXIT_USAGE)

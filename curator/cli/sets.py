@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 from rich.markup import escape
@@ -10,13 +11,16 @@ from rich.markup import escape
 from curator.cli.main import cli, console, err_console, json_option, pass_ws, print_json
 from curator.errors import CuratorError
 
+if TYPE_CHECKING:
+    from curator.workspace import Workspace
+
 
 @cli.command()
 @click.argument("set_names", nargs=-1, metavar="[SET]...")
 @click.option("--strict", is_flag=True, help="Passage ids missing from the corpus are errors, not warnings.")
 @json_option
 @pass_ws
-def verify(ws, set_names: tuple[str, ...], strict: bool, as_json: bool) -> None:
+def verify(ws: Workspace, set_names: tuple[str, ...], strict: bool, as_json: bool) -> None:
     """Check question-set files: schema, revs, change log, passage ids, append-only history.
 
     Exits 1 (naming file and line) if a line is invalid, a rev skips, a change-log entry
@@ -54,7 +58,7 @@ def verify(ws, set_names: tuple[str, ...], strict: bool, as_json: bool) -> None:
 @cli.command("sets")
 @json_option
 @pass_ws
-def list_sets(ws, as_json: bool) -> None:
+def list_sets(ws: Workspace, as_json: bool) -> None:
     """List the workspace's question sets.
 
     \b

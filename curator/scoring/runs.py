@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from curator._process import paused_gc
 from curator.errors import InputError
-from curator.questionset import Problem
+from curator.problems import Problem
 
 if TYPE_CHECKING:
     from curator.workspace import Workspace

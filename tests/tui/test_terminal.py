@@ -13,8 +13,8 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from curator.questionset import verify
 from curator.review import ReviewSession
+from curator.verify import verify
 from curator.workspace import Workspace
 from tests.tui.conftest import build_workspace, set_files
 

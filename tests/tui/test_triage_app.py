@@ -14,10 +14,10 @@ import pexpect
 import pytest
 
 from curator import score
-from curator.questionset import verify
 from curator.scoring.artefact import read_artefact
 from curator.triage import decisions, load_artefact, rescore
 from curator.tui.screens.triage import TriageApp
+from curator.verify import verify
 from curator.workspace import Workspace
 from tests.tui.conftest import build_workspace, set_files, settle, type_text
 

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from curator.appendonly import create_once, line_hash
 from curator.errors import CuratorError
 from curator.export import Selection, select_cases
-from curator.freeze import create_once, freeze, line_hash, list_freezes
-from curator.verify import verify_workspace
+from curator.freeze import freeze, list_freezes
+from curator.verify import load_checkpoint, verify_workspace
 
 DAY = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
@@ -132,7 +133,7 @@ def test_verify_catches_every_kind_of_tampering(frozen_ws, run_cli, kind: str) -
     folder = frozen_ws.question_set().root
     tamper(folder)
     # No checkpoint was taken, so only the freeze manifest can catch it.
-    assert frozen_ws.question_set().load_checkpoint() is None
+    assert load_checkpoint(frozen_ws.question_set()) is None
     (report,) = verify_workspace(frozen_ws, ["main"])
     assert not report.ok
     hits = [p for p in report.problems if p.fatal and p.path == str(folder / where) and fragment in p.message]
@@ -236,7 +237,7 @@ def test_verify_revalidates_unless_the_checkpoint_is_this_versions_and_intact(ws
     qs.revise("one", {"query": "one, again"}, action="edit", reason="wording")
     qs.add(_case("two", tags=["x"]))
     (report,) = verify_workspace(ws, ["main"])
-    assert report.ok and qs.load_checkpoint()["curator"]
+    assert report.ok and load_checkpoint(qs)["curator"]
     qs.add(_case("three"))
     (report,) = verify_workspace(ws, ["main"])
     assert report.ok and (report.cases, report.active, report.lines) == (3, 3, 4)
@@ -244,7 +245,7 @@ def test_verify_revalidates_unless_the_checkpoint_is_this_versions_and_intact(ws
     lines = _lines(qs.cases_path)
     lines[0] = lines[0].replace('"rev":1,', '"rev":1,"bogus":1,')
     qs.cases_path.write_text("".join(line + "\n" for line in lines))
-    checkpoint = qs.load_checkpoint()
+    checkpoint = load_checkpoint(qs)
     count, digest = qs.prefix_digest()
     hashes = [line_hash(line) for line in lines]
     qs.checkpoint_path.write_text(json.dumps({**checkpoint, "curator": "0.0.0", "lines": count,

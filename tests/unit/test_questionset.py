@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from curator import questionset
 from curator.errors import CuratorError
 from curator.models import Case, ChangeEntry
-from curator.questionset import QuestionSet, verify
+from curator.questionset import QuestionSet
+from curator.verify import save_checkpoint, verify
 
 
 def _case(query: str, **extra) -> dict:
@@ -139,7 +139,7 @@ def _set_with_checkpoint(tmp_path: Path, n: int = 4) -> QuestionSet:
         qs.add(_case(f"question number {i}"))
     report = verify(qs)
     assert report.ok and report.scan is not None
-    qs.save_checkpoint(report.scan)
+    save_checkpoint(qs, report.scan)
     return qs
 
 
@@ -226,7 +226,7 @@ def _writer(root: str, tag: str, count: int, size: int) -> None:
 )
 def test_two_processes_appending_leave_a_valid_file(tmp_path_factory, counts, size) -> None:
     root = tmp_path_factory.mktemp("concurrent") / "main"
-    ctx = multiprocessing.get_context("fork")
+    ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: no fork of a threaded process
     procs = [ctx.Process(target=_writer, args=(str(root), tag, n, size)) for tag, n in zip("ab", counts, strict=True)]
     for p in procs:
         p.start()
@@ -289,7 +289,7 @@ def test_ids_from_other_writers_and_replaced_files_are_never_reused(tmp_path: Pa
     assert mine.add(_case("dhl cutoff")).query_id == "dhl-cutoff-6"
 
 
-# ---- verify's fast paths: two processes, line checks without models --------------------------
+# ---- verify over many lines, and after a checkpoint ------------------------------------------
 
 
 def _big_set(tmp_path: Path, n: int) -> QuestionSet:
@@ -304,13 +304,11 @@ def _big_set(tmp_path: Path, n: int) -> QuestionSet:
     return qs
 
 
-@pytest.mark.parametrize("threshold", [10**9, 10], ids=["one process", "two processes"])
-def test_verify_reports_bad_lines_by_exact_number_in_either_half(tmp_path: Path, monkeypatch, threshold: int) -> None:
-    monkeypatch.setattr(questionset, "PARALLEL_MIN_LINES", threshold)
+def test_verify_reports_bad_lines_by_exact_number(tmp_path: Path) -> None:
     qs = _big_set(tmp_path, 40)
     lines = qs.cases_path.read_text().splitlines(keepends=True)
-    lines[4] = lines[4].replace('"slice":"paraphrase"', '"slice":""')  # first half
-    lines[33] = lines[33].replace('"role":"primary"', '"role":"secondary"')  # second half: a rule
+    lines[4] = lines[4].replace('"slice":"paraphrase"', '"slice":""')
+    lines[33] = lines[33].replace('"role":"primary"', '"role":"secondary"')  # a rule of the model
     qs.cases_path.write_text("".join(lines))
     changes = qs.changelog_path.read_text().splitlines(keepends=True)
     changes[37] = changes[37].replace('"action":"add"', '"action":"edit"')  # needs a reason
@@ -329,142 +327,35 @@ def test_verify_reports_bad_lines_by_exact_number_in_either_half(tmp_path: Path,
     }
 
 
-def test_two_process_verify_matches_one_process_and_checkpoints_the_same(tmp_path: Path, monkeypatch) -> None:
+def test_verify_counts_and_hashes_every_line(tmp_path: Path) -> None:
     qs = _big_set(tmp_path, 60)
-    with open(qs.cases_path, "a") as fh:  # a rev that skips, in the second half
+    with open(qs.cases_path, "a") as fh:  # a rev that skips, at the end
         fh.write(Case.model_validate({**_case("question 7"), "query_id": "q7", "rev": 3}).line() + "\n")
-    monkeypatch.setattr(questionset, "PARALLEL_MIN_LINES", 10**9)
-    alone = verify(qs)
-    forks: list[int] = []
-    real_fork = os.fork
-    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
-    monkeypatch.setattr(questionset, "PARALLEL_MIN_LINES", 10)
-    split = verify(qs)
-    assert forks, "the checks did not run in two processes"
-    assert [str(p) for p in split.problems] == [str(p) for p in alone.problems]
-    assert any(p.line == 61 and "rev 3 where 2 was expected" in p.message for p in split.problems)
-    assert (split.cases, split.active, split.lines) == (alone.cases, alone.active, alone.lines) == (60, 60, 61)
-    assert split.scan.line_hashes == alone.scan.line_hashes and len(split.scan.line_hashes) == 61
-
-    def broken(_):  # the child cannot send its half: the parent checks it itself
-        raise OSError("no pipe")
-
-    monkeypatch.setattr(questionset.marshal, "dumps", broken)
-    redone = verify(qs)
-    assert [str(p) for p in redone.problems] == [str(p) for p in alone.problems]
-    assert redone.scan.line_hashes == alone.scan.line_hashes
+    report = verify(qs)
+    assert any(p.line == 61 and "rev 3 where 2 was expected" in p.message for p in report.problems)
+    assert (report.cases, report.active, report.lines) == (60, 60, 61)
+    assert len(report.scan.line_hashes) == 61
 
 
-def test_parts_the_child_delivered_before_failing_are_used(tmp_path: Path, monkeypatch) -> None:
-    qs = _big_set(tmp_path, 300)
-    with open(qs.cases_path, "a") as fh:  # a problem near the end: among the child's parts
-        fh.write('{"query_id":"late","rev":1}\n')
-    monkeypatch.setattr(questionset, "PARALLEL_MIN_LINES", 10**9)
-    alone = verify(qs)
-    monkeypatch.setattr(questionset, "PARALLEL_MIN_LINES", 10)
-    children = _recording_forks(monkeypatch)
-    real_dumps, dumped = questionset.marshal.dumps, []
-
-    def dumps_twice(value):  # only the child calls it: it sends two parts, then fails
-        dumped.append(1)
-        if len(dumped) == 3:
-            raise OSError("disk gone")
-        return real_dumps(value)
-
-    real_check, parent, checked_here = questionset._check_cases, os.getpid(), []
-
-    def check(lines):
-        if os.getpid() == parent:
-            checked_here.append(1)
-            if len(checked_here) == 1:  # let the child get that far first
-                _wait_until_exited(children[0])
-        return real_check(lines)
-
-    monkeypatch.setattr(questionset.marshal, "dumps", dumps_twice)
-    monkeypatch.setattr(questionset, "_check_cases", check)
-    split = verify(qs)
-    assert [str(p) for p in split.problems] == [str(p) for p in alone.problems]
-    assert any(p.line == 301 and "not a valid case" in p.message for p in split.problems)
-    assert split.scan.line_hashes == alone.scan.line_hashes
-    assert (split.cases, split.active) == (alone.cases, alone.active) == (300, 300)
-    # The two parts it sent were used; the one it failed to send was checked here.
-    assert len(checked_here) == questionset.CHUNKS - 2
-
-
-def _recording_forks(monkeypatch) -> list[int]:
-    children: list[int] = []
-    real_fork = os.fork
-
-    def fork() -> int:
-        pid = real_fork()
-        if pid:
-            children.append(pid)
-        return pid
-
-    monkeypatch.setattr(os, "fork", fork)
-    return children
-
-
-def _wait_until_exited(pid: int) -> None:
-    """Until the child has exited (a zombie, not yet waited for); Linux only, as is the fork."""
-    deadline = time.monotonic() + 30
-    while Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z" and time.monotonic() < deadline:
-        time.sleep(0.005)
-
-
-def test_without_an_in_memory_file_verify_checks_in_one_process(tmp_path: Path, monkeypatch) -> None:
-    qs = _big_set(tmp_path, 60)
-    monkeypatch.setattr(questionset, "PARALLEL_MIN_LINES", 10)
-    split = verify(qs)
-
-    def forbidden(name: str) -> int:
-        raise PermissionError("memfd_create: operation not permitted")
-
-    monkeypatch.setattr(os, "memfd_create", forbidden)
-    forked = _recording_forks(monkeypatch)
-    alone = verify(qs)
-    assert not forked
-    assert alone.ok and split.ok and (alone.cases, alone.lines) == (split.cases, split.lines) == (60, 60)
-    assert alone.scan.line_hashes == split.scan.line_hashes
-
-
-def test_a_caller_stopping_early_leaves_no_child_behind(tmp_path: Path, monkeypatch) -> None:
-    qs = _big_set(tmp_path, 200)
-    monkeypatch.setattr(questionset, "PARALLEL_MIN_LINES", 10)
-    forked = _recording_forks(monkeypatch)
-    parts = questionset._in_two_processes([(questionset._check_cases, qs.cases_path.read_bytes())])
-    (ids, *_), = next(parts)
-    assert ids[0] == "q0"
-    parts.close()
-    assert len(forked) == 1
-    with pytest.raises(ChildProcessError):  # already waited for: no zombie left behind
-        os.waitpid(forked[0], os.WNOHANG)
-
-
-def test_verify_after_a_checkpoint_in_two_processes_matches_one(tmp_path: Path, monkeypatch) -> None:
+def test_verify_after_a_checkpoint_checks_the_new_lines_and_reads_the_latest_labels(tmp_path: Path) -> None:
     qs = _big_set(tmp_path, 120)
     report = verify(qs)
-    qs.save_checkpoint(report.scan)
+    save_checkpoint(qs, report.scan)
     qs.revise("q5", {"relevant": [], "expect_empty": True}, action="relabel", reason="no answer")
     qs.retire("q9", reason="obsolete")
     with open(qs.cases_path, "a") as fh:
         fh.write('{"query_id":"q7","rev":3}\n')
-    results = []
-    for threshold in (10**9, 10):  # the trusted cases' latest lines are read in two processes too
-        monkeypatch.setattr(questionset, "PARALLEL_MIN_LINES", threshold)
-        results.append(verify(qs, known_ids=lambda ids: ids - {"a.md#x"}))
-    alone, split = results
-    assert [str(p) for p in split.problems] == [str(p) for p in alone.problems]
-    assert any(p.line == 123 and "not a valid case" in p.message for p in split.problems)
-    assert (split.cases, split.active, split.lines) == (alone.cases, alone.active, alone.lines) == (120, 119, 123)
-    assert split.unknown_ids == alone.unknown_ids and len(split.unknown_ids["a.md#x"]) == 118
+    again = verify(qs, known_ids=lambda ids: ids - {"a.md#x"})
+    assert any(p.line == 123 and "not a valid case" in p.message for p in again.problems)
+    assert (again.cases, again.active, again.lines) == (120, 119, 123)
+    assert len(again.unknown_ids["a.md#x"]) == 118
 
 
 def test_checkpoint_describes_the_file_as_verified(tmp_path: Path) -> None:
     qs = _big_set(tmp_path, 3)
     report = verify(qs)
     qs.add(_case("appended after the verify"))  # between verify and its checkpoint
-    record = qs.save_checkpoint(report.scan)
+    record = save_checkpoint(qs, report.scan)
     assert record["lines"] == 3 and len(record["line_hashes"]) == 3
     # so the appended line is schema-checked by the next verify, not trusted
     with open(qs.cases_path, "a") as fh:

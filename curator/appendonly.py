@@ -1,0 +1,241 @@
+"""Append-only line files: the primitives under question sets and their freezes.
+
+- `exclusive_lock`: an `flock` on a lock file, so two processes never interleave writes;
+- `append_line`: one whole line per record, written with a single `write` and fsynced;
+- `append_together` / `finish_interrupted`: lines that belong together (a case and its
+  change-log entry) are first written to a journal file, then appended; a crash between the
+  appends is finished by the next writer, so neither line is left alone;
+- `repair_torn_tail`: a torn last line (a crash mid-write) is never data; it is moved to
+  `.torn-<file>-<time>` beside the file and the file is cut back to its last whole line;
+- `write_durably` / `create_once`: whole files written under a temporary name and fsynced;
+- `JsonLines`, `whole_lines`, `line_hash`, `file_sha256`: reading lines and their digests.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from curator.errors import CuratorError
+
+# ---- writing ---------------------------------------------------------------------------------
+
+
+@contextmanager
+def exclusive_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive `flock` on `path` (created if missing)."""
+    with open(path, "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def append_line(path: Path, line: str) -> None:
+    if "\n" in line:
+        raise ValueError("a record must be one line")
+    data = (line + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        written = os.write(fd, data)
+        while written < len(data):  # os.write may write less than asked on some filesystems
+            written += os.write(fd, data[written:])
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def append_together(journal: Path, lines: dict[str, tuple[Path, str]]) -> None:
+    """Append each line to its file as one unit ({key: (file, line)}): the journal holds
+    {key: line} until every append is done. Call under the lock."""
+    write_durably(journal, json.dumps({key: line for key, (_, line) in lines.items()}))
+    for path, line in lines.values():
+        append_line(path, line)
+    journal.unlink()
+
+
+def finish_interrupted(journal: Path, files: dict[str, Path]) -> None:
+    """Repair torn tails, then finish the unit a crash left in the journal ({key: file}, as
+    given to `append_together`): append each of its lines the file does not end with yet.
+    Call under the lock, before writing."""
+    for path in files.values():
+        repair_torn_tail(path)
+    if not journal.exists():
+        return
+    try:
+        pending = json.loads(journal.read_text(encoding="utf-8"))
+        units = [(path, pending[key]) for key, path in files.items()]
+    except (ValueError, KeyError):
+        # The journal itself was torn: none of its lines was appended yet, drop it.
+        journal.unlink()
+        return
+    for path, line in units:
+        if line not in _tail_lines(path, 4):
+            append_line(path, line)
+    journal.unlink()
+    fsync_dir(journal.parent)
+
+
+def repair_torn_tail(path: Path) -> None:
+    """Move a last line without its newline to a `.torn-*` file and cut it off."""
+    if not path.exists():
+        return
+    with open(path, "rb+") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return
+        fh.seek(0)
+        data = fh.read()  # rare (only after a crash): one plain read of the whole file
+        cut = data.rfind(b"\n") + 1
+        fragment = data[cut:]
+        quarantine = path.parent / f".torn-{path.stem}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+        write_durably(quarantine, fragment.decode("utf-8", errors="replace"))
+        fh.truncate(cut)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def write_durably(path: Path, text: str) -> None:
+    """Replace `path` with `text`: written to a temporary name, fsynced, renamed into place."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    _write_synced(tmp, text)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def create_once(path: Path, text: str) -> None:
+    """Write `path` durably, failing if it exists: never overwrite a frozen file."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    _write_synced(tmp, text)
+    try:
+        os.link(tmp, path)  # atomic, and unlike rename it refuses an existing target
+    except FileExistsError:
+        raise CuratorError(f"{path} already exists; frozen files are never overwritten") from None
+    finally:
+        tmp.unlink()
+    fsync_dir(path.parent)
+
+
+def fsync_dir(folder: Path) -> None:
+    """Make a rename or a new file in `folder` durable."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_synced(path: Path, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _tail_lines(path: Path, count: int) -> list[str]:
+    if not path.exists():
+        return []
+    with open(path, "rb") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, size - 1_000_000))
+        data = fh.read().decode("utf-8", errors="replace")
+    return data.splitlines()[-count:]
+
+
+# ---- reading -----------------------------------------------------------------------------------
+
+
+@dataclass
+class JsonLines:
+    """One read of a line file: its whole lines as UTF-8 bytes without their newlines (invalid
+    UTF-8 as U+FFFD, as a reader sees it), which is also what digests and line hashes are
+    computed over. A torn last line is no line: `torn` says whether there was one."""
+
+    path: Path
+    blob: bytes  # the whole lines, newlines included
+    lines: list[bytes]
+    torn: bool
+    _digests: dict[int, str] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def read(cls, path: Path) -> JsonLines:
+        data = path.read_bytes() if path.exists() else b""
+        blob = _as_read(data[: data.rfind(b"\n") + 1])
+        return cls(path, blob, blob.split(b"\n")[:-1], bool(data) and not data.endswith(b"\n"))
+
+    @property
+    def count(self) -> int:
+        return len(self.lines)
+
+    def digest(self, lines: int | None = None) -> tuple[int, str]:
+        """(line count, sha256) of the first `lines` whole lines (all if None or more)."""
+        count = self.count if lines is None else min(lines, self.count)
+        if count not in self._digests:
+            end = len(self.blob) if count == self.count else sum(len(line) + 1 for line in self.lines[:count])
+            self._digests[count] = hashlib.sha256(memoryview(self.blob)[:end]).hexdigest()
+        return count, self._digests[count]
+
+
+def _as_read(blob: bytes) -> bytes:
+    """The bytes as a reader sees them: invalid UTF-8 as U+FFFD."""
+    if blob.isascii():  # much faster than decoding to find out
+        return blob
+    try:
+        blob.decode("utf-8")
+    except UnicodeDecodeError:
+        return blob.decode("utf-8", errors="replace").encode("utf-8")
+    return blob
+
+
+def whole_lines(path: Path) -> Iterator[str]:
+    """The whole lines of a file as text, without their newlines (a torn last line is none)."""
+    with open(path, "rb") as fh:
+        for raw in fh:
+            if raw.endswith(b"\n"):
+                yield raw[:-1].decode("utf-8", errors="replace")
+
+
+def line_hash(line: str | bytes) -> str:
+    """Short hash of one line (without its newline), as checkpoints and freezes record it."""
+    data = line.encode("utf-8") if isinstance(line, str) else line
+    return hashlib.sha1(data).hexdigest()[:16]
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def is_subsequence(needle: list[str], haystack: list[str]) -> bool:
+    """Whether `needle` appears in `haystack` in order (gaps allowed): a union merge keeps
+    every line of each side in order."""
+    it = iter(haystack)
+    return all(any(h == wanted for h in it) for wanted in needle)
+
+
+def first_change(old: list[str], current: list[str]) -> tuple[int, str]:
+    """Where line hashes `current` break with `old`: the number of the first old line that
+    is gone ("edited or removed"), else of the first one out of place ("moved (lines
+    reordered)")."""
+    present = set(current)
+    for index, wanted in enumerate(old):
+        if wanted not in present:
+            return index + 1, "edited or removed"
+    for index, wanted in enumerate(old):
+        if index >= len(current) or current[index] != wanted:
+            return index + 1, "moved (lines reordered)"
+    return len(old) + 1, "moved (lines reordered)"
