@@ -20,7 +20,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from curator.cli.main import cli, console, err_console, json_option, long_lived, pass_ws, print_json
+from curator.cli.main import cli, console, err_console, json_option, pass_ws, print_json
 from curator.errors import EXIT_PARTIAL, CuratorError
 
 
@@ -99,8 +99,6 @@ def import_logs_cmd(ws, paths: tuple[str, ...], fmt: str, query_field, count_fie
     """
     from curator.logs import ImportOptions, import_logs
     from curator.logs.helper import helper
-
-    long_lived()  # with the import's modules loaded
 
     options = ImportOptions(
         format=fmt, query_field=query_field, count_field=count_field, time_field=time_field,

@@ -5,7 +5,6 @@ A command parses its options, opens the workspace, makes one library call and pr
 
 from __future__ import annotations
 
-import gc
 import json
 import sys
 from collections.abc import Callable
@@ -23,25 +22,6 @@ console = Console(soft_wrap=True)  # long paths and ids stay on one line (greppa
 err_console = Console(stderr=True, soft_wrap=True)
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-_one_shot = False  # set by the console script: the process ends after its command
-
-
-def ends_after_command() -> None:
-    """The console script says so before it runs its command (see `long_lived`)."""
-    global _one_shot
-    _one_shot = True
-
-
-def long_lived() -> None:
-    """What the process holds now (modules, classes) lives until it exits: frozen, a
-    full collection during a big command need not walk it (one cost 0.05-0.1 s of an
-    import of 5M log lines). Only where the process ends after the command (the
-    console script): in one that goes on (tests, a caller's own), what is frozen is
-    never collected, so nothing is done there."""
-    if _one_shot:
-        gc.freeze()
-
 
 class CuratorGroup(click.Group):
     """Prints a CuratorError as a message (and hint) without a traceback."""
