@@ -10,13 +10,17 @@ import sys
 from collections.abc import Callable
 from functools import update_wrapper
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from curator import __version__
 from curator.errors import EXIT_INTERRUPTED, CuratorError
+
+if TYPE_CHECKING:
+    from curator.workspace import Workspace
 
 console = Console(soft_wrap=True)  # long paths and ids stay on one line (greppable)
 err_console = Console(stderr=True, soft_wrap=True)
@@ -30,33 +34,31 @@ class CuratorGroup(click.Group):
         try:
             return super().invoke(ctx)
         except CuratorError as exc:
-            err_console.print(f"[bold red]error:[/] {_escape(exc.message)}", highlight=False)
+            err_console.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False)
             if exc.hint:
-                err_console.print(f"[dim]hint:[/] {_escape(exc.hint)}", highlight=False)
+                err_console.print(f"[dim]hint:[/] {escape(exc.hint)}", highlight=False)
             sys.exit(exc.exit_code)
         except KeyboardInterrupt:  # Ctrl-C: a word and the shell's code for it, not a traceback
             err_console.print("[yellow]interrupted[/]", highlight=False)
             sys.exit(EXIT_INTERRUPTED)
 
 
-def _escape(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)
-
-
 class State:
     def __init__(self, workspace: str | None):
         self.workspace_arg = workspace
-        self._ws = None
+        self._ws: Workspace | None = None
 
     @property
-    def ws(self):  # -> Workspace, imported lazily to keep `--help` fast
+    def ws(self) -> Workspace:  # imported lazily to keep `--help` fast
         if self._ws is None:
             from curator.workspace import Workspace
 
             self._ws = Workspace.find(self.workspace_arg)
         return self._ws
+
+    def close(self) -> None:
+        if self._ws is not None:
+            self._ws.close()
 
 
 @click.group(cls=CuratorGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -77,7 +79,7 @@ def cli(ctx: click.Context, workspace: str | None) -> None:
     Or a workspace of yours: curator init && curator corpus add docs/
     """
     ctx.obj = State(workspace)
-    ctx.call_on_close(lambda: ctx.obj._ws.close() if ctx.obj._ws else None)
+    ctx.call_on_close(ctx.obj.close)
 
 
 def pass_ws(f: F) -> F:

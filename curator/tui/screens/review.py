@@ -16,12 +16,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
+from textual.dom import DOMNode
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from curator.errors import CuratorError
 from curator.review import Card, ReviewSession
+from curator.tui.screens.help import HelpScreen
 from curator.tui.screens.modals import TextModal, max_age_check, max_rank_check, reason_modal
 from curator.tui.widgets.card import LabelState, Provenance, Question
 from curator.tui.widgets.passages import PassageList
@@ -29,6 +31,25 @@ from curator.tui.widgets.preview import PassageText, Preview
 from curator.tui.widgets.stats import StatsBar
 
 PREFETCH_AFTER = 0.05  # seconds: a card's frame takes 10-20 ms; a reviewer's next key, longer
+
+
+def help_sections() -> list[tuple[str, list[Binding]]]:
+    """Every key of the review app, by where it applies (the `?` screen)."""
+    from curator.tui.screens.browser import BrowserScreen
+
+    def own(cls: type[DOMNode]) -> list[Binding]:
+        return [b for b in cls.BINDINGS if isinstance(b, Binding)]
+
+    return [
+        ("card", own(ReviewScreen)),
+        ("passages (card)", own(PassageList)),
+        ("preview (card; tab to it)", own(PassageText)),
+        ("relabel (from the browser)", own(ReviseScreen)),
+        ("browser", own(BrowserScreen)),
+        ("text boxes", own(TextModal)),
+        ("this help", own(HelpScreen)),
+        ("app", [Binding("ctrl+q", "quit", "quit", id="app-quit", tooltip="Quit from any screen")]),
+    ]
 
 
 def _slice_bindings() -> list[Binding]:
@@ -403,9 +424,7 @@ class ReviewScreen(Screen[None]):
         self.app.push_screen(BrowserScreen(self.session, blink=self.blink))
 
     def action_show_help(self) -> None:
-        from curator.tui.screens.help import HelpScreen
-
-        self.app.push_screen(HelpScreen(self.app.help_sections(), self.session.ws.config.keymap))
+        self.app.push_screen(HelpScreen(help_sections(), self.session.ws.config.keymap))
 
     def action_quit_app(self) -> None:
         if self.busy and self.card is not None:
@@ -478,7 +497,7 @@ class ReviseScreen(ReviewScreen):
     def action_bin_card(self) -> None:
         self._say("in the browser, retire a case with x there", error=True)
 
-    action_skip_card = action_undo_decision = action_open_browser = action_bin_card  # type: ignore[assignment]
+    action_skip_card = action_undo_decision = action_open_browser = action_bin_card
 
     def action_back(self) -> None:
         self.dismiss(None)

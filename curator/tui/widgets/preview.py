@@ -51,8 +51,8 @@ class PassageText(Widget, can_focus=True):
                 tooltip="Scroll the preview a page up"),
     ]
 
-    def __init__(self, **kwargs) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
         self.text = ""
         self.lines: list[str] = []
         self.top = 0
