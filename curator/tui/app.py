@@ -16,6 +16,7 @@ class ReviewApp(App[None]):
     CSS_PATH = "curator.tcss"
     TITLE = "curator review"
     ENABLE_COMMAND_PALETTE = False
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]  # screen classes, by terminal width
 
     def __init__(
         self, ws: Workspace, *, blink: bool = True, set_name: str | None = None, source: str = "all",

@@ -79,9 +79,6 @@ class BrowserScreen(Screen[None]):
         table.focus()
         self._load()
 
-    def on_resize(self) -> None:
-        self.set_class(self.size.width < 110, "-narrow")
-
     @work(thread=True, exclusive=True, group="browser")
     def _load(self, note: str = "") -> None:
         self.post_message(self.Loaded(self.session.cases(), note))

@@ -125,13 +125,8 @@ class ReviewScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self._passages = self.query_one(PassageList)
-        self._preview_text = self.query_one(PassageText)
-        self._passages.focus()
+        self.query_one(PassageList).focus()
         self._start()
-
-    def on_resize(self) -> None:
-        self.set_class(self.size.width < 110, "-narrow")
 
     # ---- workers -----------------------------------------------------------------------
 
@@ -150,10 +145,6 @@ class ReviewScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="prefetch")
     def _prefetch(self) -> None:
         self.session.prefetch_cards()
-        # Their rows and first preview drawn ahead too: the UI thread only shows them.
-        cards = self.session.prefetched()
-        self._passages.prepare(cards)
-        self._preview_text.prepare([card.rows[0].text for card in cards if card.rows])
 
     @work(thread=True, exclusive=True, group="decide")
     def _decide(self, action: str, card: Card) -> None:

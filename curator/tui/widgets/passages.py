@@ -73,22 +73,6 @@ def row_lines(row: Row, card: Card, width: int) -> list[Content]:
 ROW_HEIGHT = 2 + SNIPPET_LINES
 
 
-@dataclass
-class _Drawn:
-    """A card's rows drawn ahead by `PassageList.prepare`: at `width`, with the labels and
-    grades the card had then."""
-
-    card: Card
-    width: int
-    labels: dict[str, str]
-    grades: dict[str, int]
-    lines: list[list[Content]]
-
-    def fits(self, card: Card, width: int) -> bool:
-        return (self.card is card and self.width == width
-                and (self.labels, self.grades) == (card.labels, card.grades))
-
-
 class PassageList(Static, can_focus=True):
     """Suggestions for the current card; the highlighted row is the one labels apply to."""
 
@@ -114,18 +98,6 @@ class PassageList(Static, can_focus=True):
         self._lines: list[list[Content]] = []  # per row, unhighlighted
         self._width = 0
         self.top = 0  # first row drawn
-        self._prepared: dict[int, _Drawn] = {}  # by id(card)
-
-    def prepare(self, cards: list[Card]) -> None:
-        """Build the rows of upcoming cards ahead (from the prefetch worker, off the UI
-        thread), so showing one of them only joins its lines."""
-        width = self._width
-        if width:
-            self._prepared = {
-                id(card): _Drawn(card, width, dict(card.labels), dict(card.grades),
-                                 [row_lines(r, card, width) for r in card.rows])
-                for card in cards
-            }
 
     def show_card(self, card: Card, keep_index: bool = False) -> None:
         self.card = card
@@ -133,8 +105,7 @@ class PassageList(Static, can_focus=True):
         self.highlighted = min(index or 0, len(card.rows) - 1) if card.rows else None
         if not keep_index:
             self.top = 0
-        ready = self._prepared.get(id(card))
-        self._lines = ready.lines if ready is not None and ready.fits(card, self._width) else []  # else _draw builds them
+        self._lines = []  # _draw builds them
         self._draw()
 
     def clear_rows(self) -> None:
