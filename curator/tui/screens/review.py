@@ -238,8 +238,7 @@ class ReviewScreen(Screen[None]):
         return self.card
 
     def _decide_now(self, action: str) -> None:
-        card = self._ready()
-        if card is None:
+        if (card := self._ready()) is None:
             return
         if action == "keep" and (problems := card.problems()):
             self.app.bell()
@@ -266,8 +265,7 @@ class ReviewScreen(Screen[None]):
 
     def _highlighted(self) -> tuple[Card, int] | None:
         """The card and its highlighted row's index, or None (said why) when there is none."""
-        card = self._ready()
-        if card is None:
+        if (card := self._ready()) is None:
             return None
         index = self.query_one(PassageList).highlighted
         if index is None or not card.rows:
@@ -312,8 +310,7 @@ class ReviewScreen(Screen[None]):
                          max_rank_check)
 
     def action_choose_slice(self, number: int) -> None:
-        card = self._ready()
-        if card is None:
+        if (card := self._ready()) is None:
             return
         if number > len(self.session.slices):
             self._say(f"no slice {number}: there are {len(self.session.slices)}", error=True)
@@ -324,16 +321,14 @@ class ReviewScreen(Screen[None]):
         self._labels()
 
     def action_toggle_negative(self) -> None:
-        card = self._ready()
-        if card is None:
+        if (card := self._ready()) is None:
             return
         card.expect_empty = not card.expect_empty
         if card.expect_empty:
             card.labels.clear()
             if card.slice is None and "negative" in self.session.slices:
                 card.slice = "negative"
-            passages = self.query_one(PassageList)
-            passages.show_card(card, keep_index=True)
+            self.query_one(PassageList).show_card(card, keep_index=True)
         self._labels()
 
     def action_toggle_require_all(self) -> None:
@@ -357,8 +352,7 @@ class ReviewScreen(Screen[None]):
 
     def _ask_number(self, field: str, title: str, check: Callable[[str], str | None]) -> None:
         """Ask for the card's whole-number `field` in a modal; empty clears it."""
-        card = self._ready()
-        if card is None:
+        if (card := self._ready()) is None:
             return
 
         def done(value: str | None) -> None:
@@ -371,8 +365,7 @@ class ReviewScreen(Screen[None]):
             TextModal(title, "" if current is None else str(current), check=check, blink=self.blink), done)
 
     def action_edit_question(self) -> None:
-        card = self._ready()
-        if card is None:
+        if (card := self._ready()) is None:
             return
 
         def done(value: str | None) -> None:
@@ -384,8 +377,7 @@ class ReviewScreen(Screen[None]):
         self.app.push_screen(TextModal("Edit the question", card.query, blink=self.blink), done)
 
     def action_write_explanation(self) -> None:
-        card = self._ready()
-        if card is None:
+        if (card := self._ready()) is None:
             return
 
         def done(value: str | None) -> None:
@@ -397,8 +389,7 @@ class ReviewScreen(Screen[None]):
             TextModal("Explanation: why these labels?", card.explanation, blink=self.blink), done)
 
     def action_search_corpus(self) -> None:
-        card = self._ready()
-        if card is None:
+        if (card := self._ready()) is None:
             return
 
         def done(value: str | None) -> None:
@@ -433,11 +424,8 @@ class ReviewScreen(Screen[None]):
         self.query_one(StatsBar).show(self.session.stats, self.session.set_name, self.session.reviewer)
 
     def _preview(self, index: int | None) -> None:
-        card = self.card
-        if card is None or index is None or not (0 <= index < len(card.rows)):
-            self.query_one(Preview).show(None)
-            return
-        self.query_one(Preview).show(card.rows[index])
+        rows = self.card.rows if self.card is not None else []
+        self.query_one(Preview).show(rows[index] if index is not None and 0 <= index < len(rows) else None)
 
     def _say(self, text: str, error: bool = False) -> None:
         box = self.query_one("#message", Static)
@@ -462,8 +450,7 @@ class ReviseScreen(ReviewScreen):
         self.post_message(self.CardReady(self.initial, "relabel: k saves, escape goes back"))
 
     def action_keep_card(self) -> None:
-        card = self._ready()
-        if card is None:
+        if (card := self._ready()) is None:
             return
         if problems := card.problems():
             self.app.bell()
