@@ -4,19 +4,20 @@ import contextlib
 import os
 import sys
 
-from curator.cli import corpus as _corpus  # noqa: E402,F401
-from curator.cli import export as _export  # noqa: E402,F401
-from curator.cli import generate as _generate  # noqa: E402,F401
-from curator.cli import logs as _logs  # noqa: E402,F401
-from curator.cli import queue as _queue  # noqa: E402,F401
-from curator.cli import review as _review  # noqa: E402,F401
-from curator.cli import score as _score  # noqa: E402,F401
-from curator.cli import sets as _sets  # noqa: E402,F401
-from curator.cli import triage as _triage  # noqa: E402,F401
-
-# Importing a module registers its commands on `cli`.
-from curator.cli import workspace as _workspace  # noqa: E402,F401
-from curator.cli.main import cli, ends_after_command
+# Importing a command module registers its commands on `cli`.
+from curator.cli import (  # noqa: F401
+    corpus,
+    export,
+    generate,
+    logs,
+    queue,
+    review,
+    score,
+    sets,
+    triage,
+    workspace,
+)
+from curator.cli.main import cli
 
 
 def main() -> None:
@@ -24,8 +25,13 @@ def main() -> None:
     output written, its workspace closed), the interpreter's own teardown only frees
     memory the system takes back anyway: 80 ms for any command, more after a big
     import. So the streams are flushed and the process ends there (`os._exit`). A
-    command that fails with a traceback exits the usual way."""
-    ends_after_command()
+    command that fails with a traceback exits the usual way.
+
+    The rule this imposes on every command: nothing may wait for the interpreter's
+    teardown. No `atexit` handlers, no `finally` or `__del__` work that must run after
+    the command returns, no buffered file left for the garbage collector to close: a
+    command closes and flushes every file it writes (and its workspace, through the
+    click context) before it returns. Only stdout and stderr are flushed here."""
     try:
         cli(prog_name="curator")
     except SystemExit as exc:

@@ -5,43 +5,27 @@ A command parses its options, opens the workspace, makes one library call and pr
 
 from __future__ import annotations
 
-import gc
 import json
 import sys
 from collections.abc import Callable
 from functools import update_wrapper
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from curator import __version__
 from curator.errors import EXIT_INTERRUPTED, CuratorError
+
+if TYPE_CHECKING:
+    from curator.workspace import Workspace
 
 console = Console(soft_wrap=True)  # long paths and ids stay on one line (greppable)
 err_console = Console(stderr=True, soft_wrap=True)
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-_one_shot = False  # set by the console script: the process ends after its command
-
-
-def ends_after_command() -> None:
-    """The console script says so before it runs its command (see `long_lived`)."""
-    global _one_shot
-    _one_shot = True
-
-
-def long_lived() -> None:
-    """What the process holds now (modules, classes) lives until it exits: frozen, a
-    full collection during a big command need not walk it (one cost 0.05-0.1 s of an
-    import of 5M log lines). Only where the process ends after the command (the
-    console script): in one that goes on (tests, a caller's own), what is frozen is
-    never collected, so nothing is done there."""
-    if _one_shot:
-        gc.freeze()
-
 
 class CuratorGroup(click.Group):
     """Prints a CuratorError as a message (and hint) without a traceback."""
@@ -50,33 +34,31 @@ class CuratorGroup(click.Group):
         try:
             return super().invoke(ctx)
         except CuratorError as exc:
-            err_console.print(f"[bold red]error:[/] {_escape(exc.message)}", highlight=False)
+            err_console.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False)
             if exc.hint:
-                err_console.print(f"[dim]hint:[/] {_escape(exc.hint)}", highlight=False)
+                err_console.print(f"[dim]hint:[/] {escape(exc.hint)}", highlight=False)
             sys.exit(exc.exit_code)
         except KeyboardInterrupt:  # Ctrl-C: a word and the shell's code for it, not a traceback
             err_console.print("[yellow]interrupted[/]", highlight=False)
             sys.exit(EXIT_INTERRUPTED)
 
 
-def _escape(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)
-
-
 class State:
     def __init__(self, workspace: str | None):
         self.workspace_arg = workspace
-        self._ws = None
+        self._ws: Workspace | None = None
 
     @property
-    def ws(self):  # -> Workspace, imported lazily to keep `--help` fast
+    def ws(self) -> Workspace:  # imported lazily to keep `--help` fast
         if self._ws is None:
             from curator.workspace import Workspace
 
             self._ws = Workspace.find(self.workspace_arg)
         return self._ws
+
+    def close(self) -> None:
+        if self._ws is not None:
+            self._ws.close()
 
 
 @click.group(cls=CuratorGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -97,7 +79,7 @@ def cli(ctx: click.Context, workspace: str | None) -> None:
     Or a workspace of yours: curator init && curator corpus add docs/
     """
     ctx.obj = State(workspace)
-    ctx.call_on_close(lambda: ctx.obj._ws.close() if ctx.obj._ws else None)
+    ctx.call_on_close(ctx.obj.close)
 
 
 def pass_ws(f: F) -> F:

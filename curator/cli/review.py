@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from curator.cli.main import cli, pass_ws
 from curator.errors import CuratorError
+
+if TYPE_CHECKING:
+    from curator.workspace import Workspace
 
 
 @cli.command()
@@ -17,7 +21,7 @@ from curator.errors import CuratorError
 @click.option("--slice", "slice_name", help="Only candidates suggested for this slice.")
 @click.option("--reviewer", help="Your name in the files (default: [reviewer] or $USER).")
 @pass_ws
-def review(ws, set_name: str | None, source: str, slice_name: str | None, reviewer: str | None) -> None:
+def review(ws: Workspace, set_name: str | None, source: str, slice_name: str | None, reviewer: str | None) -> None:
     """Review candidates one card at a time: keep, bin or skip; label passages and slices.
 
     Every decision is written before the next card shows. Press ? in the app for every
@@ -33,6 +37,6 @@ def review(ws, set_name: str | None, source: str, slice_name: str | None, review
             "curator review needs an interactive terminal (stdin and stdout are not a TTY).",
             "Run it in a terminal; `curator status` shows the queue without one.",
         )
-    from curator.tui import run_review
+    from curator.tui.app import ReviewApp  # textual only now: the other commands start fast
 
-    run_review(ws, set_name=set_name, source=source, slice=slice_name, reviewer=reviewer)
+    ReviewApp(ws, set_name=set_name, source=source, slice=slice_name, reviewer=reviewer).run()

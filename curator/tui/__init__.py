@@ -1,4 +1,5 @@
-"""The review app (`curator review`): the only package that imports textual."""
+"""The review app (`curator review`, `curator.tui.app.ReviewApp`) and the triage app: the
+only package that imports textual. Importing it sets the frame rate textual will use."""
 
 from __future__ import annotations
 
@@ -10,10 +11,3 @@ import os
 # are still drawn only when something changed. Set before textual is imported; a user's
 # own TEXTUAL_FPS wins.
 os.environ.setdefault("TEXTUAL_FPS", "240")
-
-
-def run_review(ws, **options) -> None:
-    """Open the review app on `ws`; options are those of `curator.review.ReviewSession`."""
-    from curator.tui.app import ReviewApp
-
-    ReviewApp(ws, **options).run()

@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 from textual.app import App
-from textual.binding import Binding
 
 from curator.review import ReviewSession
 from curator.workspace import Workspace
@@ -17,11 +16,17 @@ class ReviewApp(App[None]):
     CSS_PATH = "curator.tcss"
     TITLE = "curator review"
     ENABLE_COMMAND_PALETTE = False
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]  # screen classes, by terminal width
 
-    def __init__(self, ws: Workspace, *, blink: bool = True, **options):
+    def __init__(
+        self, ws: Workspace, *, blink: bool = True, set_name: str | None = None, source: str = "all",
+        slice: str | None = None, reviewer: str | None = None,
+    ):
+        """The candidates of `source` (and `slice`), kept in `set_name` under `reviewer`'s
+        name (see `ReviewSession`); `blink=False` stills the cursors (snapshot tests)."""
         super().__init__()
         self.ws = ws
-        self.session = ReviewSession(ws, **options)
+        self.session = ReviewSession(ws, set_name=set_name, source=source, slice=slice, reviewer=reviewer)
         self.blink = blink
 
     def on_mount(self) -> None:
@@ -35,25 +40,3 @@ class ReviewApp(App[None]):
         trace = os.environ.get("CURATOR_REVIEW_TRACE")
         if trace:  # for bench/review_latency.py: how long each keep's durable write took
             Path(trace).write_text(json.dumps({"write_ms": self.session.stats.write_ms}), encoding="utf-8")
-
-    def help_sections(self) -> list[tuple[str, list[Binding]]]:
-        from curator.tui.screens.browser import BrowserScreen
-        from curator.tui.screens.help import HelpScreen
-        from curator.tui.screens.modals import TextModal
-        from curator.tui.screens.review import ReviewScreen, ReviseScreen
-        from curator.tui.widgets.passages import PassageList
-        from curator.tui.widgets.preview import PassageText
-
-        def own(cls) -> list[Binding]:
-            return [b for b in cls.BINDINGS if isinstance(b, Binding)]
-
-        return [
-            ("card", own(ReviewScreen)),
-            ("passages (card)", own(PassageList)),
-            ("preview (card; tab to it)", own(PassageText)),
-            ("relabel (from the browser)", own(ReviseScreen)),
-            ("browser", own(BrowserScreen)),
-            ("text boxes", own(TextModal)),
-            ("this help", own(HelpScreen)),
-            ("app", [Binding("ctrl+q", "quit", "quit", id="app-quit", tooltip="Quit from any screen")]),
-        ]

@@ -172,32 +172,3 @@ def test_opening_a_workspace_loads_no_importer_and_no_plugin_but_add_paths_still
         "    raise SystemExit('no AttributeError')\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
-
-
-def test_import_logs_freezes_long_lived_objects_only_where_the_process_ends_after_it(run_cli, tmp_path: Path) -> None:
-    """The console script freezes what it holds before a big import (no full collection
-    walks it again); a process that goes on after the command (this one) is left alone,
-    or what it froze could never be collected."""
-    import gc
-
-    ws = tmp_path / "ws"
-    Workspace.init(ws).close()
-    log = tmp_path / "search.jsonl"
-    log.write_text("".join(json.dumps({"query": f"reset password {i}"}) + "\n" for i in range(20)))
-    frozen = gc.get_freeze_count()
-    assert run_cli(["-w", str(ws), "import-logs", str(log), "--json"]).exit_code == 0
-    assert gc.get_freeze_count() == frozen
-    code = (
-        "import gc, sys\n"
-        "import curator.cli as cli\n"
-        "leave = cli._leave\n"
-        "def report(code):\n"
-        "    print('frozen', gc.get_freeze_count(), file=sys.stderr)\n"
-        "    leave(code)\n"
-        "cli._leave = report\n"
-        f"sys.argv = ['curator', '-w', {str(ws)!r}, 'import-logs', {str(log)!r}, '--json', '--force']\n"
-        "cli.main()\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert int(out.stderr.split("frozen ")[1].split()[0]) > 1000

@@ -79,9 +79,6 @@ class BrowserScreen(Screen[None]):
         table.focus()
         self._load()
 
-    def on_resize(self) -> None:
-        self.set_class(self.size.width < 110, "-narrow")
-
     @work(thread=True, exclusive=True, group="browser")
     def _load(self, note: str = "") -> None:
         self.post_message(self.Loaded(self.session.cases(), note))
@@ -147,20 +144,20 @@ class BrowserScreen(Screen[None]):
 
     def action_relabel_case(self) -> None:
         case = self._current()
-        if case is None:
-            return
-        from curator.tui.screens.review import ReviseScreen
-
-        def done(saved: Case | None) -> None:
-            if saved is not None:
-                self._load(f"{saved.query_id} rev {saved.rev} saved")
-
-        self._open_revise(case, ReviseScreen, done)
+        if case is not None:
+            self._open_revise(case)
 
     @work(thread=True, exclusive=True, group="browser-open")
-    def _open_revise(self, case: Case, screen_class, done) -> None:
-        card = self.session.card_for_case(case)
-        self.app.call_from_thread(self.app.push_screen, screen_class(self.session, card, blink=self.blink), done)
+    def _open_revise(self, case: Case) -> None:
+        """The case on the card screen; its passages are read here, off the UI thread."""
+        from curator.tui.screens.review import ReviseScreen
+
+        screen = ReviseScreen(self.session, self.session.card_for_case(case), blink=self.blink)
+        self.app.call_from_thread(self.app.push_screen, screen, self._revised)
+
+    def _revised(self, saved: Case | None) -> None:
+        if saved is not None:
+            self._load(f"{saved.query_id} rev {saved.rev} saved")
 
     def action_edit_case(self) -> None:
         case = self._current()
@@ -199,7 +196,7 @@ class BrowserScreen(Screen[None]):
             return
         self._ask_reason(case, {}, "retire")
 
-    def _ask_reason(self, case: Case, changes: dict, action: str) -> None:
+    def _ask_reason(self, case: Case, changes: dict[str, str], action: str) -> None:
         def got(reason: str | None) -> None:
             if reason:
                 self._revise(case.query_id, changes, action, reason)
@@ -207,7 +204,7 @@ class BrowserScreen(Screen[None]):
         self.app.push_screen(reason_modal(f"this {action}", blink=self.blink), got)
 
     @work(thread=True, exclusive=True, group="browser-write")
-    def _revise(self, query_id: str, changes: dict, action: str, reason: str) -> None:
+    def _revise(self, query_id: str, changes: dict[str, str], action: str, reason: str) -> None:
         try:
             case = self.session.revise(query_id, changes, action=action, reason=reason)
         except CuratorError as exc:

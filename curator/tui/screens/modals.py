@@ -77,11 +77,9 @@ def reason_modal(what: str, blink: bool = True) -> TextModal:
 
 
 def max_age_check(text: str) -> str | None:
-    if text == "":
+    if text == "" or text.isdigit():
         return None
-    if not text.isdigit():
-        return "a whole number of days (empty clears the max age)"
-    return None
+    return "a whole number of days (empty clears the max age)"
 
 
 def max_rank_check(text: str) -> str | None:

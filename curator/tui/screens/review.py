@@ -16,12 +16,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
+from textual.dom import DOMNode
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from curator.errors import CuratorError
 from curator.review import Card, ReviewSession
+from curator.tui.screens.help import HelpScreen
 from curator.tui.screens.modals import TextModal, max_age_check, max_rank_check, reason_modal
 from curator.tui.widgets.card import LabelState, Provenance, Question
 from curator.tui.widgets.passages import PassageList
@@ -29,6 +31,25 @@ from curator.tui.widgets.preview import PassageText, Preview
 from curator.tui.widgets.stats import StatsBar
 
 PREFETCH_AFTER = 0.05  # seconds: a card's frame takes 10-20 ms; a reviewer's next key, longer
+
+
+def help_sections() -> list[tuple[str, list[Binding]]]:
+    """Every key of the review app, by where it applies (the `?` screen)."""
+    from curator.tui.screens.browser import BrowserScreen
+
+    def own(cls: type[DOMNode]) -> list[Binding]:
+        return [b for b in cls.BINDINGS if isinstance(b, Binding)]
+
+    return [
+        ("card", own(ReviewScreen)),
+        ("passages (card)", own(PassageList)),
+        ("preview (card; tab to it)", own(PassageText)),
+        ("relabel (from the browser)", own(ReviseScreen)),
+        ("browser", own(BrowserScreen)),
+        ("text boxes", own(TextModal)),
+        ("this help", own(HelpScreen)),
+        ("app", [Binding("ctrl+q", "quit", "quit", id="app-quit", tooltip="Quit from any screen")]),
+    ]
 
 
 def _slice_bindings() -> list[Binding]:
@@ -104,13 +125,8 @@ class ReviewScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self._passages = self.query_one(PassageList)
-        self._preview_text = self.query_one(PassageText)
-        self._passages.focus()
+        self.query_one(PassageList).focus()
         self._start()
-
-    def on_resize(self) -> None:
-        self.set_class(self.size.width < 110, "-narrow")
 
     # ---- workers -----------------------------------------------------------------------
 
@@ -129,10 +145,6 @@ class ReviewScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="prefetch")
     def _prefetch(self) -> None:
         self.session.prefetch_cards()
-        # Their rows and first preview drawn ahead too: the UI thread only shows them.
-        cards = self.session.prefetched()
-        self._passages.prepare(cards)
-        self._preview_text.prepare([card.rows[0].text for card in cards if card.rows])
 
     @work(thread=True, exclusive=True, group="decide")
     def _decide(self, action: str, card: Card) -> None:
@@ -226,8 +238,7 @@ class ReviewScreen(Screen[None]):
         return self.card
 
     def _decide_now(self, action: str) -> None:
-        card = self._ready()
-        if card is None:
+        if (card := self._ready()) is None:
             return
         if action == "keep" and (problems := card.problems()):
             self.app.bell()
@@ -254,8 +265,7 @@ class ReviewScreen(Screen[None]):
 
     def _highlighted(self) -> tuple[Card, int] | None:
         """The card and its highlighted row's index, or None (said why) when there is none."""
-        card = self._ready()
-        if card is None:
+        if (card := self._ready()) is None:
             return None
         index = self.query_one(PassageList).highlighted
         if index is None or not card.rows:
@@ -300,8 +310,7 @@ class ReviewScreen(Screen[None]):
                          max_rank_check)
 
     def action_choose_slice(self, number: int) -> None:
-        card = self._ready()
-        if card is None:
+        if (card := self._ready()) is None:
             return
         if number > len(self.session.slices):
             self._say(f"no slice {number}: there are {len(self.session.slices)}", error=True)
@@ -312,16 +321,14 @@ class ReviewScreen(Screen[None]):
         self._labels()
 
     def action_toggle_negative(self) -> None:
-        card = self._ready()
-        if card is None:
+        if (card := self._ready()) is None:
             return
         card.expect_empty = not card.expect_empty
         if card.expect_empty:
             card.labels.clear()
             if card.slice is None and "negative" in self.session.slices:
                 card.slice = "negative"
-            passages = self.query_one(PassageList)
-            passages.show_card(card, keep_index=True)
+            self.query_one(PassageList).show_card(card, keep_index=True)
         self._labels()
 
     def action_toggle_require_all(self) -> None:
@@ -345,8 +352,7 @@ class ReviewScreen(Screen[None]):
 
     def _ask_number(self, field: str, title: str, check: Callable[[str], str | None]) -> None:
         """Ask for the card's whole-number `field` in a modal; empty clears it."""
-        card = self._ready()
-        if card is None:
+        if (card := self._ready()) is None:
             return
 
         def done(value: str | None) -> None:
@@ -359,8 +365,7 @@ class ReviewScreen(Screen[None]):
             TextModal(title, "" if current is None else str(current), check=check, blink=self.blink), done)
 
     def action_edit_question(self) -> None:
-        card = self._ready()
-        if card is None:
+        if (card := self._ready()) is None:
             return
 
         def done(value: str | None) -> None:
@@ -372,8 +377,7 @@ class ReviewScreen(Screen[None]):
         self.app.push_screen(TextModal("Edit the question", card.query, blink=self.blink), done)
 
     def action_write_explanation(self) -> None:
-        card = self._ready()
-        if card is None:
+        if (card := self._ready()) is None:
             return
 
         def done(value: str | None) -> None:
@@ -385,8 +389,7 @@ class ReviewScreen(Screen[None]):
             TextModal("Explanation: why these labels?", card.explanation, blink=self.blink), done)
 
     def action_search_corpus(self) -> None:
-        card = self._ready()
-        if card is None:
+        if (card := self._ready()) is None:
             return
 
         def done(value: str | None) -> None:
@@ -403,9 +406,7 @@ class ReviewScreen(Screen[None]):
         self.app.push_screen(BrowserScreen(self.session, blink=self.blink))
 
     def action_show_help(self) -> None:
-        from curator.tui.screens.help import HelpScreen
-
-        self.app.push_screen(HelpScreen(self.app.help_sections(), self.session.ws.config.keymap))
+        self.app.push_screen(HelpScreen(help_sections(), self.session.ws.config.keymap))
 
     def action_quit_app(self) -> None:
         if self.busy and self.card is not None:
@@ -423,11 +424,8 @@ class ReviewScreen(Screen[None]):
         self.query_one(StatsBar).show(self.session.stats, self.session.set_name, self.session.reviewer)
 
     def _preview(self, index: int | None) -> None:
-        card = self.card
-        if card is None or index is None or not (0 <= index < len(card.rows)):
-            self.query_one(Preview).show(None)
-            return
-        self.query_one(Preview).show(card.rows[index])
+        rows = self.card.rows if self.card is not None else []
+        self.query_one(Preview).show(rows[index] if index is not None and 0 <= index < len(rows) else None)
 
     def _say(self, text: str, error: bool = False) -> None:
         box = self.query_one("#message", Static)
@@ -452,8 +450,7 @@ class ReviseScreen(ReviewScreen):
         self.post_message(self.CardReady(self.initial, "relabel: k saves, escape goes back"))
 
     def action_keep_card(self) -> None:
-        card = self._ready()
-        if card is None:
+        if (card := self._ready()) is None:
             return
         if problems := card.problems():
             self.app.bell()
@@ -478,7 +475,7 @@ class ReviseScreen(ReviewScreen):
     def action_bin_card(self) -> None:
         self._say("in the browser, retire a case with x there", error=True)
 
-    action_skip_card = action_undo_decision = action_open_browser = action_bin_card  # type: ignore[assignment]
+    action_skip_card = action_undo_decision = action_open_browser = action_bin_card
 
     def action_back(self) -> None:
         self.dismiss(None)

@@ -16,6 +16,7 @@ from textual.binding import Binding
 from textual.content import Content
 from textual.events import MouseScrollDown, MouseScrollUp
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Static
 
 from curator.review import Card, Row
@@ -90,26 +91,13 @@ class PassageList(Static, can_focus=True):
     class Highlighted(Message):
         index: int | None
 
-    def __init__(self, **kwargs) -> None:
-        super().__init__("", **kwargs)
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id)
         self.card: Card | None = None
         self.highlighted: int | None = None
         self._lines: list[list[Content]] = []  # per row, unhighlighted
         self._width = 0
         self.top = 0  # first row drawn
-        # card id -> (card, width, its labels and grades then, its rows' lines), by `prepare`
-        self._prepared: dict[int, tuple[Card, int, tuple[dict, dict], list[list[Content]]]] = {}
-
-    def prepare(self, cards: list[Card]) -> None:
-        """Build the rows of upcoming cards ahead (from the prefetch worker, off the UI
-        thread), so showing one of them only joins its lines."""
-        width = self._width
-        if width:
-            self._prepared = {
-                id(card): (card, width, (dict(card.labels), dict(card.grades)),
-                           [row_lines(r, card, width) for r in card.rows])
-                for card in cards
-            }
 
     def show_card(self, card: Card, keep_index: bool = False) -> None:
         self.card = card
@@ -117,15 +105,12 @@ class PassageList(Static, can_focus=True):
         self.highlighted = min(index or 0, len(card.rows) - 1) if card.rows else None
         if not keep_index:
             self.top = 0
-        ready = self._prepared.get(id(card))
-        fresh = (ready is not None and ready[0] is card and ready[1] == self._width
-                 and ready[2] == (card.labels, card.grades))
-        self._lines = ready[3] if fresh else []  # else _draw builds them
+        self._lines = []  # _draw builds them
         self._draw()
 
     def clear_rows(self) -> None:
         self.card, self.highlighted, self._lines, self.top = None, None, [], 0
-        self.parent.border_subtitle = ""
+        self._show_position("")
         self.update("", layout=False)
 
     def refresh_row(self, card: Card, index: int) -> None:
@@ -158,8 +143,12 @@ class PassageList(Static, can_focus=True):
                 lines[0] = lines[0].stylize("b")
             out.extend(lines)
         self.update(Content("\n").join(out[: self.size.height or None]), layout=False)
-        position = f"{(self.highlighted or 0) + 1}/{len(card.rows)}" if card.rows else ""
-        self.parent.border_subtitle = position  # which row of how many: the list scrolls
+        self._show_position(f"{(self.highlighted or 0) + 1}/{len(card.rows)}" if card.rows else "")
+
+    def _show_position(self, text: str) -> None:
+        """Which row of how many (the list scrolls), on the bottom edge of its box."""
+        if isinstance(self.parent, Widget):
+            self.parent.border_subtitle = text
 
     def on_resize(self) -> None:
         self._draw()

@@ -51,24 +51,16 @@ class PassageText(Widget, can_focus=True):
                 tooltip="Scroll the preview a page up"),
     ]
 
-    def __init__(self, **kwargs) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
         self.text = ""
         self.lines: list[str] = []
         self.top = 0
         self._style = Style()
-        self._prepared: tuple[int, dict[str, list[str]]] = (0, {})
-
-    def prepare(self, texts: list[str]) -> None:
-        """Wrap texts about to be shown (from the prefetch worker, off the UI thread)."""
-        width = self._width()
-        self._prepared = (width, {text: wrap_text(text, width) for text in texts})
 
     def show(self, text: str) -> None:
         self.text, self.top = text, 0
-        width, ready = self._prepared
-        lines = ready.get(text) if width == self._width() else None
-        self.lines = lines if lines is not None else wrap_text(text, self._width())
+        self.lines = wrap_text(text, self._width())
         self.refresh()  # a repaint only: the widget's size does not depend on its text
 
     def _width(self) -> int:
