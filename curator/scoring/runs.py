@@ -28,10 +28,13 @@ from curator.problems import Problem
 if TYPE_CHECKING:
     from curator.workspace import Workspace
 
+_loads: Callable[[str | bytes], Any]
 try:  # orjson parses a big run file 3-4x faster; the stdlib parser is the fallback
-    from orjson import loads as _loads
+    import orjson
+
+    _loads = orjson.loads
 except ImportError:  # pragma: no cover - depends on the environment
-    _loads = json.loads  # type: ignore[assignment]  # both take str or bytes
+    _loads = json.loads
 
 FORMATS = ("jsonl", "trec", "ranx")
 CHUNK = 1 << 20  # bytes decoded and parsed at a time, between progress reports
