@@ -109,6 +109,12 @@ class _Section:
     children: list[_Section] = field(default_factory=list)
 
 
+def _close(section: _Section, end: int) -> None:
+    section.end = end
+    if not section.children:  # a leaf's own text is all of it
+        section.own_end = end
+
+
 @dataclass(slots=True)
 class _Piece:
     first: int  # block range [first, last)
@@ -154,7 +160,7 @@ class _Layout:
             if block.kind != HEADING:
                 continue
             while stack[-1].level >= block.level:
-                stack.pop().end = i
+                _close(stack.pop(), i)
             parent = stack[-1]
             if not parent.children:
                 parent.own_end = i
@@ -163,17 +169,8 @@ class _Layout:
             parent.children.append(section)
             stack.append(section)
         for section in stack:
-            section.end = len(self.blocks)
-        self._close_own(root)
+            _close(section, len(self.blocks))
         return root
-
-    def _close_own(self, root: _Section) -> None:
-        todo = [root]
-        while todo:
-            section = todo.pop()
-            if not section.children:
-                section.own_end = section.end
-            todo.extend(section.children)
 
     def _tokens(self, first: int, last: int) -> int:
         return self.prefix[last] - self.prefix[first]
