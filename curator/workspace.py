@@ -149,9 +149,7 @@ class Workspace(CorpusStorage, SearchStorage, QueueStorage):
     def set_names(self) -> list[str]:
         if not self.datasets_dir.is_dir():
             return []
-        return sorted(
-            p.name for p in self.datasets_dir.iterdir() if (p / "cases.jsonl").is_file()
-        )
+        return sorted(p.name for p in self.datasets_dir.iterdir() if (p / "cases.jsonl").is_file())
 
     def question_set(self, name: str | None = None) -> QuestionSet:
         from curator.questionset import QuestionSet  # questionset imports this module
@@ -190,4 +188,3 @@ def _ensure_lines(path: Path, block: str) -> None:
         if existing and existing[-1] != "":
             fh.write("\n")
         fh.write("\n".join(missing) + "\n")
-

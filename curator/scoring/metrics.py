@@ -52,11 +52,8 @@ def dedupe(ids: Sequence[str], revisions: Sequence[str | None] | None = None) ->
     return keep, dropped
 
 
-
 def relevant_ids(grades: Mapping[str, int], rel_level: int = 1) -> frozenset[str]:
     return frozenset(doc for doc, grade in grades.items() if grade >= rel_level)
-
-
 
 
 def first_rank(ranks: Mapping[str, int], wanted: Iterable[str]) -> int | None:
@@ -65,13 +62,10 @@ def first_rank(ranks: Mapping[str, int], wanted: Iterable[str]) -> int | None:
     return min(found) if found else None
 
 
-
-
 def ideal_dcg(grades: Iterable[int], k: int) -> float:
     """The DCG of the labelled grades sorted descending and cut at k."""
     ordered = sorted((g for g in grades if g > 0), reverse=True)[:k]
     return sum(g * discount(r) for r, g in enumerate(ordered, 1))
-
 
 
 @cache
