@@ -2,7 +2,8 @@
 
 The bundle (`datasets/demo/` in the repository, `curator/_bundled/datasets/demo/` in a
 wheel) holds the corpus, an older revision history, a search log, an example question
-set, the demo's curator.toml and sample retriever runs.
+set, the demo's curator.toml and sample retriever runs. The demo workspace also gets
+mined log queries, generated candidates and two stored runs.
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from curator.corpus import add_paths
+from curator.generate import generate
+from curator.logs import import_logs
 from curator.resources import bundled
+from curator.scoring import score
 from curator.workspace import Workspace
 
 MARKER = ".curator-demo"
@@ -45,54 +49,26 @@ def build_demo(
     target.mkdir(parents=True)
     (target / MARKER).write_text("built by `curator demo`; `curator demo --force` rebuilds it\n")
     say("Copying the demo corpus, logs and question set")
-    shutil.copytree(bundle / "corpus", target / "corpus")
-    shutil.copy2(bundle / "corpus-history.jsonl", target / "corpus-history.jsonl")
-    if (bundle / "logs").is_dir():
-        shutil.copytree(bundle / "logs", target / "logs")
-    if (bundle / "retriever-runs").is_dir():
-        shutil.copytree(bundle / "retriever-runs", target / "retriever-runs")
-    if (bundle / "curator.toml").exists():
-        shutil.copy2(bundle / "curator.toml", target / "curator.toml")
-    if (bundle / "sets").is_dir():
-        shutil.copytree(bundle / "sets", target / "datasets")
+    for name, copy_as in (("corpus", "corpus"), ("corpus-history.jsonl", "corpus-history.jsonl"),
+                          ("logs", "logs"), ("retriever-runs", "retriever-runs"),
+                          ("curator.toml", "curator.toml"), ("sets", "datasets")):
+        if (bundle / name).is_dir():
+            shutil.copytree(bundle / name, target / copy_as)
+        elif (bundle / name).exists():
+            shutil.copy2(bundle / name, target / copy_as)
     ws = Workspace.init(target)
     say("Importing the corpus and its revision history")
     add_paths(ws, [target / "corpus-history.jsonl"])
     add_paths(ws, [target / "corpus"])
-    for step in DEMO_STEPS:
-        step(ws, target, say)
-    return ws
-
-
-# Further steps that fill the demo (mined log queries, generated candidates, stored
-# runs); each is `step(ws, target, say)`.
-DEMO_STEPS: list[Callable[[Workspace, Path, Callable[[str], None]], None]] = []
-
-
-def _demo_generate(ws: Workspace, target: Path, say: Callable[[str], None]) -> None:
-    from curator.generate import generate
-
     say("Generating exact-identifier candidates offline (--backend identifiers)")
     generate(ws, backend="identifiers", passages=40, seed=7)
-
-
-DEMO_STEPS.append(_demo_generate)
-
-
-def _import_demo_logs(ws: Workspace, target: Path, say: Callable[[str], None]) -> None:
-    from curator.logs import import_logs
-
     say("Mining the demo search log")
     import_logs(ws, [target / "logs" / "search.jsonl"])
+    # Two sample runs (BM25, then `dense-v2` with failures of every kind), so `curator
+    # triage` has a run with earlier history out of the box.
+    for name, label in (("bm25.jsonl", "bm25"), ("triage-example.jsonl", "dense-v2")):
+        if (target / "retriever-runs" / name).is_file():
+            say(f"Scoring the sample run {name}")
+            score(ws.existing_set(), target / "retriever-runs" / name, workspace=ws, label=label, write=True)
+    return ws
 
-
-DEMO_STEPS.append(_import_demo_logs)
-
-
-def _demo_triage_runs(ws: Workspace, target: Path, say: Callable[[str], None]) -> None:
-    from curator.triage import demo_runs
-
-    demo_runs(ws, target, say)
-
-
-DEMO_STEPS.append(_demo_triage_runs)

@@ -20,7 +20,7 @@ import sqlite_utils
 
 from curator import __version__
 from curator.config import CONFIG_FILE, DEFAULT_TOML, Config, load_config
-from curator.errors import WorkspaceNotFound
+from curator.errors import CuratorError, WorkspaceNotFound
 from curator.migrations import migrations
 from curator.models import CHUNKER_VERSION
 from curator.storage.corpus import CorpusStorage
@@ -149,9 +149,7 @@ class Workspace(CorpusStorage, SearchStorage, QueueStorage):
     def set_names(self) -> list[str]:
         if not self.datasets_dir.is_dir():
             return []
-        return sorted(
-            p.name for p in self.datasets_dir.iterdir() if (p / "cases.jsonl").is_file()
-        )
+        return sorted(p.name for p in self.datasets_dir.iterdir() if (p / "cases.jsonl").is_file())
 
     def question_set(self, name: str | None = None) -> QuestionSet:
         from curator.questionset import QuestionSet  # questionset imports this module
@@ -160,6 +158,16 @@ class Workspace(CorpusStorage, SearchStorage, QueueStorage):
             self.datasets_dir / (name or self.config.default_set),
             checkpoint_dir=self.state_dir / "checkpoints",
         )
+
+    def existing_set(self, name: str | None = None) -> QuestionSet:
+        """`question_set(name)`, or a CuratorError naming the sets there are."""
+        qs = self.question_set(name)
+        if not qs.exists():
+            raise CuratorError(
+                f"no question set {qs.name!r} in {self.datasets_dir}",
+                f"Sets here: {', '.join(self.set_names()) or 'none yet'}. Pick one with --set NAME.",
+            )
+        return qs
 
     def versions(self) -> dict[str, str]:
         """What produced a change: recorded in every change-log entry."""
@@ -180,4 +188,3 @@ def _ensure_lines(path: Path, block: str) -> None:
         if existing and existing[-1] != "":
             fh.write("\n")
         fh.write("\n".join(missing) + "\n")
-

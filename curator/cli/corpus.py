@@ -28,11 +28,8 @@ def corpus() -> None:
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--history", is_flag=True, help="Also import every past git revision of the files.")
 @click.option("--prefix", default="", help="Put this before every passage id (e.g. 'docs/').")
-@click.option(
-    "--base",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Make ids relative to this folder (default: the folder given, or the file's folder).",
-)
+@click.option("--base", type=click.Path(file_okay=False, path_type=Path),
+              help="Make ids relative to this folder (default: the folder given, or the file's folder).")
 @json_option
 @pass_ws
 def corpus_add(ws: Workspace, paths: tuple[Path, ...], history: bool, prefix: str, base: Path | None, as_json: bool) -> None:
@@ -99,12 +96,8 @@ def corpus_search(ws: Workspace, query: tuple[str, ...], limit: int, as_json: bo
 
     hits = ws.search(" ".join(query), limit=limit)
     if as_json:
-        print_json(
-            [
-                {**h.model_dump(), "snippet": h.snippet.replace(HL_START, "").replace(HL_END, "")}
-                for h in hits
-            ]
-        )
+        print_json([{**h.model_dump(), "snippet": h.snippet.replace(HL_START, "").replace(HL_END, "")}
+                    for h in hits])
         return
     if not hits:
         console.print("No passage matches.")
@@ -116,12 +109,8 @@ def corpus_search(ws: Workspace, query: tuple[str, ...], limit: int, as_json: bo
     table.add_column("score", justify="right")
     for i, hit in enumerate(hits, 1):
         snippet = escape(hit.snippet).replace(HL_START, "[bold yellow]").replace(HL_END, "[/]")
-        table.add_row(
-            str(i),
-            f"[bold]{escape(hit.id)}[/]\n[dim]{escape(' › '.join(hit.heading_path))}\n@{hit.revision[:12]}[/]",
-            snippet,
-            f"{hit.score:.2f}",
-        )
+        where = f"[bold]{escape(hit.id)}[/]\n[dim]{escape(' › '.join(hit.heading_path))}\n@{hit.revision[:12]}[/]"
+        table.add_row(str(i), where, snippet, f"{hit.score:.2f}")
     console.print(table)
 
 

@@ -66,7 +66,7 @@ def score(ws: Workspace, run: str | None, set_name: str | None, k: int | None, l
         curator score --rescore latest        # after triage added labels
     """
     from curator.errors import CuratorError
-    from curator.scoring import score_run
+    from curator.scoring import score
     from curator.scoring.gates import parse_gate_flag
 
     if (run is None) == (rescore_ref is None):
@@ -81,9 +81,9 @@ def score(ws: Workspace, run: str | None, set_name: str | None, k: int | None, l
         result = rescore(ws, rescore_ref, write=not no_write)
     else:
         with _progress_bar(run, enabled=err_console.is_terminal and not as_json) as progress:
-            result = score_run(ws, run, set_name=set_name, fmt=fmt, k=k, rel_level=rel_level,
-                               negative_threshold=negative_threshold, gates=gates, label=label,
-                               write=not no_write, progress=progress)
+            result = score(ws.existing_set(set_name), run, fmt=fmt, k=k, rel_level=rel_level,
+                           negative_threshold=negative_threshold, gates=gates, workspace=ws, label=label,
+                           write=not no_write, progress=progress)
     art = result.artefact
     if as_json:
         summary = {key: art[key] for key in ("metrics", "latency_ms", "gates", "passed", "missing",
@@ -367,11 +367,9 @@ def baseline(ws: Workspace, set_name: str | None, out: str, limit: int) -> None:
     Example:
         curator baseline && curator score retriever-runs/bm25.jsonl --name bm25
     """
-    from curator.errors import CuratorError
     from curator.scoring.runs import write_bm25_run
 
-    if not ws.question_set(set_name).exists():
-        raise CuratorError(f"no question set {set_name or ws.config.default_set!r} in {ws.datasets_dir}")
+    ws.existing_set(set_name)
     path = Path(out) if Path(out).is_absolute() else Path.cwd() / out
     count = write_bm25_run(ws, set_name, path, limit)
     console.print(f"wrote {count} queries to {escape(rel(path, ws.root))}")

@@ -158,9 +158,7 @@ def scan_markdown(body: str) -> list[Block]:
             atx = _ATX_RE.match(stripped)
             if atx:
                 raw = _ATX_CLOSE_RE.sub("", atx.group(2) or "")
-                blocks.add(
-                    start, offsets[i + 1], HEADING, **_markdown_heading(len(atx.group(1)), raw)
-                )
+                blocks.add(start, offsets[i + 1], HEADING, **_markdown_heading(len(atx.group(1)), raw))
                 para, i = None, i + 1
                 continue
             setext = _SETEXT_RE.match(stripped)
@@ -240,9 +238,7 @@ def scan_rst(body: str) -> list[Block]:
     def heading(first: int, last: int, char: str, overlined: bool, title: str) -> None:
         level = styles.setdefault((char, overlined), len(styles) + 1)
         text = plain(_strip_rst(title))
-        blocks.add(
-            offsets[first], offsets[last], HEADING, level=level, title=text, slug=slugify(text)
-        )
+        blocks.add(offsets[first], offsets[last], HEADING, level=level, title=text, slug=slugify(text))
 
     while i < n:
         s = stripped[i]
@@ -315,4 +311,3 @@ def scan_text(body: str) -> list[Block]:
         else:
             para.end = offsets[i + 1]
     return blocks.finish(body)
-

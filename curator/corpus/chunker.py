@@ -33,27 +33,11 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
-from curator.corpus.blocks import (
-    HEADING,
-    Block,
-    count_tokens,
-    plain,
-    scan_markdown,
-    scan_rst,
-    scan_text,
-)
+from curator.corpus.blocks import HEADING, Block, plain, scan_markdown, scan_rst, scan_text
 from curator.corpus.frontmatter import split_front_matter
 from curator.corpus.html import html_to_markdown
-from curator.models import CHUNKER_VERSION
 
-__all__ = [
-    "CHUNKER_VERSION",
-    "Chunk",
-    "ParsedDocument",
-    "chunk_document",
-    "count_tokens",
-    "detect_format",
-]
+__all__ = ["Chunk", "ParsedDocument", "chunk_document", "detect_format"]
 
 FORMATS = ("markdown", "rst", "html", "text")
 
@@ -109,6 +93,12 @@ class _Section:
     children: list[_Section] = field(default_factory=list)
 
 
+def _close(section: _Section, end: int) -> None:
+    section.end = end
+    if not section.children:  # a leaf's own text is all of it
+        section.own_end = end
+
+
 @dataclass(slots=True)
 class _Piece:
     first: int  # block range [first, last)
@@ -154,7 +144,7 @@ class _Layout:
             if block.kind != HEADING:
                 continue
             while stack[-1].level >= block.level:
-                stack.pop().end = i
+                _close(stack.pop(), i)
             parent = stack[-1]
             if not parent.children:
                 parent.own_end = i
@@ -163,17 +153,8 @@ class _Layout:
             parent.children.append(section)
             stack.append(section)
         for section in stack:
-            section.end = len(self.blocks)
-        self._close_own(root)
+            _close(section, len(self.blocks))
         return root
-
-    def _close_own(self, root: _Section) -> None:
-        todo = [root]
-        while todo:
-            section = todo.pop()
-            if not section.children:
-                section.own_end = section.end
-            todo.extend(section.children)
 
     def _tokens(self, first: int, last: int) -> int:
         return self.prefix[last] - self.prefix[first]
@@ -185,11 +166,7 @@ class _Layout:
         if root.own_end > 0:  # text before the first heading
             intro = self._tokens(0, root.own_end)
             first = rest[0] if rest else None
-            if (
-                first
-                and intro < self.min
-                and intro + self._tokens(first.start, first.end) <= self.max
-            ):
+            if first and intro < self.min and intro + self._tokens(first.start, first.end) <= self.max:
                 self._place(first, 0, intro)
                 rest = rest[1:]
             else:
@@ -261,11 +238,7 @@ class _Layout:
         chunks = []
         for piece in self.pieces:
             section = piece.section
-            slug = (
-                section.slug
-                if piece.part == 1
-                else self._claim(f"{section.slug}-part-{piece.part}")
-            )
+            slug = section.slug if piece.part == 1 else self._claim(f"{section.slug}-part-{piece.part}")
             start = self.blocks[piece.first].start
             end = self.blocks[piece.last - 1].end
             chunks.append(
@@ -284,9 +257,7 @@ class _Layout:
 # --------------------------------------------------------------------------- entry point
 
 
-def chunk_document(
-    text: str, fmt: str, *, min_tokens: int = 200, max_tokens: int = 900
-) -> ParsedDocument:
+def chunk_document(text: str, fmt: str, *, min_tokens: int = 200, max_tokens: int = 900) -> ParsedDocument:
     """Parse ``text`` in format ``fmt`` (see :func:`detect_format`) into heading-aware chunks
     that tile the body exactly (``chunk.text == body[chunk.start:chunk.end]``)."""
     if fmt not in FORMATS:
@@ -312,10 +283,7 @@ def chunk_document(
     h1 = next((b.title for b in blocks if b.kind == HEADING and b.level == 1), None)
     title = _metadata_title(metadata) or h1 or fallback_title
     return ParsedDocument(
-        title=title,
-        metadata=metadata,
-        body=body,
-        chunks=_Layout(body, blocks, min_tokens, max_tokens).run(),
+        title=title, metadata=metadata, body=body, chunks=_Layout(body, blocks, min_tokens, max_tokens).run()
     )
 
 
@@ -324,4 +292,3 @@ def _metadata_title(metadata: dict[str, Any]) -> str | None:
     if isinstance(title, bool) or not isinstance(title, str | int | float):
         return None
     return plain(str(title)) or None
-

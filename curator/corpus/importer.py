@@ -51,16 +51,8 @@ def add_paths(
     return report
 
 
-def _docs_for(
-    ws: Workspace,
-    path: Path,
-    report: ImportReport,
-    *,
-    history: bool,
-    base: Path | None,
-    prefix: str,
-    progress: Progress | None,
-) -> Iterator[DocRevision]:
+def _docs_for(ws: Workspace, path: Path, report: ImportReport, *, history: bool, base: Path | None, prefix: str,
+              progress: Progress | None) -> Iterator[DocRevision]:
     name = path.name.lower()
     if path.is_file() and (name.endswith(".jsonl") or name.endswith(".jsonl.gz")):
         kind = sniff_jsonl(path)
@@ -189,11 +181,8 @@ def _passages_jsonl(path: Path, report: ImportReport, kind: str, prefix: str) ->
             url=record.get("url"),
             title=title,
             format="passage",
-            passages=[
-                PassageRecord(
-                    id=pid, text=text, heading_path=[title] if title else [], tokens=len(text.split()), title=title
-                )
-            ],
+            passages=[PassageRecord(id=pid, text=text, heading_path=[title] if title else [],
+                                    tokens=len(text.split()), title=title)],
         )
 
 
@@ -201,9 +190,7 @@ def _document(
     ws: Workspace, doc_id: str, text: str, revision: str, committed_at: str | None, *, path: str, url: str | None = None
 ) -> DocRevision | None:
     fmt = detect_format(path)
-    parsed = chunk_document(
-        text, fmt, min_tokens=ws.config.corpus.min_tokens, max_tokens=ws.config.corpus.max_tokens
-    )
+    parsed = chunk_document(text, fmt, min_tokens=ws.config.corpus.min_tokens, max_tokens=ws.config.corpus.max_tokens)
     if not parsed.chunks:
         return None
     url = url or parsed.metadata.get("url") or parsed.metadata.get("source_url")

@@ -4,8 +4,8 @@
     >>> result = curator.score(cases, {"dhl-cutoff": ["carriers/dhl.md#cutoff-times", ...]}, k=5)
     >>> result.overall["success@5"], result.passed
 
-`score()` works in-process on cases and rankings; `score_run()` is what `curator score`
-does: read the run file, score the workspace's set, check gates and store the artefact.
+`score()` works in-process on cases and rankings; with `workspace=` and `write=True` it is
+what `curator score` does: read the run file, score the set, check gates, store the artefact.
 Definitions and choices: docs/scoring.md.
 """
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 # progress(stage, done, total): stage "read" counts bytes, "score" counts questions.
 Progress = Callable[[str, int, int], None]
 
-__all__ = ["ScoreResult", "score", "score_run"]
+__all__ = ["ScoreResult", "score"]
 
 
 @dataclass
@@ -208,27 +208,3 @@ def score(
     path = write_artefact(workspace.runs_dir, artefact) if write and workspace is not None else None
     return ScoreResult(artefact, path)
 
-
-def score_run(
-    ws: Workspace,
-    run_path: str | Path,
-    *,
-    set_name: str | None = None,
-    fmt: str | None = None,
-    k: int | None = None,
-    rel_level: int | None = None,
-    negative_threshold: float | None = None,
-    gates: list[Gate] | None = None,
-    label: str | None = None,
-    write: bool = True,
-    progress: Progress | None = None,
-) -> ScoreResult:
-    """What `curator score` does: read the run file, score the set, store the artefact."""
-    qs = ws.question_set(set_name)
-    if not qs.exists():
-        raise CuratorError(
-            f"no question set {qs.name!r} in {ws.datasets_dir}",
-            f"Sets here: {', '.join(ws.set_names()) or 'none yet'}. Pick one with --set NAME.",
-        )
-    return score(qs, run_path, fmt=fmt, k=k, rel_level=rel_level, negative_threshold=negative_threshold,
-                 gates=gates, workspace=ws, label=label, write=write, progress=progress)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from curator.errors import InputError
+from curator.scoring.runs import loads
 
 SCHEMA = "curator.run/1"
 _LABEL_RE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -42,14 +43,6 @@ def _dumps(artefact: dict[str, Any]) -> bytes:
     except ImportError:
         return dumps_stdlib(artefact)
     return orjson.dumps(artefact, default=str, option=orjson.OPT_APPEND_NEWLINE)
-
-
-def _loads(data: bytes) -> Any:
-    try:  # optional: orjson reads one about 4x faster
-        import orjson
-    except ImportError:
-        return json.loads(data)
-    return orjson.loads(data)
 
 
 def dumps_stdlib(artefact: dict[str, Any]) -> bytes:
@@ -90,7 +83,7 @@ def write_artefact(runs_dir: Path, artefact: dict[str, Any]) -> Path:
 def read_artefact(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     try:
-        data = _loads(path.read_bytes())
+        data = loads(path.read_bytes())
     except FileNotFoundError:
         raise InputError(str(path), "no such run artefact") from None
     except (ValueError, UnicodeDecodeError) as exc:

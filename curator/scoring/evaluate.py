@@ -143,7 +143,7 @@ def score_question(
         out["failure"] = "missing"
         out["ranks"] = dict.fromkeys(spec.grades)
         if not spec.negative:
-            out["metrics"] = _zero_metrics(ks)
+            out["metrics"] = dict.fromkeys((name for k in ks for name in m.metric_names(k)), 0.0)
             out["first_relevant_rank"] = None
             if spec.max_rank is not None:
                 out["max_rank_pass"] = False
@@ -204,10 +204,6 @@ def score_question(
             failure = "below_max_rank"
     out["failure"] = failure
     return out
-
-
-def _zero_metrics(ks: Sequence[int]) -> dict[str, float]:
-    return dict.fromkeys((name for k in ks for name in m.metric_names(k)), 0.0)
 
 
 def _top(spec: CaseSpec, ids: list[str], scores: Sequence[float | None], revisions: list[str | None] | None,

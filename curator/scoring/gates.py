@@ -71,35 +71,28 @@ def evaluate_gates(gates: list[Gate], metrics: dict[str, Any], latency: dict[str
             for name in names:
                 block = metrics["overall"] if name == "overall" else metrics["slices"].get(name)
                 value = None if block is None else block.get(gate.metric)
-                verdict = {
-                    "gate": f"{gate.metric} >= {gate.min:g}",
-                    "metric": gate.metric,
-                    "slice": name,
-                    "min": gate.min,
-                    "value": value,
-                    "passed": value is not None and value >= gate.min - 1e-12,
-                }
-                if value is None:
-                    verdict["note"] = "no cases" if block is None else "metric not defined for this slice"
-                else:
-                    verdict["delta"] = value - gate.min
-                verdicts.append(verdict)
+                verdict = {"gate": f"{gate.metric} >= {gate.min:g}", "metric": gate.metric, "slice": name,
+                           "min": gate.min, "value": value}
+                note = "no cases" if block is None else "metric not defined for this slice"
+                verdicts.append(_settle(verdict, None if value is None else value - gate.min, note))
         if gate.max_p95_latency_ms is not None:
             p95 = latency.get("p95")
-            verdict = {
-                "gate": f"p95 latency <= {gate.max_p95_latency_ms:g} ms",
-                "metric": "p95_latency_ms",
-                "slice": "overall",
-                "max": gate.max_p95_latency_ms,
-                "value": p95,
-                "passed": p95 is not None and p95 <= gate.max_p95_latency_ms,
-            }
-            if p95 is None:
-                verdict["note"] = "the run records no latency_ms"
-            else:
-                verdict["delta"] = gate.max_p95_latency_ms - p95
-            verdicts.append(verdict)
+            verdict = {"gate": f"p95 latency <= {gate.max_p95_latency_ms:g} ms", "metric": "p95_latency_ms",
+                       "slice": "overall", "max": gate.max_p95_latency_ms, "value": p95}
+            delta = None if p95 is None else gate.max_p95_latency_ms - p95
+            verdicts.append(_settle(verdict, delta, "the run records no latency_ms"))
     return verdicts
+
+
+def _settle(verdict: dict[str, Any], delta: float | None, note: str) -> dict[str, Any]:
+    """`passed` and `delta` (how far inside the bound, negative when outside), or `note`
+    when there is no value to check."""
+    verdict["passed"] = delta is not None and delta >= -1e-12
+    if delta is None:
+        verdict["note"] = note
+    else:
+        verdict["delta"] = delta
+    return verdict
 
 
 def describe(verdict: dict[str, Any]) -> str:

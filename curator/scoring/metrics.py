@@ -1,6 +1,6 @@
 """Ranking metrics as pure functions, defined as trec_eval defines them.
 
-Every function takes `ranks`: the 1-based rank of each labelled passage found in the
+The metrics take `ranks`: the 1-based rank of each labelled passage found in the
 ranked list (first occurrence; passages that were not returned are absent), so a query
 costs a dict lookup per result and the metrics only look at a handful of labelled ids.
 
@@ -52,27 +52,8 @@ def dedupe(ids: Sequence[str], revisions: Sequence[str | None] | None = None) ->
     return keep, dropped
 
 
-def label_ranks(ids: Iterable[str], labelled: Collection[str]) -> dict[str, int]:
-    """1-based rank of the first occurrence of each labelled id in `ids`."""
-    ranks: dict[str, int] = {}
-    for rank, doc in enumerate(ids, 1):
-        if doc in labelled and doc not in ranks:
-            ranks[doc] = rank
-    return ranks
-
-
 def relevant_ids(grades: Mapping[str, int], rel_level: int = 1) -> frozenset[str]:
     return frozenset(doc for doc, grade in grades.items() if grade >= rel_level)
-
-
-def recall_at(ranks: Mapping[str, int], relevant: Collection[str], k: int) -> float:
-    if not relevant:
-        return 0.0
-    return sum(1 for doc in relevant if ranks.get(doc, k + 1) <= k) / len(relevant)
-
-
-def precision_at(ranks: Mapping[str, int], relevant: Collection[str], k: int) -> float:
-    return sum(1 for doc in relevant if ranks.get(doc, k + 1) <= k) / k
 
 
 def first_rank(ranks: Mapping[str, int], wanted: Iterable[str]) -> int | None:
@@ -81,32 +62,10 @@ def first_rank(ranks: Mapping[str, int], wanted: Iterable[str]) -> int | None:
     return min(found) if found else None
 
 
-def reciprocal_rank_at(ranks: Mapping[str, int], relevant: Collection[str], k: int) -> float:
-    rank = first_rank(ranks, relevant)
-    return 1.0 / rank if rank is not None and rank <= k else 0.0
-
-
-def success_at(
-    ranks: Mapping[str, int], relevant: Collection[str], k: int, require: Collection[str] | None = None
-) -> float:
-    """1.0 if any relevant passage is in the top k; with `require`, every one of those must be."""
-    if require:
-        return 1.0 if all(ranks.get(doc, k + 1) <= k for doc in require) else 0.0
-    return 1.0 if any(ranks.get(doc, k + 1) <= k for doc in relevant) else 0.0
-
-
 def ideal_dcg(grades: Iterable[int], k: int) -> float:
     """The DCG of the labelled grades sorted descending and cut at k."""
     ordered = sorted((g for g in grades if g > 0), reverse=True)[:k]
     return sum(g * discount(r) for r, g in enumerate(ordered, 1))
-
-
-def ndcg_at(ranks: Mapping[str, int], grades: Mapping[str, int], k: int, ideal: float | None = None) -> float:
-    best = ideal_dcg(grades.values(), k) if ideal is None else ideal
-    if best <= 0:
-        return 0.0
-    dcg = sum(g * discount(ranks[d]) for d, g in grades.items() if g > 0 and ranks.get(d, k + 1) <= k)
-    return dcg / best
 
 
 @cache
@@ -122,8 +81,8 @@ def metrics_at(
     require: Collection[str] | None = None,
     ideal: Mapping[int, float] | None = None,
 ) -> dict[str, float]:
-    """success, recall, precision, mrr and ndcg at every k in one pass: the same numbers as
-    the functions above (a test holds them equal), computed from the sorted relevant ranks."""
+    """success, recall, precision, mrr and ndcg at every k in one pass, from the sorted
+    relevant ranks (a test holds them equal to the metrics computed one at a time)."""
     found = sorted(ranks[d] for d in relevant if d in ranks)
     # each returned graded passage's rank and discounted gain, summed in ndcg_at's order
     gains = [(r, g * discount(r)) for d, g in grades.items() if g > 0 and (r := ranks.get(d)) is not None]

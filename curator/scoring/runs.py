@@ -28,13 +28,13 @@ from curator.problems import Problem
 if TYPE_CHECKING:
     from curator.workspace import Workspace
 
-_loads: Callable[[str | bytes], Any]
-try:  # orjson parses a big run file 3-4x faster; the stdlib parser is the fallback
+loads: Callable[[str | bytes], Any]
+try:  # orjson parses a run file or an artefact 3-4x faster; the stdlib parser is the fallback
     import orjson
 
-    _loads = orjson.loads
+    loads = orjson.loads
 except ImportError:  # pragma: no cover - depends on the environment
-    _loads = json.loads
+    loads = json.loads
 
 FORMATS = ("jsonl", "trec", "ranx")
 CHUNK = 1 << 20  # bytes decoded and parsed at a time, between progress reports
@@ -117,7 +117,7 @@ def detect_format(data: bytes) -> str:
     end = data.find(b"\n")
     first = data if end < 0 else data[:end]  # slicing, not splitting: no copy of the rest
     try:
-        obj = _loads(first)
+        obj = loads(first)
     except ValueError:
         return "ranx"  # a JSON document spread over several lines
     if isinstance(obj, dict) and "query_id" in obj:
@@ -135,7 +135,7 @@ def _jsonl_lines(run: RunData, text: str, first_line: int) -> None:
         if not line.strip():
             continue
         try:
-            obj = _loads(line)
+            obj = loads(line)
         except ValueError as exc:
             _problem(run, number, f"not valid JSON ({exc}); expected one query object per line")
             continue
@@ -236,7 +236,7 @@ def _bad_trec_line(run: RunData, line: str, number: int) -> None:
 
 def _read_ranx(text: str, run: RunData) -> None:
     try:
-        obj = _loads(text)
+        obj = loads(text)
     except ValueError as exc:
         raise InputError(run.path, f"not valid JSON ({exc}); expected {{query_id: {{doc_id: score}}}}") from None
     if not isinstance(obj, dict):
@@ -255,13 +255,11 @@ def _read_ranx(text: str, run: RunData) -> None:
         run.queries[qid] = _trec_ranked(ids, scores)
 
 
-def coerce_run(ranked: RunData | str | Path | Mapping[str, Any]) -> RunData:
-    """Accept what Python callers have: a path, a RunData, or a mapping of query_id to
-    a list of ids, of (id, score) pairs, of {id, score, revision} dicts, or to {id: score}."""
+def coerce_run(ranked: RunData | Mapping[str, Any]) -> RunData:
+    """Accept what Python callers have: a RunData, or a mapping of query_id to a list of
+    ids, of (id, score) pairs, of {id, score, revision} dicts, or to {id: score}."""
     if isinstance(ranked, RunData):
         return ranked
-    if isinstance(ranked, str | Path):
-        return read_run(ranked)
     if not isinstance(ranked, Mapping):
         raise TypeError("ranked must be a path, a RunData or a mapping of query_id to results")
     run = RunData({})

@@ -40,7 +40,6 @@ class CorpusStats:
     revisions: int  # document revisions imported
 
 
-
 class CorpusStorage(Storage):
     def import_documents(self, docs: Iterable[DocRevision]) -> ImportReport:
         """Store document revisions. The newest revision of a document is current; older
@@ -137,20 +136,11 @@ class CorpusStorage(Storage):
                 "SELECT 'delete', rowid, heading, text FROM passages WHERE doc_id = ? AND is_current = 1",
                 [doc_id],
             )
-            self.db.execute(
-                "UPDATE passages SET is_current = 0 WHERE doc_id = ? AND is_current = 1", [doc_id]
-            )
+            self.db.execute("UPDATE passages SET is_current = 0 WHERE doc_id = ? AND is_current = 1", [doc_id])
 
     def _update_corpus_version(self) -> None:
-        digest = sha256_hex(
-            "\n".join(
-                f"{row[0]}@{row[1]}"
-                for row in self.db.execute(
-                    "SELECT id, current_revision FROM documents ORDER BY id"
-                )
-            )
-        )[:12]
-        self.set_meta("corpus_version", digest)
+        rows = self.db.execute("SELECT id, current_revision FROM documents ORDER BY id")
+        self.set_meta("corpus_version", sha256_hex("\n".join(f"{doc}@{rev}" for doc, rev in rows))[:12])
 
     def corpus_stats(self) -> CorpusStats:
         row = self.db.execute(

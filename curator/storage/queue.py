@@ -84,10 +84,7 @@ class QueueStorage(Storage):
     def candidate_counts(self, by: str = "state") -> dict[str, int]:
         """How many candidates per `state` (or per `source_kind`)."""
         column = {"state": "state", "source_kind": "source_kind"}[by]
-        return {
-            r[0]: r[1]
-            for r in self.db.execute(f"SELECT {column}, count(*) FROM candidates GROUP BY {column}")
-        }
+        return dict(self.db.execute(f"SELECT {column}, count(*) FROM candidates GROUP BY {column}").fetchall())
 
     def lease_next(
         self,
@@ -158,16 +155,8 @@ class QueueStorage(Storage):
                     "WHERE id = ?",
                     [state, at, query_id, set_name, candidate_id],
                 )
-        return Decision(
-            id=cur.lastrowid,
-            candidate_id=candidate_id,
-            action=action,
-            reviewer=reviewer,
-            at=at,
-            set_name=set_name,
-            query_id=query_id,
-            detail=detail or {},
-        )
+        return Decision(id=cur.lastrowid, candidate_id=candidate_id, action=action, reviewer=reviewer, at=at,
+                        set_name=set_name, query_id=query_id, detail=detail or {})
 
     def decisions(self, candidate_id: int | None = None) -> list[Decision]:
         sql, args = "SELECT * FROM decisions", []
@@ -240,7 +229,6 @@ def _candidate_filter(
         where.append("suggested_slice = ?")
         args.append(slice)
     return " AND ".join(where), args
-
 
 
 def _candidate(row: dict[str, Any]) -> Candidate:

@@ -19,10 +19,10 @@ each cause does to a case), `items` (a run's failures as cards), `session`
 
 from curator.triage.causes import ACTION_OF, CAUSES
 from curator.triage.items import Result, TriageItem, failures, load_artefact
-from curator.triage.rescore import demo_runs, rescore
+from curator.triage.rescore import rescore
 from curator.triage.session import TriageSession
 from curator.triage.store import Decision, decisions
 from curator.triage.summary import summary
 
-__all__ = ["ACTION_OF", "CAUSES", "Decision", "Result", "TriageItem", "TriageSession", "decisions", "demo_runs",
+__all__ = ["ACTION_OF", "CAUSES", "Decision", "Result", "TriageItem", "TriageSession", "decisions",
            "failures", "load_artefact", "rescore", "summary"]

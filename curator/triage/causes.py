@@ -25,14 +25,8 @@ CAUSES: dict[str, str] = {
     "ranking_tie": "ranking tie",
     "retrieval_miss": "retrieval miss",
 }
-ACTION_OF = {
-    "bad_label": "relabel",
-    "stale_metadata": "repin",
-    "missing_chunk": "regression",
-    "synonym_gap": "regression",
-    "ranking_tie": "regression",
-    "retrieval_miss": "regression",
-}
+# Cause -> what it does to the case: every cause but these two tags it `regression`.
+ACTION_OF = {cause: {"bad_label": "relabel", "stale_metadata": "repin"}.get(cause, "regression") for cause in CAUSES}
 REGRESSION_TAG = "regression"
 
 

@@ -9,13 +9,12 @@ retrieved.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curator._process import paused_gc
 from curator.errors import InputError
-from curator.scoring import ScoreResult, score, score_run
+from curator.scoring import ScoreResult, score
 from curator.scoring.artefact import write_artefact
 from curator.scoring.runs import FORMATS, Ranked, RunData, read_run
 from curator.triage.items import load_artefact, run_name, set_of
@@ -104,12 +103,3 @@ def rescore(ws: Workspace, artefact: dict[str, Any] | str | Path | None = None, 
     path = write_artefact(ws.runs_dir, art) if write else None
     return ScoreResult(art, path)
 
-
-def demo_runs(ws: Workspace, target: Path, say: Callable[[str], None]) -> None:
-    """Demo step: score the sample runs (BM25, then a `dense-v2` run with failures of every
-    kind) so `curator triage` has a run with earlier history out of the box."""
-    runs = target / "retriever-runs"
-    for name, label in (("bm25.jsonl", "bm25"), ("triage-example.jsonl", "dense-v2")):
-        if (runs / name).is_file():
-            say(f"Scoring the sample run {name}")
-            score_run(ws, runs / name, label=label)

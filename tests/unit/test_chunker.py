@@ -10,13 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from curator.corpus.chunker import (
-    Chunk,
-    ParsedDocument,
-    chunk_document,
-    count_tokens,
-    detect_format,
-)
+from curator.corpus.blocks import count_tokens
+from curator.corpus.chunker import Chunk, ParsedDocument, chunk_document, detect_format
 from curator.text import slugify
 
 
