@@ -13,6 +13,7 @@ Every task ends with candidates, rejections, or a recorded failure (`generation_
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import secrets
 import time
@@ -27,6 +28,7 @@ from pydantic import ValidationError
 
 from curator.config import GenerateConfig
 from curator.errors import CuratorError
+from curator.generate import batch, store
 from curator.generate import identifiers as idents
 from curator.generate import slices as sl
 from curator.generate.candidates import checked_candidate
@@ -39,20 +41,14 @@ from curator.generate.client import (
     Prices,
     Redactor,
 )
-from curator.generate.prompts import (
-    PromptTemplate,
-    load_templates,
-)
+from curator.generate.prompts import PromptTemplate, load_templates
 from curator.generate.store import GenerationCache, record_task, store_prompt
 from curator.generate.tasks import Task, TaskMaker, corpus_topics
-from curator.models import CandidateIn, Passage, validation_problems
+from curator.models import CandidateIn, Passage, utcnow, validation_problems
 from curator.text import normalize_query
 
 if TYPE_CHECKING:
     from curator.workspace import Workspace
-
-SINGLE_INPUTS = ("passage", "revisions")
-
 
 # Options that default to the workspace's `[generate]` section: GenerateOptions has a
 # field of the same name for each.
@@ -86,7 +82,7 @@ class GenerateOptions:
     negative_max_coverage: float | None = None
     duplicate_similarity: float | None = None
     only: list[str] | None = None  # restrict selection to these passage ids
-    progress: Callable[[int, int], None] | None = None
+    progress: Callable[[int, int], None] = lambda done, total: None
 
 
 @dataclass
@@ -181,6 +177,12 @@ class Generator:
         self.known_norms: set[str] = set()
         self._topics: str | None = None
 
+    def maker(self) -> TaskMaker:
+        """Renders this run's tasks (a batch resume sets the model and parameters first)."""
+        if self._topics is None:
+            self._topics = corpus_topics(self.ws)
+        return TaskMaker(self.ws, self.model, self.params, self._topics)
+
     # ---- the run ---------------------------------------------------------------------
 
     def run(self) -> GenerateSummary:
@@ -189,9 +191,7 @@ class Generator:
             if self.opts.resume_batch:
                 self._load_prompts()
                 self._load_existing()
-                from curator.generate.batch import resume
-
-                resume(self, self.opts.resume_batch)
+                self._resume_batch(self.opts.resume_batch)
             elif self.opts.backend == "identifiers":
                 self._load_existing()
                 self._run_identifiers()
@@ -245,13 +245,11 @@ class Generator:
                 self.summary.tasks_cached += 1
                 self._ingest(task, output, status="cached")
                 done += 1
-                self._progress(done, len(tasks))
+                self.opts.progress(done, len(tasks))
         if not todo:
             return
         if self.opts.batch:
-            from curator.generate.batch import submit
-
-            submit(self, todo)
+            self._submit_batch(todo)
             return
         asyncio.run(self._send(todo, done, len(tasks)))
 
@@ -284,32 +282,12 @@ class Generator:
         loop = asyncio.get_running_loop()
 
         def finish(task: Task, result: CallResult) -> None:
-            if result.ok and result.output is not None:
-                output = result.output.model_dump()
-                self.cache.put(
-                    task.key,
-                    model=self.model,
-                    prompt_hash=task.prompt_hash,
-                    fingerprints=task.fingerprints,
-                    params=self.params,
-                    output=output,
-                    prompt_tokens=result.prompt_tokens,
-                    completion_tokens=result.completion_tokens,
-                )
-                self._ingest(task, output, status="ok")
-            elif result.outcome == "budget":
-                self.summary.tasks_not_run += 1
-                self._record_task(task, "not_run", error=result.error)
-            else:
-                self.fail(task, result.error or result.outcome)
+            self._finish(task, result)
             counter[0] += 1
-            self._progress(counter[0], total)
+            self.opts.progress(counter[0], total)
 
         async def one(task: Task) -> None:
-            result = await client.run(task.spec(), replies.get(task.key))
-            self.summary.calls += result.calls
-            self.summary.prompt_tokens += result.prompt_tokens
-            self.summary.completion_tokens += result.completion_tokens
+            result = await client.run(task, replies.get(task.key))
             await loop.run_in_executor(ingester, finish, task, result)
 
         try:
@@ -317,8 +295,110 @@ class Generator:
         finally:
             ingester.shutdown(wait=True)
             await client.close()
-        self.summary.cost = budget.cost
         self.summary.stopped = budget.stopped
+
+    def _finish(self, task: Task, result: CallResult) -> None:
+        """A live or batch call's result: cached and ingested, not run, or failed."""
+        self._count(result)
+        if result.ok and result.output is not None:
+            output = result.output.model_dump()
+            self.cache.put(
+                task.key,
+                model=self.model,
+                prompt_hash=task.prompt_hash,
+                fingerprints=task.fingerprints,
+                params=self.params,
+                output=output,
+                prompt_tokens=result.prompt_tokens,
+                completion_tokens=result.completion_tokens,
+            )
+            self._ingest(task, output, status="ok")
+        elif result.outcome == "budget":
+            self.summary.tasks_not_run += 1
+            self._record_task(task, "not_run", error=result.error)
+        else:
+            self.fail(task, result.error or result.outcome)
+
+    def _count(self, result: CallResult) -> None:
+        self.summary.calls += result.calls
+        self.summary.prompt_tokens += result.prompt_tokens
+        self.summary.completion_tokens += result.completion_tokens
+        self.summary.cost += result.cost
+
+    # ---- the Batch API -------------------------------------------------------------------
+
+    def _submit_batch(self, todo: list[Task]) -> None:
+        settings = {"temperature": self.params["temperature"], "slices": self.slices}
+        batch_id = batch.submit(self.ws, self._client_options(), self.run_id, todo, settings, self.redact)
+        self.summary.batch_id, self.summary.batch_status = batch_id, "submitted"
+        if self.opts.wait:
+            self._resume_batch(batch_id)
+        else:
+            self.summary.tasks_not_run += len(todo)
+            self.summary.stopped = f"batch {batch_id} submitted; collect it with --resume-batch {batch_id}"
+
+    def _resume_batch(self, batch_id: str) -> None:
+        """Poll a stored batch until it finishes, then ingest its results once; the replies
+        that failed validation get one live repair call each, as a live run would have."""
+        row = store.batch(self.ws, batch_id)
+        if row is None:
+            raise CuratorError(
+                f"no batch {batch_id!r} in this workspace",
+                "`curator generate --list-batches` lists the batches it submitted.",
+            )
+        self.summary.batch_id = batch_id
+        if row["ingested_at"]:
+            self.summary.batch_status = "already ingested"
+            return
+        self.model = self.summary.model = row["model"]
+        stored = json.loads(row["options"] or "{}")
+        self.params = {"temperature": stored.get("temperature", self.params["temperature"])}
+        options = self._client_options()
+        status, out, err = batch.poll(self.ws, options, batch_id, wait=self.opts.wait,
+                                      interval=self.settings.poll_interval, redact=self.redact)
+        self.summary.batch_status = status
+        specs: dict[str, dict[str, Any]] = json.loads(row["tasks"])
+        if status in batch.OPEN:
+            self.summary.tasks_not_run += len(specs)
+            self.summary.stopped = f"batch {batch_id} is {status}; run --resume-batch {batch_id} later"
+            return
+        records, unreadable = batch.results(batch_id, specs, out, err)
+        self.summary.failures += [Failure("batch", [where], "not a JSON result line") for where in unreadable]
+        self.summary.tasks = len(specs)
+        log = CallLog(self.ws, self.run_id, self.redact)
+        invalid: list[tuple[Task, str]] = []
+        for custom_id, spec in specs.items():
+            task = self._rebuild(spec) if custom_id in records else None
+            if task is None or task.key != custom_id:
+                self.summary.tasks_failed += 1
+                error = (f"no result in batch {batch_id}" if custom_id not in records else
+                         "the passage or prompt changed since the batch was submitted; run again")
+                self.summary.failures.append(Failure("batch", [",".join(p[0] for p in spec["passages"])], error))
+                continue
+            result, reply = batch.call_result(records[custom_id], task, log, options, self.prices, batch_id)
+            if reply is None:
+                self._finish(task, result)
+            else:
+                self._count(result)
+                invalid.append((task, reply))
+        store.update_batch(self.ws, batch_id, ingested_at=utcnow())
+        if invalid:  # after marking the batch ingested: an interrupted repair is redone by a live run
+            self.repair(invalid)
+
+    def _rebuild(self, spec: dict[str, Any]) -> Task | None:
+        """A submitted task rendered again (None when a passage or template is gone)."""
+        passages: list[Passage] = []
+        for pid, rev in spec["passages"]:
+            p = self.ws.passage(pid, rev)
+            if p is None:
+                return None
+            passages.append(p)
+        if any(s not in self.templates for s in spec["slices"]):
+            return None
+        templates = [self.templates[s] for s in spec["slices"]]
+        if spec["kind"] == "group":
+            return self.maker().group_task(sl.Group(passages, spec.get("relation", "")), templates)
+        return self.maker().passage_task(passages[0], templates)
 
     def _client_options(self) -> ClientOptions:
         cfg = self.ws.config.model
@@ -337,17 +417,12 @@ class Generator:
             response_format=o.response_format,
         )
 
-    def _progress(self, done: int, total: int) -> None:
-        if self.opts.progress:
-            self.opts.progress(done, total)
-
     def _estimate(self, todo: list[Task], cached: int) -> None:
         prompt = completion = 0
         for task in todo:
-            spec = task.spec()
-            prompt += spec.estimate_tokens[0]
-            completion += spec.estimate_tokens[1]
-        factor = 0.5 if self.opts.batch else 1.0
+            prompt += task.estimate_tokens[0]
+            completion += task.estimate_tokens[1]
+        factor = batch.BATCH_PRICE_FACTOR if self.opts.batch else 1.0
         self.summary.dry_run = True
         self.summary.estimate = {
             "calls": len(todo),
@@ -362,26 +437,15 @@ class Generator:
 
     # ---- planning ----------------------------------------------------------------------
 
-    def tasks(self) -> TaskMaker:
-        """Renders this run's tasks (batch.resume sets the model and parameters first)."""
-        if self._topics is None:
-            self._topics = corpus_topics(self.ws)
-        return TaskMaker(self.ws, self.model, self.params, self._topics)
-
-    def passage_task(self, p: Passage, slices: list[str]) -> Task | None:
-        return self.tasks().passage_task(p, [self.templates[s] for s in slices])
-
-    def group_task(self, group: sl.Group, templates: list[PromptTemplate]) -> Task:
-        return self.tasks().group_task(group, templates)
-
     def _plan(self) -> list[Task]:
-        single = [s for s in self.slices if self.templates[s].input in SINGLE_INPUTS]
-        multi = [s for s in self.slices if self.templates[s].input == "group"]
+        single = [t for t in self.templates.values() if t.input in ("passage", "revisions")]
+        multi = [t for t in self.templates.values() if t.input == "group"]
         memo: dict[str, Task | None] = {}
+        maker = self.maker()
 
         def passage_task(p: Passage) -> Task | None:
             if p.id not in memo:
-                memo[p.id] = self.passage_task(p, single) if single else None
+                memo[p.id] = maker.passage_task(p, single) if single else None
             return memo[p.id]
 
         def reusable(p: Passage) -> bool:
@@ -403,7 +467,7 @@ class Generator:
             count = math.ceil(len(selected) * self.settings.multi_hop_ratio)
             size = self.settings.group_size
             for group in sl.build_groups(self.ws, selected, count, size, self.opts.seed):
-                tasks.append(self.group_task(group, [self.templates[s] for s in multi]))
+                tasks.append(maker.group_task(group, multi))
         return tasks
 
     # ---- turning output into candidates ----------------------------------------------
@@ -482,7 +546,7 @@ class Generator:
         self.summary.passages_selected = len(selected)
         self.summary.passages_skipped_covered = skipped
         self.summary.tasks = len(selected)
-        items, rejected = idents.questions(self.ws, selected, self.opts.seed, self.run_id, self._progress)
+        items, rejected = idents.questions(self.ws, selected, self.opts.seed, self.run_id, self.opts.progress)
         self._queue(items, rejected)
         self.summary.rejected = dict(rejected)
 

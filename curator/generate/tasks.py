@@ -12,9 +12,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
 from curator.generate import identifiers as idents
 from curator.generate import slices as sl
-from curator.generate.client import CallSpec
 from curator.generate.prompts import FRAME_VERSION, PromptTemplate, combined_hash, combined_output
 from curator.generate.store import cache_key, store_prompt
 from curator.models import Passage
@@ -53,20 +54,16 @@ class Task:
     def passage_ids(self) -> list[str]:
         return [p.id for p in self.passages]
 
-    def spec(self) -> CallSpec:
-        prompt_est = (len(self.system) + len(self.user)) // 4 + 60
-        completion_est = sum(t.questions for t in self.templates) * _TOKENS_PER_QUESTION
-        return CallSpec(
-            task_key=self.key,
-            prompt_name=self.name,
-            prompt_version=self.version,
-            prompt_hash=self.prompt_hash,
-            system=self.system,
-            user=self.user,
-            output=combined_output(self.templates),
-            passages=self.passage_ids,
-            estimate_tokens=(prompt_est, completion_est),
-        )
+    @property
+    def output(self) -> type[BaseModel]:
+        """What the model's answer must be: a list of questions per slice."""
+        return combined_output(self.templates)
+
+    @property
+    def estimate_tokens(self) -> tuple[int, int]:
+        """(prompt, completion) tokens, for --dry-run and the cost budget."""
+        prompt = (len(self.system) + len(self.user)) // 4 + 60
+        return prompt, sum(t.questions for t in self.templates) * _TOKENS_PER_QUESTION
 
 
 def corpus_topics(ws: Workspace) -> str:
