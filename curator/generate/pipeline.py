@@ -17,10 +17,9 @@ import json
 import math
 import secrets
 import time
-from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +30,7 @@ from curator.errors import CuratorError
 from curator.generate import batch, store
 from curator.generate import identifiers as idents
 from curator.generate import slices as sl
-from curator.generate.candidates import checked_candidate
+from curator.generate.candidates import Failure, GenerateSummary, Intake
 from curator.generate.client import (
     Budget,
     CallLog,
@@ -42,10 +41,9 @@ from curator.generate.client import (
     Redactor,
 )
 from curator.generate.prompts import PromptTemplate, load_templates
-from curator.generate.store import GenerationCache, record_task, store_prompt
+from curator.generate.store import GenerationCache, store_prompt
 from curator.generate.tasks import Task, TaskMaker, corpus_topics
-from curator.models import CandidateIn, Passage, utcnow, validation_problems
-from curator.text import normalize_query
+from curator.models import Passage, utcnow, validation_problems
 
 if TYPE_CHECKING:
     from curator.workspace import Workspace
@@ -83,48 +81,6 @@ class GenerateOptions:
     duplicate_similarity: float | None = None
     only: list[str] | None = None  # restrict selection to these passage ids
     progress: Callable[[int, int], None] = lambda done, total: None
-
-
-@dataclass
-class Failure:
-    task: str
-    passages: list[str]
-    error: str
-
-
-@dataclass
-class GenerateSummary:
-    run_id: str
-    backend: str
-    model: str
-    passages_selected: int = 0
-    passages_skipped_covered: int = 0
-    tasks: int = 0
-    tasks_cached: int = 0
-    tasks_failed: int = 0
-    tasks_not_run: int = 0
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float = 0.0
-    candidates_added: int = 0
-    by_slice: dict[str, int] = field(default_factory=dict)
-    already_queued: int = 0
-    rejected: dict[str, int] = field(default_factory=dict)
-    failures: list[Failure] = field(default_factory=list)
-    stopped: str | None = None
-    dry_run: bool = False
-    estimate: dict[str, Any] | None = None
-    batch_id: str | None = None
-    batch_status: str | None = None
-    elapsed: float = 0.0
-
-    @property
-    def complete(self) -> bool:
-        return not self.failures and not self.tasks_not_run and not self.stopped
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def generate(ws: Workspace, **options: Any) -> GenerateSummary:
@@ -173,8 +129,7 @@ class Generator:
         }
         self.templates: dict[str, PromptTemplate] = {}
         self.slices: list[str] = []
-        self.deduper = sl.Deduper(self.settings.duplicate_similarity)
-        self.known_norms: set[str] = set()
+        self.intake = Intake(ws, self.settings, self.run_id, self.summary, self.redact)
         self._topics: str | None = None
 
     def maker(self) -> TaskMaker:
@@ -190,10 +145,10 @@ class Generator:
         try:
             if self.opts.resume_batch:
                 self._load_prompts()
-                self._load_existing()
+                self.intake.load_existing()
                 self._resume_batch(self.opts.resume_batch)
             elif self.opts.backend == "identifiers":
-                self._load_existing()
+                self.intake.load_existing()
                 self._run_identifiers()
             else:
                 self._run_model()
@@ -217,11 +172,6 @@ class Generator:
         for t in self.templates.values():
             store_prompt(self.ws, t.hash, t.name, t.version, t.model_dump())
 
-    def _load_existing(self) -> None:
-        norms = sl.existing_questions(self.ws)
-        self.known_norms = set(norms)
-        self.deduper = sl.Deduper(self.settings.duplicate_similarity, norms)
-
     def _run_model(self) -> None:
         self._load_prompts()
         if self.opts.max_cost is not None and not self.prices.known:
@@ -230,7 +180,7 @@ class Generator:
                 f'Add it to curator.toml: [model.prices."{self.model}"] input = ..., output = ... '
                 "(USD per million tokens).",
             )
-        self._load_existing()
+        self.intake.load_existing()
         tasks = self._plan()
         self.summary.tasks = len(tasks)
         cached_keys = self.cache.keys([t.key for t in tasks])
@@ -243,7 +193,7 @@ class Generator:
             if task.key in cached_keys:
                 output = self.cache.get(task.key) or {}
                 self.summary.tasks_cached += 1
-                self._ingest(task, output, status="cached")
+                self.intake.ingest(task, output, status="cached")
                 done += 1
                 self.opts.progress(done, len(tasks))
         if not todo:
@@ -312,12 +262,12 @@ class Generator:
                 prompt_tokens=result.prompt_tokens,
                 completion_tokens=result.completion_tokens,
             )
-            self._ingest(task, output, status="ok")
+            self.intake.ingest(task, output, status="ok")
         elif result.outcome == "budget":
             self.summary.tasks_not_run += 1
-            self._record_task(task, "not_run", error=result.error)
+            self.intake.record(task, "not_run", error=result.error)
         else:
-            self.fail(task, result.error or result.outcome)
+            self.intake.fail(task, result.error or result.outcome)
 
     def _count(self, result: CallResult) -> None:
         self.summary.calls += result.calls
@@ -470,69 +420,6 @@ class Generator:
                 tasks.append(maker.group_task(group, multi))
         return tasks
 
-    # ---- turning output into candidates ----------------------------------------------
-
-    def fail(self, task: Task, error: str) -> None:
-        error = self.redact(error)
-        self.summary.tasks_failed += 1
-        self.summary.failures.append(Failure(task.name, task.passage_ids, error))
-        self._record_task(task, "failed", error=error)
-
-    def _record_task(self, task: Task, status: str, *, error: str = "", candidates: int = 0,
-                     rejected: Counter[str] | None = None) -> None:
-        record_task(self.ws, self.run_id, task.key, task.name, task.passage_ids, status,
-                    error=error, candidates=candidates, rejected=dict(rejected or {}))
-
-    def _ingest(self, task: Task, output: dict[str, Any], *, status: str) -> None:
-        rejected: Counter[str] = Counter()
-        items: list[CandidateIn] = []
-        for template in task.templates:
-            entries = output.get(template.slice) or []
-            for entry in entries[: template.questions]:
-                made = self._candidate(task, template, entry, rejected)
-                if made is not None:
-                    items.append(made)
-        added = self._queue(items, rejected)
-        for reason, n in rejected.items():
-            self.summary.rejected[reason] = self.summary.rejected.get(reason, 0) + n
-        self._record_task(task, status, candidates=added, rejected=rejected)
-
-    def _queue(self, items: list[CandidateIn], rejected: Counter[str]) -> int:
-        fresh: list[CandidateIn] = []
-        for item in items:
-            norm = normalize_query(item.query)
-            if norm in self.known_norms:
-                self.summary.already_queued += 1
-                continue
-            if self.deduper.duplicate_of(item.query):
-                rejected["near-duplicate of an existing question"] += 1
-                continue
-            self.known_norms.add(norm)
-            self.deduper.add(item.query)
-            fresh.append(item)
-        if not fresh:
-            return 0
-        result = self.ws.add_candidates(fresh)
-        added = len(result.added)
-        self.summary.candidates_added += added
-        self.summary.already_queued += len(result.existing)
-        for item in fresh:
-            s = item.suggested_slice or "?"
-            self.summary.by_slice[s] = self.summary.by_slice.get(s, 0) + 1
-        return added
-
-    def _candidate(self, task: Task, template: PromptTemplate, entry: dict[str, Any],
-                   rejected: Counter[str]) -> CandidateIn | None:
-        question = " ".join(str(entry.get("question", "")).split())
-        if normalize_query(question) in self.known_norms:
-            self.summary.already_queued += 1  # e.g. a rerun served from the cache
-            return None
-        made = checked_candidate(self.ws, self.settings, self.model, self.run_id, task, template, question, entry)
-        if isinstance(made, str):
-            rejected[f"{template.slice}: {made}"] += 1
-            return None
-        return made
-
     # ---- the offline identifiers backend --------------------------------------------------
 
     def _run_identifiers(self) -> None:
@@ -547,7 +434,7 @@ class Generator:
         self.summary.passages_skipped_covered = skipped
         self.summary.tasks = len(selected)
         items, rejected = idents.questions(self.ws, selected, self.opts.seed, self.run_id, self.opts.progress)
-        self._queue(items, rejected)
+        self.intake.queue(items, rejected)
         self.summary.rejected = dict(rejected)
 
 
