@@ -287,45 +287,37 @@ class ModelClient:
                 response = await self.client.post(
                     "/chat/completions", body=kwargs, cast_to=ChatCompletion
                 )
-            except openai.APIStatusError as exc:
-                latency = (time.perf_counter() - start) * 1000
+            except (openai.APIStatusError, openai.APIConnectionError) as exc:  # timeouts included
                 self.budget.settle(estimate, 0.0)
-                status = exc.status_code
-                error = self.redact(_error_text(exc))
+                row["latency_ms"] = (time.perf_counter() - start) * 1000
+                headers, status, retryable = None, None, True
+                if isinstance(exc, openai.APIStatusError):
+                    headers, status = exc.response.headers, exc.status_code
+                    row["status_code"] = status
+                    retryable = status in (408, 429) or status >= 500
+                    error = self.redact(_error_text(exc))
+                elif isinstance(exc, openai.APITimeoutError):
+                    error = f"timed out after {self.options.timeout:g}s"
+                else:
+                    error = f"could not connect to {self.client.base_url}: {self.redact(str(exc))}"
                 if status == 400 and self.auto and self.mode != "text" and _format_rejected(error):
-                    self.log.write(task, params, **row, outcome="unsupported", status_code=status,
-                                   error=error, latency_ms=latency)
+                    self.log.write(task, params, **row, outcome="unsupported", error=error)
                     self.mode = RESPONSE_FORMATS[RESPONSE_FORMATS.index(self.mode) + 1]
                     messages = self._messages(task) + messages[2:]
                     attempt -= 1
                     continue
-                retryable = status == 429 or status >= 500 or status == 408
                 outcome = "retry" if retryable and attempt <= self.options.max_retries else "error"
-                self.log.write(task, params, **row, outcome=outcome, status_code=status,
-                               error=error, latency_ms=latency)
+                self.log.write(task, params, **row, outcome=outcome, error=error)
                 if outcome == "retry":
-                    await asyncio.sleep(self._delay(attempt, exc.response.headers))
+                    await asyncio.sleep(self._delay(attempt, headers))
                     continue
-                result.outcome, result.error = "error", f"HTTP {status}: {error}"
+                result.outcome, result.error = "error", f"HTTP {status}: {error}" if status else error
                 if status in (401, 403):
                     raise CuratorError(
                         f"The model server refused the credentials (HTTP {status}).",
                         "Check the key in the environment variable named by [model] api_key_env "
                         "(default OPENAI_API_KEY, or AZURE_OPENAI_API_KEY for Azure).",
                     ) from None
-                return None
-            except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-                latency = (time.perf_counter() - start) * 1000
-                self.budget.settle(estimate, 0.0)
-                timeout = isinstance(exc, openai.APITimeoutError)
-                what = f"timed out after {self.options.timeout:g}s" if timeout else (
-                    f"could not connect to {self.client.base_url}: {self.redact(str(exc))}")
-                outcome = "retry" if attempt <= self.options.max_retries else "error"
-                self.log.write(task, params, **row, outcome=outcome, error=what, latency_ms=latency)
-                if outcome == "retry":
-                    await asyncio.sleep(self._delay(attempt, None))
-                    continue
-                result.outcome, result.error = "error", what
                 return None
             latency = (time.perf_counter() - start) * 1000
             usage = response.usage

@@ -203,19 +203,11 @@ class Generator:
             return
         asyncio.run(self._send(todo, done, len(tasks)))
 
-    def repair(self, replies: list[tuple[Task, str]]) -> None:
-        """One live repair call for each (task, reply that failed validation), as a live
-        run would have made; counted in the budget with what the run already spent."""
+    async def _send(self, todo: list[Task], done: int, total: int, replies: dict[str, str] | None = None) -> None:
+        """Send `todo` to the model, within the budget left; `replies`: task key -> an
+        invalid answer to repair (only the repair call is sent)."""
         budget = Budget(max_calls=self.opts.max_calls, max_cost=self.opts.max_cost,
                         calls=self.summary.calls, cost=self.summary.cost)
-        tasks = [task for task, _ in replies]
-        asyncio.run(self._send(tasks, 0, len(tasks), budget, {t.key: r for t, r in replies}))
-
-    async def _send(self, todo: list[Task], done: int, total: int, budget: Budget | None = None,
-                    replies: dict[str, str] | None = None) -> None:
-        """Send `todo` to the model; `replies`: task key -> an invalid answer to repair."""
-        if budget is None:
-            budget = Budget(max_calls=self.opts.max_calls, max_cost=self.opts.max_cost)
         replies = replies or {}
         # One worker thread owns the database while requests are in flight: call-log
         # rows, cache writes, checks and queueing all run there, in order, so the event
@@ -333,7 +325,8 @@ class Generator:
                 invalid.append((task, reply))
         store.update_batch(self.ws, batch_id, ingested_at=utcnow())
         if invalid:  # after marking the batch ingested: an interrupted repair is redone by a live run
-            self.repair(invalid)
+            tasks = [task for task, _ in invalid]
+            asyncio.run(self._send(tasks, 0, len(tasks), {t.key: r for t, r in invalid}))
 
     def _rebuild(self, spec: dict[str, Any]) -> Task | None:
         """A submitted task rendered again (None when a passage or template is gone)."""
