@@ -231,31 +231,26 @@ class ModelClient:
         async with self.semaphore:
             messages = self._messages(task)
             result = CallResult(ok=False)
-            text, problem = "", ""
-            kinds: tuple[str, ...] = ("call", "repair")
-            if reply is not None:
-                text, problem = reply, parse_output(reply, task.output)[1]
-                kinds = ("repair",)
-            for kind in kinds:
-                if kind == "repair":
-                    messages = [
-                        *messages,
-                        {"role": "assistant", "content": text},
-                        {
-                            "role": "user",
-                            "content": "Your reply did not match the required JSON schema: "
-                            f"{problem}\nReply again with only the corrected JSON object.",
-                        },
-                    ]
-                reply = await self._call(task, messages, result, kind=kind)
+            if reply is None:
+                reply = await self._call(task, messages, result, kind="call")
                 if reply is None:
                     return result
-                text = reply
-                output, problem = parse_output(text, task.output)
-                if output is not None:
-                    result.ok, result.output, result.outcome = True, output, "ok"
+            output, problem = parse_output(reply, task.output)
+            if output is None:
+                messages = [
+                    *messages,
+                    {"role": "assistant", "content": reply},
+                    {"role": "user", "content": "Your reply did not match the required JSON schema: "
+                     f"{problem}\nReply again with only the corrected JSON object."},
+                ]
+                reply = await self._call(task, messages, result, kind="repair")
+                if reply is None:
                     return result
-            result.outcome, result.error = "invalid", f"invalid JSON after one repair: {problem}"
+                output, problem = parse_output(reply, task.output)
+            if output is None:
+                result.outcome, result.error = "invalid", f"invalid JSON after one repair: {problem}"
+            else:
+                result.ok, result.output, result.outcome = True, output, "ok"
             return result
 
     def _messages(self, task: Task) -> list[dict[str, str]]:

@@ -86,13 +86,8 @@ class GenerateOptions:
 def generate(ws: Workspace, **options: Any) -> GenerateSummary:
     """Generate candidate questions from the workspace's corpus and queue them for review.
 
-    Options (all keyword): passages (how many to draw), slices, seed, backend ("model"
-    or the offline "identifiers"), model, base_url, concurrency, timeout, max_retries,
-    temperature, response_format ("auto", "json_schema", "json_object", "text"),
-    max_calls, max_cost (USD), dry_run, batch, resume_batch (a batch id), wait,
-    poll_interval, multi_hop_ratio, group_size, min_words, paraphrase_max_overlap,
-    negative_max_coverage, duplicate_similarity, only (passage ids), progress
-    (callback(done, total)). Options left out (or None) take the workspace's
+    Options (all keyword) are the fields of `GenerateOptions` (the flags of `curator
+    generate`, docs/generate.md); those left out (or None) take the workspace's
     `[generate]` / `[model]` configuration.
 
     Example:
@@ -128,7 +123,6 @@ class Generator:
             "temperature": opts.temperature if opts.temperature is not None else cfg.temperature
         }
         self.templates: dict[str, PromptTemplate] = {}
-        self.slices: list[str] = []
         self.intake = Intake(ws, self.settings, self.run_id, self.summary, self.redact)
         self._topics: str | None = None
 
@@ -168,7 +162,6 @@ class Generator:
                 "to the workspace (see docs/generate.md).",
             )
         self.templates = {s: templates[s] for s in wanted}
-        self.slices = wanted
         for t in self.templates.values():
             store_prompt(self.ws, t.hash, t.name, t.version, t.model_dump())
 
@@ -270,7 +263,7 @@ class Generator:
     # ---- the Batch API -------------------------------------------------------------------
 
     def _submit_batch(self, todo: list[Task]) -> None:
-        settings = {"temperature": self.params["temperature"], "slices": self.slices}
+        settings = {"temperature": self.params["temperature"], "slices": list(self.templates)}
         batch_id = batch.submit(self.ws, self._client_options(), self.run_id, todo, settings, self.redact)
         self.summary.batch_id, self.summary.batch_status = batch_id, "submitted"
         if self.opts.wait:
@@ -395,16 +388,7 @@ class Generator:
             task = passage_task(p)
             return task is not None and bool(self.cache.keys([task.key]))
 
-        selected, skipped = sl.select_passages(
-            self.ws,
-            self.settings.passages,
-            self.opts.seed,
-            min_words=self.settings.min_words,
-            reusable=reusable,
-            only=set(self.opts.only) if self.opts.only else None,
-        )
-        self.summary.passages_selected = len(selected)
-        self.summary.passages_skipped_covered = skipped
+        selected = self._select(reusable)
         tasks = [t for p in selected if (t := passage_task(p)) is not None]
         if multi and selected:
             count = math.ceil(len(selected) * self.settings.multi_hop_ratio)
@@ -413,18 +397,19 @@ class Generator:
                 tasks.append(maker.group_task(group, multi))
         return tasks
 
-    # ---- the offline identifiers backend --------------------------------------------------
-
-    def _run_identifiers(self) -> None:
+    def _select(self, reusable: Callable[[Passage], bool]) -> list[Passage]:
         selected, skipped = sl.select_passages(
-            self.ws,
-            self.settings.passages,
-            self.opts.seed,
-            min_words=self.settings.min_words,
-            only=set(self.opts.only) if self.opts.only else None,
+            self.ws, self.settings.passages, self.opts.seed, min_words=self.settings.min_words,
+            reusable=reusable, only=set(self.opts.only) if self.opts.only else None,
         )
         self.summary.passages_selected = len(selected)
         self.summary.passages_skipped_covered = skipped
+        return selected
+
+    # ---- the offline identifiers backend --------------------------------------------------
+
+    def _run_identifiers(self) -> None:
+        selected = self._select(lambda _p: False)
         self.summary.tasks = len(selected)
         items, rejected = idents.questions(self.ws, selected, self.opts.seed, self.run_id, self.opts.progress)
         self.intake.queue(items, rejected)

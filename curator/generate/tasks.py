@@ -57,7 +57,7 @@ class Task:
     @property
     def output(self) -> type[BaseModel]:
         """What the model's answer must be: a list of questions per slice."""
-        return combined_output(self.templates)
+        return combined_output(tuple(self.templates))
 
     @property
     def estimate_tokens(self) -> tuple[int, int]:
