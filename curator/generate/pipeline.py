@@ -41,7 +41,7 @@ from curator.generate.client import (
     Redactor,
 )
 from curator.generate.prompts import PromptTemplate, load_templates
-from curator.generate.store import GenerationCache, store_prompt
+from curator.generate.store import store_prompt
 from curator.generate.tasks import Task, TaskMaker, corpus_topics
 from curator.models import Passage, utcnow, validation_problems
 
@@ -115,7 +115,6 @@ class Generator:
             backend=opts.backend,
             model=self.model if opts.backend == "model" else idents.BACKEND_NAME,
         )
-        self.cache = GenerationCache(ws)
         self.redact = Redactor(ws.config.api_key())
         price = cfg.prices.get(self.model, {})
         self.prices = Prices(price.get("input"), price.get("output"))
@@ -176,17 +175,16 @@ class Generator:
         self.intake.load_existing()
         tasks = self._plan()
         self.summary.tasks = len(tasks)
-        cached_keys = self.cache.keys([t.key for t in tasks])
-        todo = [t for t in tasks if t.key not in cached_keys]
+        cached = store.cached(self.ws, [t.key for t in tasks])
+        todo = [t for t in tasks if t.key not in cached]
         if self.opts.dry_run:
             self._estimate(todo, len(tasks) - len(todo))
             return
         done = 0
         for task in tasks:
-            if task.key in cached_keys:
-                output = self.cache.get(task.key) or {}
+            if task.key in cached:
                 self.summary.tasks_cached += 1
-                self.intake.ingest(task, output, status="cached")
+                self.intake.ingest(task, cached[task.key], status="cached")
                 done += 1
                 self.opts.progress(done, len(tasks))
         if not todo:
@@ -237,7 +235,8 @@ class Generator:
         self._count(result)
         if result.ok and result.output is not None:
             output = result.output.model_dump()
-            self.cache.put(
+            store.cache_put(
+                self.ws,
                 task.key,
                 model=self.model,
                 prompt_hash=task.prompt_hash,
@@ -386,7 +385,7 @@ class Generator:
 
         def reusable(p: Passage) -> bool:
             task = passage_task(p)
-            return task is not None and bool(self.cache.keys([task.key]))
+            return task is not None and bool(store.cached(self.ws, [task.key]))
 
         selected = self._select(reusable)
         tasks = [t for p in selected if (t := passage_task(p)) is not None]
