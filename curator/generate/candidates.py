@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from curator.config import GenerateConfig
@@ -58,9 +58,6 @@ class GenerateSummary:
     @property
     def complete(self) -> bool:
         return not self.failures and not self.tasks_not_run and not self.stopped
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def checked_candidate(

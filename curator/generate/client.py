@@ -83,7 +83,7 @@ class Budget:
 
 @dataclass
 class Prices:
-    """USD per million tokens; `batch` multiplies both (the Batch API's half price)."""
+    """USD per million tokens; `factor` multiplies both (the Batch API's half price)."""
 
     input: float | None = None
     output: float | None = None
@@ -277,11 +277,8 @@ class ModelClient:
             start = time.perf_counter()
             row: dict[str, Any] = {"attempt": attempt, "kind": kind}
             try:
-                # The client's own POST with the body as built: `chat.completions.create`
-                # would re-walk the large schema and messages on every call (~4 ms CPU).
-                response = await self.client.post(
-                    "/chat/completions", body=kwargs, cast_to=ChatCompletion
-                )
+                # the body as built: `chat.completions.create` re-walks the schema per call
+                response = await self.client.post("/chat/completions", body=kwargs, cast_to=ChatCompletion)
             except (openai.APIStatusError, openai.APIConnectionError) as exc:  # timeouts included
                 self.budget.settle(estimate, 0.0)
                 row["latency_ms"] = (time.perf_counter() - start) * 1000
@@ -334,9 +331,7 @@ class ModelClient:
                 return None
             text = (message.content if message else None) or ""
             truncated = choice is not None and choice.finish_reason == "length"
-            outcome = "ok"
-            if not text.strip() or parse_output(text, task.output)[0] is None:
-                outcome = "invalid"
+            outcome = "ok" if parse_output(text, task.output)[0] is not None else "invalid"
             self.log.write(task, params, **base, outcome=outcome,
                            error="reply cut off at the token limit" if truncated else None)
             return text

@@ -7,6 +7,7 @@ further model call.
 
 from __future__ import annotations
 
+import posixpath
 import random
 import re
 from collections import defaultdict
@@ -103,8 +104,9 @@ def select_passages(
 ) -> tuple[list[Passage], int]:
     """Up to `n` current passages of at least `min_words` words, stratified across
     documents, skipping those already covered by candidates or cases unless `reusable`
-    (their work is cached, so including them keeps a rerun identical and free). Passages named in `only` are taken even when
-    covered: asking again is what the user wants. Returns (passages, how many skipped)."""
+    (their work is cached, so including them keeps a rerun identical and free). Passages
+    named in `only` are taken even when covered: asking again is what the user wants.
+    Returns (passages, how many skipped)."""
     covered = covered_passage_ids(ws) if only is None else set()
     skipped = 0
 
@@ -186,14 +188,7 @@ def _linked(ws: Workspace, start: Passage, members: list[Passage], docs: _Docs, 
     for target in _LINK.findall(start.text):
         if "://" in target:
             continue
-        parts: list[str] = []
-        for part in (base / target).parts:
-            if part == "..":
-                if parts:
-                    parts.pop()
-            elif part != ".":
-                parts.append(part)
-        items = by_path.get("/".join(parts))
+        items = by_path.get(posixpath.normpath(base / target))
         if items:
             options = [p for p in items if p.id not in ids and len(p.text.split()) >= 15]
             if options:
