@@ -158,7 +158,7 @@ def call_result(record: dict[str, Any], task: Task, log: CallLog, options: Clien
     usage = body.get("usage") or {}
     pt, ct = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
     # each batch request is billed like a call (at the batch price)
-    result = CallResult(ok=False, prompt_tokens=pt, completion_tokens=ct, calls=1,
+    result = CallResult(prompt_tokens=pt, completion_tokens=ct, calls=1,
                         cost=prices.cost(pt, ct, BATCH_PRICE_FACTOR))
     params = log_params(options, "json_schema")
     row = {"attempt": 1, "kind": "batch", "batch_id": batch_id, "status_code": status,
@@ -179,7 +179,7 @@ def call_result(record: dict[str, Any], task: Task, log: CallLog, options: Clien
         log.write(task, params, **row, outcome="invalid", error=problem)
         return result, reply
     log.write(task, params, **row, outcome="ok")
-    result.ok, result.output = True, output
+    result.output = output
     return result, None
 
 

@@ -147,13 +147,9 @@ class Intake:
         self.run_id = run_id
         self.summary = summary
         self.redact = redact
-        self.known_norms: set[str] = set()
-        self.deduper = sl.Deduper(settings.duplicate_similarity)
-
-    def load_existing(self) -> None:
-        norms = sl.existing_questions(self.ws)
+        norms = sl.existing_questions(ws)
         self.known_norms = set(norms)
-        self.deduper = sl.Deduper(self.settings.duplicate_similarity, norms)
+        self.deduper = sl.Deduper(settings.duplicate_similarity, norms)
 
     def fail(self, task: Task, error: str) -> None:
         error = self.redact(error)

@@ -100,8 +100,7 @@ class Prices:
 
 @dataclass
 class CallResult:
-    ok: bool
-    output: BaseModel | None = None
+    output: BaseModel | None = None  # set when the outcome is ok
     outcome: str = "ok"  # ok | refused | invalid | error | budget
     error: str = ""
     prompt_tokens: int = 0
@@ -230,7 +229,7 @@ class ModelClient:
         is sent."""
         async with self.semaphore:
             messages = self._messages(task)
-            result = CallResult(ok=False)
+            result = CallResult()
             if reply is None:
                 reply = await self._call(task, messages, result, kind="call")
                 if reply is None:
@@ -247,10 +246,9 @@ class ModelClient:
                 if reply is None:
                     return result
                 output, problem = parse_output(reply, task.output)
+            result.output = output
             if output is None:
                 result.outcome, result.error = "invalid", f"invalid JSON after one repair: {problem}"
-            else:
-                result.ok, result.output, result.outcome = True, output, "ok"
             return result
 
     def _messages(self, task: Task) -> list[dict[str, str]]:

@@ -138,10 +138,8 @@ class Generator:
         try:
             if self.opts.resume_batch:
                 self._load_prompts()
-                self.intake.load_existing()
                 self._resume_batch(self.opts.resume_batch)
             elif self.opts.backend == "identifiers":
-                self.intake.load_existing()
                 self._run_identifiers()
             else:
                 self._run_model()
@@ -172,7 +170,6 @@ class Generator:
                 f'Add it to curator.toml: [model.prices."{self.model}"] input = ..., output = ... '
                 "(USD per million tokens).",
             )
-        self.intake.load_existing()
         tasks = self._plan()
         self.summary.tasks = len(tasks)
         cached = store.cached(self.ws, [t.key for t in tasks])
@@ -233,7 +230,7 @@ class Generator:
     def _finish(self, task: Task, result: CallResult) -> None:
         """A live or batch call's result: cached and ingested, not run, or failed."""
         self._count(result)
-        if result.ok and result.output is not None:
+        if result.output is not None:
             output = result.output.model_dump()
             store.cache_put(
                 self.ws,

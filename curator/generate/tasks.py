@@ -127,11 +127,7 @@ class TaskMaker:
                 current_date=p.committed_at or "unknown date",
                 previous_date=previous.committed_at or "unknown date",
             )
-        blocks = [_passage_block("passage", p)]
-        if previous is not None:
-            blocks.append(_passage_block("previous_revision", previous))
-        fingerprints = [p.fingerprint] + ([previous.fingerprint] if previous else [])
-        return self._task("passage", templates, [p], previous, ranked, "", blocks, base, fingerprints)
+        return self._task("passage", templates, [p], previous, ranked, "", base)
 
     def group_task(self, group: sl.Group, templates: list[PromptTemplate]) -> Task:
         ids = [p.id for p in group.passages]
@@ -140,15 +136,18 @@ class TaskMaker:
             "relation": group.relation,
             "count": len(ids),
         }
-        blocks = [_passage_block("passage", p) for p in group.passages]
-        return self._task(
-            "group", templates, group.passages, None, [], group.relation, blocks, base,
-            [p.fingerprint for p in group.passages],
-        )
+        return self._task("group", templates, group.passages, None, [], group.relation, base)
 
     def _task(self, kind: str, templates: list[PromptTemplate], passages: list[Passage],
               previous: Passage | None, identifiers: list[idents.Identifier], relation: str,
-              blocks: list[str], base: dict[str, Any], fingerprints: list[str]) -> Task:
+              base: dict[str, Any]) -> Task:
+        """The task asking `templates` about `passages` (and `previous`, the older revision
+        of a freshness task's passage)."""
+        blocks = [_passage_block("passage", p) for p in passages]
+        fingerprints = [p.fingerprint for p in passages]
+        if previous is not None:
+            blocks.append(_passage_block("previous_revision", previous))
+            fingerprints.append(previous.fingerprint)
         systems: list[str] = []
         parts: list[str] = []
         for t in templates:
