@@ -350,10 +350,8 @@ class Generator:
         )
 
     def _estimate(self, todo: list[Task], cached: int) -> None:
-        prompt = completion = 0
-        for task in todo:
-            prompt += task.estimate_tokens[0]
-            completion += task.estimate_tokens[1]
+        prompt = sum(t.estimate_tokens[0] for t in todo)
+        completion = sum(t.estimate_tokens[1] for t in todo)
         factor = batch.BATCH_PRICE_FACTOR if self.opts.batch else 1.0
         self.summary.dry_run = True
         self.summary.estimate = {

@@ -274,8 +274,7 @@ def freshness_problem(old_answer: str, new_answer: str, previous: str, current: 
 
 
 def multi_hop_problem(used: list[str], group_ids: list[str]) -> str | None:
-    missing = [i for i in group_ids if i not in set(used)]
-    if missing:
+    if set(group_ids) - set(used):
         return "does not need every passage of the group"
     return None
 
@@ -292,22 +291,16 @@ class Deduper:
 
     def __init__(self, threshold: float, norms: Iterable[str] = ()):
         self.threshold = threshold
-        self.norms: list[str] = []
-        self._processed: list[str] = []  # default_process()ed once, not on every lookup
-        for norm in dict.fromkeys(norms):
-            self._append(norm)
+        self.norms = list(dict.fromkeys(norms))
+        self._processed = [default_process(n) for n in self.norms]  # once, not on every lookup
 
-    def _append(self, norm: str) -> None:
+    def add(self, text: str) -> None:
+        norm = normalize_query(text)
         self.norms.append(norm)
         self._processed.append(default_process(norm))
 
-    def add(self, text: str) -> None:
-        self._append(normalize_query(text))
-
     def duplicate_of(self, text: str) -> str | None:
         norm = normalize_query(text)
-        if not self.norms:
-            return None
         mine_ids = set(_IDENTISH.findall(norm))
         for _match, _score, index in process.extract(
             default_process(norm), self._processed, scorer=fuzz.token_sort_ratio,
