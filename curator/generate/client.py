@@ -198,7 +198,7 @@ def _azure_client(options: ClientOptions, key: str | None) -> openai.AsyncAzureO
 
 
 class ModelClient:
-    """Sends CallSpecs with concurrency limits, retries, budget and logging."""
+    """Sends tasks with concurrency limits, retries, budget and logging."""
 
     def __init__(
         self,
