@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -105,7 +106,7 @@ def generate_cmd(ws: Workspace, slices: tuple[str, ...], only: tuple[str, ...], 
             **options,
         )
     if as_json:
-        print_json(summary.as_dict())
+        print_json(dataclasses.asdict(summary))
     else:
         _print(summary)
     if summary.dry_run:

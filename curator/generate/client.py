@@ -29,9 +29,11 @@ from curator.generate.store import record_call
 from curator.models import utcnow, validation_problems
 
 if TYPE_CHECKING:
+    from curator.generate.tasks import Task
     from curator.workspace import Workspace
 
 RESPONSE_FORMATS = ("json_schema", "json_object", "text")
+_BACKOFF_BASE, _BACKOFF_MAX = 0.5, 30.0  # seconds
 # OpenAI-style keys, and JWTs (Azure Entra ID tokens from AZURE_OPENAI_AD_TOKEN).
 _KEYLIKE = re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-*]{8,}|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_.-]+")
 
@@ -81,7 +83,7 @@ class Budget:
 
 @dataclass
 class Prices:
-    """USD per million tokens; `batch` multiplies both (the Batch API's half price)."""
+    """USD per million tokens; `factor` multiplies both (the Batch API's half price)."""
 
     input: float | None = None
     output: float | None = None
@@ -97,29 +99,14 @@ class Prices:
 
 
 @dataclass
-class CallSpec:
-    """One unit of model work: the messages of one task and what its answer must be."""
-
-    task_key: str
-    prompt_name: str
-    prompt_version: str
-    prompt_hash: str
-    system: str
-    user: str
-    output: type[BaseModel]
-    passages: list[str]
-    estimate_tokens: tuple[int, int] = (0, 0)  # prompt, completion
-
-
-@dataclass
 class CallResult:
-    ok: bool
-    output: BaseModel | None = None
+    output: BaseModel | None = None  # set when the outcome is ok
     outcome: str = "ok"  # ok | refused | invalid | error | budget
     error: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0
     calls: int = 0
+    cost: float = 0.0
 
 
 @dataclass
@@ -135,9 +122,6 @@ class ClientOptions:
     max_retries: int = 5
     temperature: float = 0.2
     response_format: str = "auto"  # auto | json_schema | json_object | text
-    backoff_base: float = 0.5
-    backoff_max: float = 30.0
-    max_tokens: int | None = None
 
     @property
     def wire_model(self) -> str:
@@ -157,16 +141,16 @@ class CallLog:
         self.redact = redact
         self.executor = executor
 
-    def write(self, spec: CallSpec | None, params: dict[str, Any], **row: Any) -> None:
+    def write(self, task: Task, params: dict[str, Any], **row: Any) -> None:
         record = {
             "run_id": self.run_id,
             "at": utcnow(),
             "model": params.get("model"),
-            "prompt_hash": spec.prompt_hash if spec else None,
-            "prompt_name": spec.prompt_name if spec else None,
-            "prompt_version": spec.prompt_version if spec else None,
-            "task_key": spec.task_key if spec else None,
-            "passages": json.dumps(spec.passages) if spec else None,
+            "prompt_hash": task.prompt_hash,
+            "prompt_name": task.name,
+            "prompt_version": task.version,
+            "task_key": task.key,
+            "passages": json.dumps(task.passage_ids),
             "params": json.dumps(params, sort_keys=True),
             **row,
         }
@@ -214,7 +198,7 @@ def _azure_client(options: ClientOptions, key: str | None) -> openai.AsyncAzureO
 
 
 class ModelClient:
-    """Sends CallSpecs with concurrency limits, retries, budget and logging."""
+    """Sends tasks with concurrency limits, retries, budget and logging."""
 
     def __init__(
         self,
@@ -238,138 +222,92 @@ class ModelClient:
     async def close(self) -> None:
         await self.client.close()
 
-    def params(self) -> dict[str, Any]:
-        params = {"model": self.options.model, "temperature": self.options.temperature}
-        if self.options.deployment:
-            params["deployment"] = self.options.deployment
-        return params
-
-    async def run(self, spec: CallSpec, reply: str | None = None) -> CallResult:
-        """Ask for `spec`'s output; on invalid JSON make one repair attempt with the
+    async def run(self, task: Task, reply: str | None = None) -> CallResult:
+        """Ask for `task`'s output; on invalid JSON make one repair attempt with the
         validation error; never raises for model or server trouble. `reply`: an answer
         received elsewhere (a Batch API result) that failed validation: only the repair
         is sent."""
         async with self.semaphore:
-            messages = self._messages(spec)
-            result = CallResult(ok=False)
-            text, problem = "", ""
-            kinds: tuple[str, ...] = ("call", "repair")
-            if reply is not None:
-                text, problem = reply, parse_output(reply, spec.output)[1]
-                kinds = ("repair",)
-            for kind in kinds:
-                if kind == "repair":
-                    messages = [
-                        *messages,
-                        {"role": "assistant", "content": text},
-                        {
-                            "role": "user",
-                            "content": "Your reply did not match the required JSON schema: "
-                            f"{problem}\nReply again with only the corrected JSON object.",
-                        },
-                    ]
-                reply = await self._call(spec, messages, result, kind=kind)
+            messages = self._messages(task)
+            result = CallResult()
+            if reply is None:
+                reply = await self._call(task, messages, result, kind="call")
                 if reply is None:
                     return result
-                text = reply
-                output, problem = parse_output(text, spec.output)
-                if output is not None:
-                    result.ok, result.output, result.outcome = True, output, "ok"
+            output, problem = parse_output(reply, task.output)
+            if output is None:
+                messages = [
+                    *messages,
+                    {"role": "assistant", "content": reply},
+                    {"role": "user", "content": "Your reply did not match the required JSON schema: "
+                     f"{problem}\nReply again with only the corrected JSON object."},
+                ]
+                reply = await self._call(task, messages, result, kind="repair")
+                if reply is None:
                     return result
-            result.outcome, result.error = "invalid", f"invalid JSON after one repair: {problem}"
+                output, problem = parse_output(reply, task.output)
+            result.output = output
+            if output is None:
+                result.outcome, result.error = "invalid", f"invalid JSON after one repair: {problem}"
             return result
 
-    def _messages(self, spec: CallSpec) -> list[dict[str, str]]:
-        system = spec.system
+    def _messages(self, task: Task) -> list[dict[str, str]]:
+        system = task.system
         if self.mode != "json_schema":
-            schema = json.dumps(output_schema(spec.output), separators=(",", ":"))
+            schema = json.dumps(output_schema(task.output), separators=(",", ":"))
             system += f"\n\nReply with one JSON object matching this JSON schema:\n{schema}"
-        return [{"role": "system", "content": system}, {"role": "user", "content": spec.user}]
-
-    def _response_format(self, spec: CallSpec) -> dict[str, Any] | None:
-        if self.mode == "json_schema":
-            return {
-                "type": "json_schema",
-                "json_schema": {
-                    "name": spec.output.__name__[:64],
-                    "schema": strict_schema(spec.output),
-                    "strict": True,
-                },
-            }
-        if self.mode == "json_object":
-            return {"type": "json_object"}
-        return None
+        return [{"role": "system", "content": system}, {"role": "user", "content": task.user}]
 
     async def _call(
-        self, spec: CallSpec, messages: list[dict[str, str]], result: CallResult, *, kind: str
+        self, task: Task, messages: list[dict[str, str]], result: CallResult, *, kind: str
     ) -> str | None:
         """One logical request, retried; returns the reply text or None (result says why)."""
         attempt = 0
         while True:
-            estimate = self.prices.cost(*spec.estimate_tokens)
+            estimate = self.prices.cost(*task.estimate_tokens)
             if not self.budget.take(estimate):
                 result.outcome, result.error = "budget", self.budget.stopped or "budget reached"
                 return None
             attempt += 1
             result.calls += 1
-            params = {**self.params(), "response_format": self.mode}
-            kwargs: dict[str, Any] = {
-                "model": self.options.wire_model,
-                "messages": messages,
-                "temperature": self.options.temperature,
-            }
-            fmt = self._response_format(spec)
-            if fmt is not None:
-                kwargs["response_format"] = fmt
-            if self.options.max_tokens:
-                kwargs["max_tokens"] = self.options.max_tokens
+            params = log_params(self.options, self.mode)
+            kwargs = request_body(self.options, task, messages, self.mode)
             start = time.perf_counter()
             row: dict[str, Any] = {"attempt": attempt, "kind": kind}
             try:
-                # The client's own POST with the body as built: `chat.completions.create`
-                # would re-walk the large schema and messages on every call (~4 ms CPU).
-                response = await self.client.post(
-                    "/chat/completions", body=kwargs, cast_to=ChatCompletion
-                )
-            except openai.APIStatusError as exc:
-                latency = (time.perf_counter() - start) * 1000
+                # the body as built: `chat.completions.create` re-walks the schema per call
+                response = await self.client.post("/chat/completions", body=kwargs, cast_to=ChatCompletion)
+            except (openai.APIStatusError, openai.APIConnectionError) as exc:  # timeouts included
                 self.budget.settle(estimate, 0.0)
-                status = exc.status_code
-                error = self.redact(_error_text(exc))
+                row["latency_ms"] = (time.perf_counter() - start) * 1000
+                headers, status, retryable = None, None, True
+                if isinstance(exc, openai.APIStatusError):
+                    headers, status = exc.response.headers, exc.status_code
+                    row["status_code"] = status
+                    retryable = status in (408, 429) or status >= 500
+                    error = self.redact(_error_text(exc))
+                elif isinstance(exc, openai.APITimeoutError):
+                    error = f"timed out after {self.options.timeout:g}s"
+                else:
+                    error = f"could not connect to {self.client.base_url}: {self.redact(str(exc))}"
                 if status == 400 and self.auto and self.mode != "text" and _format_rejected(error):
-                    self.log.write(spec, params, **row, outcome="unsupported", status_code=status,
-                                   error=error, latency_ms=latency)
+                    self.log.write(task, params, **row, outcome="unsupported", error=error)
                     self.mode = RESPONSE_FORMATS[RESPONSE_FORMATS.index(self.mode) + 1]
-                    messages = self._messages(spec) + messages[2:]
+                    messages = self._messages(task) + messages[2:]
                     attempt -= 1
                     continue
-                retryable = status == 429 or status >= 500 or status == 408
                 outcome = "retry" if retryable and attempt <= self.options.max_retries else "error"
-                self.log.write(spec, params, **row, outcome=outcome, status_code=status,
-                               error=error, latency_ms=latency)
+                self.log.write(task, params, **row, outcome=outcome, error=error)
                 if outcome == "retry":
-                    await asyncio.sleep(self._delay(attempt, exc.response.headers))
+                    await asyncio.sleep(self._delay(attempt, headers))
                     continue
-                result.outcome, result.error = "error", f"HTTP {status}: {error}"
+                result.outcome, result.error = "error", f"HTTP {status}: {error}" if status else error
                 if status in (401, 403):
                     raise CuratorError(
                         f"The model server refused the credentials (HTTP {status}).",
                         "Check the key in the environment variable named by [model] api_key_env "
                         "(default OPENAI_API_KEY, or AZURE_OPENAI_API_KEY for Azure).",
                     ) from None
-                return None
-            except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-                latency = (time.perf_counter() - start) * 1000
-                self.budget.settle(estimate, 0.0)
-                timeout = isinstance(exc, openai.APITimeoutError)
-                what = f"timed out after {self.options.timeout:g}s" if timeout else (
-                    f"could not connect to {self.client.base_url}: {self.redact(str(exc))}")
-                outcome = "retry" if attempt <= self.options.max_retries else "error"
-                self.log.write(spec, params, **row, outcome=outcome, error=what, latency_ms=latency)
-                if outcome == "retry":
-                    await asyncio.sleep(self._delay(attempt, None))
-                    continue
-                result.outcome, result.error = "error", what
                 return None
             latency = (time.perf_counter() - start) * 1000
             usage = response.usage
@@ -379,22 +317,21 @@ class ModelClient:
             self.budget.settle(estimate, cost)
             result.prompt_tokens += pt
             result.completion_tokens += ct
+            result.cost += cost
             choice = response.choices[0] if response.choices else None
             message = choice.message if choice else None
             refusal = getattr(message, "refusal", None) if message else None
             base = {**row, "status_code": 200, "prompt_tokens": pt, "completion_tokens": ct,
                     "cost": cost, "latency_ms": latency}
             if refusal:
-                self.log.write(spec, params, **base, outcome="refused", error=self.redact(refusal))
+                self.log.write(task, params, **base, outcome="refused", error=self.redact(refusal))
                 result.outcome, result.error = "refused", f"the model refused: {self.redact(refusal)}"
                 return None
             text = (message.content if message else None) or ""
             truncated = choice is not None and choice.finish_reason == "length"
-            outcome = "ok"
-            if not text.strip() or parse_output(text, spec.output)[0] is None:
-                outcome = "invalid"
-            self.log.write(spec, params, **base, outcome=outcome,
-                           error="reply cut off at max_tokens" if truncated else None)
+            outcome = "ok" if parse_output(text, task.output)[0] is not None else "invalid"
+            self.log.write(task, params, **base, outcome=outcome,
+                           error="reply cut off at the token limit" if truncated else None)
             return text
 
     def _delay(self, attempt: int, headers: Mapping[str, str] | None) -> float:
@@ -405,11 +342,32 @@ class ModelClient:
                 value = headers.get(name)
                 if value:
                     try:
-                        return min(float(value) * scale, self.options.backoff_max)
+                        return min(float(value) * scale, _BACKOFF_MAX)
                     except ValueError:
                         pass  # an HTTP date: fall back to backoff
-        cap = min(self.options.backoff_max, self.options.backoff_base * 2 ** (attempt - 1))
+        cap = min(_BACKOFF_MAX, _BACKOFF_BASE * 2 ** (attempt - 1))
         return random.uniform(0, cap)
+
+
+def log_params(options: ClientOptions, mode: str) -> dict[str, Any]:
+    """The parameters a `model_calls` row records for a request."""
+    params: dict[str, Any] = {"model": options.model, "temperature": options.temperature}
+    if options.deployment:
+        params["deployment"] = options.deployment
+    return params | {"response_format": mode}
+
+
+def request_body(options: ClientOptions, task: Task, messages: list[dict[str, str]],
+                 mode: str = "json_schema") -> dict[str, Any]:
+    """A chat-completions request body, as sent live or written into a batch file."""
+    body: dict[str, Any] = {"model": options.wire_model, "messages": messages,
+                            "temperature": options.temperature}
+    if mode == "json_schema":
+        body["response_format"] = {"type": "json_schema", "json_schema": {
+            "name": task.output.__name__[:64], "schema": strict_schema(task.output), "strict": True}}
+    elif mode == "json_object":
+        body["response_format"] = {"type": "json_object"}
+    return body
 
 
 def _error_text(exc: openai.APIStatusError) -> str:

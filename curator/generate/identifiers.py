@@ -125,9 +125,6 @@ def template_question(identifier: Identifier, salt: str) -> str:
     return choices[pick].format(id=identifier.text)
 
 
-# ---- the offline backend ------------------------------------------------------------------
-
-
 def questions(
     ws: Workspace, selected: list[Passage], seed: int, run_id: str, progress: Callable[[int, int], None]
 ) -> tuple[list[CandidateIn], Counter[str]]:

@@ -13,13 +13,13 @@ Every task ends with candidates, rejections, or a recorded failure (`generation_
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import secrets
 import time
-from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -27,9 +27,10 @@ from pydantic import ValidationError
 
 from curator.config import GenerateConfig
 from curator.errors import CuratorError
+from curator.generate import batch, store
 from curator.generate import identifiers as idents
 from curator.generate import slices as sl
-from curator.generate.candidates import checked_candidate
+from curator.generate.candidates import Failure, GenerateSummary, Intake
 from curator.generate.client import (
     Budget,
     CallLog,
@@ -39,20 +40,13 @@ from curator.generate.client import (
     Prices,
     Redactor,
 )
-from curator.generate.prompts import (
-    PromptTemplate,
-    load_templates,
-)
-from curator.generate.store import GenerationCache, record_task, store_prompt
+from curator.generate.prompts import PromptTemplate, load_templates
+from curator.generate.store import store_prompt
 from curator.generate.tasks import Task, TaskMaker, corpus_topics
-from curator.models import CandidateIn, Passage, validation_problems
-from curator.text import normalize_query
+from curator.models import Passage, utcnow, validation_problems
 
 if TYPE_CHECKING:
     from curator.workspace import Workspace
-
-SINGLE_INPUTS = ("passage", "revisions")
-
 
 # Options that default to the workspace's `[generate]` section: GenerateOptions has a
 # field of the same name for each.
@@ -86,61 +80,14 @@ class GenerateOptions:
     negative_max_coverage: float | None = None
     duplicate_similarity: float | None = None
     only: list[str] | None = None  # restrict selection to these passage ids
-    progress: Callable[[int, int], None] | None = None
-
-
-@dataclass
-class Failure:
-    task: str
-    passages: list[str]
-    error: str
-
-
-@dataclass
-class GenerateSummary:
-    run_id: str
-    backend: str
-    model: str
-    passages_selected: int = 0
-    passages_skipped_covered: int = 0
-    tasks: int = 0
-    tasks_cached: int = 0
-    tasks_failed: int = 0
-    tasks_not_run: int = 0
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float = 0.0
-    candidates_added: int = 0
-    by_slice: dict[str, int] = field(default_factory=dict)
-    already_queued: int = 0
-    rejected: dict[str, int] = field(default_factory=dict)
-    failures: list[Failure] = field(default_factory=list)
-    stopped: str | None = None
-    dry_run: bool = False
-    estimate: dict[str, Any] | None = None
-    batch_id: str | None = None
-    batch_status: str | None = None
-    elapsed: float = 0.0
-
-    @property
-    def complete(self) -> bool:
-        return not self.failures and not self.tasks_not_run and not self.stopped
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    progress: Callable[[int, int], None] = lambda done, total: None
 
 
 def generate(ws: Workspace, **options: Any) -> GenerateSummary:
     """Generate candidate questions from the workspace's corpus and queue them for review.
 
-    Options (all keyword): passages (how many to draw), slices, seed, backend ("model"
-    or the offline "identifiers"), model, base_url, concurrency, timeout, max_retries,
-    temperature, response_format ("auto", "json_schema", "json_object", "text"),
-    max_calls, max_cost (USD), dry_run, batch, resume_batch (a batch id), wait,
-    poll_interval, multi_hop_ratio, group_size, min_words, paraphrase_max_overlap,
-    negative_max_coverage, duplicate_similarity, only (passage ids), progress
-    (callback(done, total)). Options left out (or None) take the workspace's
+    Options (all keyword) are the fields of `GenerateOptions` (the flags of `curator
+    generate`, docs/generate.md); those left out (or None) take the workspace's
     `[generate]` / `[model]` configuration.
 
     Example:
@@ -168,7 +115,6 @@ class Generator:
             backend=opts.backend,
             model=self.model if opts.backend == "model" else idents.BACKEND_NAME,
         )
-        self.cache = GenerationCache(ws)
         self.redact = Redactor(ws.config.api_key())
         price = cfg.prices.get(self.model, {})
         self.prices = Prices(price.get("input"), price.get("output"))
@@ -176,10 +122,14 @@ class Generator:
             "temperature": opts.temperature if opts.temperature is not None else cfg.temperature
         }
         self.templates: dict[str, PromptTemplate] = {}
-        self.slices: list[str] = []
-        self.deduper = sl.Deduper(self.settings.duplicate_similarity)
-        self.known_norms: set[str] = set()
+        self.intake = Intake(ws, self.settings, self.run_id, self.summary, self.redact)
         self._topics: str | None = None
+
+    def maker(self) -> TaskMaker:
+        """Renders this run's tasks (a batch resume sets the model and parameters first)."""
+        if self._topics is None:
+            self._topics = corpus_topics(self.ws)
+        return TaskMaker(self.ws, self.model, self.params, self._topics)
 
     # ---- the run ---------------------------------------------------------------------
 
@@ -188,12 +138,8 @@ class Generator:
         try:
             if self.opts.resume_batch:
                 self._load_prompts()
-                self._load_existing()
-                from curator.generate.batch import resume
-
-                resume(self, self.opts.resume_batch)
+                self._resume_batch(self.opts.resume_batch)
             elif self.opts.backend == "identifiers":
-                self._load_existing()
                 self._run_identifiers()
             else:
                 self._run_model()
@@ -213,14 +159,8 @@ class Generator:
                 "to the workspace (see docs/generate.md).",
             )
         self.templates = {s: templates[s] for s in wanted}
-        self.slices = wanted
         for t in self.templates.values():
             store_prompt(self.ws, t.hash, t.name, t.version, t.model_dump())
-
-    def _load_existing(self) -> None:
-        norms = sl.existing_questions(self.ws)
-        self.known_norms = set(norms)
-        self.deduper = sl.Deduper(self.settings.duplicate_similarity, norms)
 
     def _run_model(self) -> None:
         self._load_prompts()
@@ -230,44 +170,32 @@ class Generator:
                 f'Add it to curator.toml: [model.prices."{self.model}"] input = ..., output = ... '
                 "(USD per million tokens).",
             )
-        self._load_existing()
         tasks = self._plan()
         self.summary.tasks = len(tasks)
-        cached_keys = self.cache.keys([t.key for t in tasks])
-        todo = [t for t in tasks if t.key not in cached_keys]
+        cached = store.cached(self.ws, [t.key for t in tasks])
+        todo = [t for t in tasks if t.key not in cached]
         if self.opts.dry_run:
             self._estimate(todo, len(tasks) - len(todo))
             return
         done = 0
         for task in tasks:
-            if task.key in cached_keys:
-                output = self.cache.get(task.key) or {}
+            if task.key in cached:
                 self.summary.tasks_cached += 1
-                self._ingest(task, output, status="cached")
+                self.intake.ingest(task, cached[task.key], status="cached")
                 done += 1
-                self._progress(done, len(tasks))
+                self.opts.progress(done, len(tasks))
         if not todo:
             return
         if self.opts.batch:
-            from curator.generate.batch import submit
-
-            submit(self, todo)
+            self._submit_batch(todo)
             return
         asyncio.run(self._send(todo, done, len(tasks)))
 
-    def repair(self, replies: list[tuple[Task, str]]) -> None:
-        """One live repair call for each (task, reply that failed validation), as a live
-        run would have made; counted in the budget with what the run already spent."""
+    async def _send(self, todo: list[Task], done: int, total: int, replies: dict[str, str] | None = None) -> None:
+        """Send `todo` to the model, within the budget left; `replies`: task key -> an
+        invalid answer to repair (only the repair call is sent)."""
         budget = Budget(max_calls=self.opts.max_calls, max_cost=self.opts.max_cost,
                         calls=self.summary.calls, cost=self.summary.cost)
-        tasks = [task for task, _ in replies]
-        asyncio.run(self._send(tasks, 0, len(tasks), budget, {t.key: r for t, r in replies}))
-
-    async def _send(self, todo: list[Task], done: int, total: int, budget: Budget | None = None,
-                    replies: dict[str, str] | None = None) -> None:
-        """Send `todo` to the model; `replies`: task key -> an invalid answer to repair."""
-        if budget is None:
-            budget = Budget(max_calls=self.opts.max_calls, max_cost=self.opts.max_cost)
         replies = replies or {}
         # One worker thread owns the database while requests are in flight: call-log
         # rows, cache writes, checks and queueing all run there, in order, so the event
@@ -284,32 +212,12 @@ class Generator:
         loop = asyncio.get_running_loop()
 
         def finish(task: Task, result: CallResult) -> None:
-            if result.ok and result.output is not None:
-                output = result.output.model_dump()
-                self.cache.put(
-                    task.key,
-                    model=self.model,
-                    prompt_hash=task.prompt_hash,
-                    fingerprints=task.fingerprints,
-                    params=self.params,
-                    output=output,
-                    prompt_tokens=result.prompt_tokens,
-                    completion_tokens=result.completion_tokens,
-                )
-                self._ingest(task, output, status="ok")
-            elif result.outcome == "budget":
-                self.summary.tasks_not_run += 1
-                self._record_task(task, "not_run", error=result.error)
-            else:
-                self.fail(task, result.error or result.outcome)
+            self._finish(task, result)
             counter[0] += 1
-            self._progress(counter[0], total)
+            self.opts.progress(counter[0], total)
 
         async def one(task: Task) -> None:
-            result = await client.run(task.spec(), replies.get(task.key))
-            self.summary.calls += result.calls
-            self.summary.prompt_tokens += result.prompt_tokens
-            self.summary.completion_tokens += result.completion_tokens
+            result = await client.run(task, replies.get(task.key))
             await loop.run_in_executor(ingester, finish, task, result)
 
         try:
@@ -317,8 +225,112 @@ class Generator:
         finally:
             ingester.shutdown(wait=True)
             await client.close()
-        self.summary.cost = budget.cost
         self.summary.stopped = budget.stopped
+
+    def _finish(self, task: Task, result: CallResult) -> None:
+        """A live or batch call's result: cached and ingested, not run, or failed."""
+        self._count(result)
+        if result.output is not None:
+            output = result.output.model_dump()
+            store.cache_put(
+                self.ws,
+                task.key,
+                model=self.model,
+                prompt_hash=task.prompt_hash,
+                fingerprints=task.fingerprints,
+                params=self.params,
+                output=output,
+                prompt_tokens=result.prompt_tokens,
+                completion_tokens=result.completion_tokens,
+            )
+            self.intake.ingest(task, output, status="ok")
+        elif result.outcome == "budget":
+            self.summary.tasks_not_run += 1
+            self.intake.record(task, "not_run", error=result.error)
+        else:
+            self.intake.fail(task, result.error or result.outcome)
+
+    def _count(self, result: CallResult) -> None:
+        self.summary.calls += result.calls
+        self.summary.prompt_tokens += result.prompt_tokens
+        self.summary.completion_tokens += result.completion_tokens
+        self.summary.cost += result.cost
+
+    # ---- the Batch API -------------------------------------------------------------------
+
+    def _submit_batch(self, todo: list[Task]) -> None:
+        settings = {"temperature": self.params["temperature"], "slices": list(self.templates)}
+        batch_id = batch.submit(self.ws, self._client_options(), self.run_id, todo, settings, self.redact)
+        self.summary.batch_id, self.summary.batch_status = batch_id, "submitted"
+        if self.opts.wait:
+            self._resume_batch(batch_id)
+        else:
+            self.summary.tasks_not_run += len(todo)
+            self.summary.stopped = f"batch {batch_id} submitted; collect it with --resume-batch {batch_id}"
+
+    def _resume_batch(self, batch_id: str) -> None:
+        """Poll a stored batch until it finishes, then ingest its results once; the replies
+        that failed validation get one live repair call each, as a live run would have."""
+        row = store.batch(self.ws, batch_id)
+        if row is None:
+            raise CuratorError(
+                f"no batch {batch_id!r} in this workspace",
+                "`curator generate --list-batches` lists the batches it submitted.",
+            )
+        self.summary.batch_id = batch_id
+        if row["ingested_at"]:
+            self.summary.batch_status = "already ingested"
+            return
+        self.model = self.summary.model = row["model"]
+        stored = json.loads(row["options"] or "{}")
+        self.params = {"temperature": stored.get("temperature", self.params["temperature"])}
+        options = self._client_options()
+        status, out, err = batch.poll(self.ws, options, batch_id, wait=self.opts.wait,
+                                      interval=self.settings.poll_interval, redact=self.redact)
+        self.summary.batch_status = status
+        specs: dict[str, dict[str, Any]] = json.loads(row["tasks"])
+        if status in batch.OPEN:
+            self.summary.tasks_not_run += len(specs)
+            self.summary.stopped = f"batch {batch_id} is {status}; run --resume-batch {batch_id} later"
+            return
+        records, unreadable = batch.results(batch_id, specs, out, err)
+        self.summary.failures += [Failure("batch", [where], "not a JSON result line") for where in unreadable]
+        self.summary.tasks = len(specs)
+        log = CallLog(self.ws, self.run_id, self.redact)
+        invalid: list[tuple[Task, str]] = []
+        for custom_id, spec in specs.items():
+            task = self._rebuild(spec) if custom_id in records else None
+            if task is None or task.key != custom_id:
+                self.summary.tasks_failed += 1
+                error = (f"no result in batch {batch_id}" if custom_id not in records else
+                         "the passage or prompt changed since the batch was submitted; run again")
+                self.summary.failures.append(Failure("batch", [",".join(p[0] for p in spec["passages"])], error))
+                continue
+            result, reply = batch.call_result(records[custom_id], task, log, options, self.prices, batch_id)
+            if reply is None:
+                self._finish(task, result)
+            else:
+                self._count(result)
+                invalid.append((task, reply))
+        store.update_batch(self.ws, batch_id, ingested_at=utcnow())
+        if invalid:  # after marking the batch ingested: an interrupted repair is redone by a live run
+            tasks = [task for task, _ in invalid]
+            asyncio.run(self._send(tasks, 0, len(tasks), {t.key: r for t, r in invalid}))
+
+    def _rebuild(self, spec: dict[str, Any]) -> Task | None:
+        """A submitted task rendered again (None when a passage or template is gone)."""
+        passages: list[Passage] = []
+        for pid, rev in spec["passages"]:
+            p = self.ws.passage(pid, rev)
+            if p is None:
+                return None
+            passages.append(p)
+        if any(s not in self.templates for s in spec["slices"]):
+            return None
+        templates = [self.templates[s] for s in spec["slices"]]
+        if spec["kind"] == "group":
+            return self.maker().group_task(sl.Group(passages, spec.get("relation", "")), templates)
+        return self.maker().passage_task(passages[0], templates)
 
     def _client_options(self) -> ClientOptions:
         cfg = self.ws.config.model
@@ -337,17 +349,10 @@ class Generator:
             response_format=o.response_format,
         )
 
-    def _progress(self, done: int, total: int) -> None:
-        if self.opts.progress:
-            self.opts.progress(done, total)
-
     def _estimate(self, todo: list[Task], cached: int) -> None:
-        prompt = completion = 0
-        for task in todo:
-            spec = task.spec()
-            prompt += spec.estimate_tokens[0]
-            completion += spec.estimate_tokens[1]
-        factor = 0.5 if self.opts.batch else 1.0
+        prompt = sum(t.estimate_tokens[0] for t in todo)
+        completion = sum(t.estimate_tokens[1] for t in todo)
+        factor = batch.BATCH_PRICE_FACTOR if self.opts.batch else 1.0
         self.summary.dry_run = True
         self.summary.estimate = {
             "calls": len(todo),
@@ -362,128 +367,46 @@ class Generator:
 
     # ---- planning ----------------------------------------------------------------------
 
-    def tasks(self) -> TaskMaker:
-        """Renders this run's tasks (batch.resume sets the model and parameters first)."""
-        if self._topics is None:
-            self._topics = corpus_topics(self.ws)
-        return TaskMaker(self.ws, self.model, self.params, self._topics)
-
-    def passage_task(self, p: Passage, slices: list[str]) -> Task | None:
-        return self.tasks().passage_task(p, [self.templates[s] for s in slices])
-
-    def group_task(self, group: sl.Group, templates: list[PromptTemplate]) -> Task:
-        return self.tasks().group_task(group, templates)
-
     def _plan(self) -> list[Task]:
-        single = [s for s in self.slices if self.templates[s].input in SINGLE_INPUTS]
-        multi = [s for s in self.slices if self.templates[s].input == "group"]
+        single = [t for t in self.templates.values() if t.input in ("passage", "revisions")]
+        multi = [t for t in self.templates.values() if t.input == "group"]
         memo: dict[str, Task | None] = {}
+        maker = self.maker()
 
         def passage_task(p: Passage) -> Task | None:
             if p.id not in memo:
-                memo[p.id] = self.passage_task(p, single) if single else None
+                memo[p.id] = maker.passage_task(p, single) if single else None
             return memo[p.id]
 
         def reusable(p: Passage) -> bool:
             task = passage_task(p)
-            return task is not None and bool(self.cache.keys([task.key]))
+            return task is not None and bool(store.cached(self.ws, [task.key]))
 
-        selected, skipped = sl.select_passages(
-            self.ws,
-            self.settings.passages,
-            self.opts.seed,
-            min_words=self.settings.min_words,
-            reusable=reusable,
-            only=set(self.opts.only) if self.opts.only else None,
-        )
-        self.summary.passages_selected = len(selected)
-        self.summary.passages_skipped_covered = skipped
+        selected = self._select(reusable)
         tasks = [t for p in selected if (t := passage_task(p)) is not None]
         if multi and selected:
             count = math.ceil(len(selected) * self.settings.multi_hop_ratio)
             size = self.settings.group_size
             for group in sl.build_groups(self.ws, selected, count, size, self.opts.seed):
-                tasks.append(self.group_task(group, [self.templates[s] for s in multi]))
+                tasks.append(maker.group_task(group, multi))
         return tasks
 
-    # ---- turning output into candidates ----------------------------------------------
-
-    def fail(self, task: Task, error: str) -> None:
-        error = self.redact(error)
-        self.summary.tasks_failed += 1
-        self.summary.failures.append(Failure(task.name, task.passage_ids, error))
-        self._record_task(task, "failed", error=error)
-
-    def _record_task(self, task: Task, status: str, *, error: str = "", candidates: int = 0,
-                     rejected: Counter[str] | None = None) -> None:
-        record_task(self.ws, self.run_id, task.key, task.name, task.passage_ids, status,
-                    error=error, candidates=candidates, rejected=dict(rejected or {}))
-
-    def _ingest(self, task: Task, output: dict[str, Any], *, status: str) -> None:
-        rejected: Counter[str] = Counter()
-        items: list[CandidateIn] = []
-        for template in task.templates:
-            entries = output.get(template.slice) or []
-            for entry in entries[: template.questions]:
-                made = self._candidate(task, template, entry, rejected)
-                if made is not None:
-                    items.append(made)
-        added = self._queue(items, rejected)
-        for reason, n in rejected.items():
-            self.summary.rejected[reason] = self.summary.rejected.get(reason, 0) + n
-        self._record_task(task, status, candidates=added, rejected=rejected)
-
-    def _queue(self, items: list[CandidateIn], rejected: Counter[str]) -> int:
-        fresh: list[CandidateIn] = []
-        for item in items:
-            norm = normalize_query(item.query)
-            if norm in self.known_norms:
-                self.summary.already_queued += 1
-                continue
-            if self.deduper.duplicate_of(item.query):
-                rejected["near-duplicate of an existing question"] += 1
-                continue
-            self.known_norms.add(norm)
-            self.deduper.add(item.query)
-            fresh.append(item)
-        if not fresh:
-            return 0
-        result = self.ws.add_candidates(fresh)
-        added = len(result.added)
-        self.summary.candidates_added += added
-        self.summary.already_queued += len(result.existing)
-        for item in fresh:
-            s = item.suggested_slice or "?"
-            self.summary.by_slice[s] = self.summary.by_slice.get(s, 0) + 1
-        return added
-
-    def _candidate(self, task: Task, template: PromptTemplate, entry: dict[str, Any],
-                   rejected: Counter[str]) -> CandidateIn | None:
-        question = " ".join(str(entry.get("question", "")).split())
-        if normalize_query(question) in self.known_norms:
-            self.summary.already_queued += 1  # e.g. a rerun served from the cache
-            return None
-        made = checked_candidate(self.ws, self.settings, self.model, self.run_id, task, template, question, entry)
-        if isinstance(made, str):
-            rejected[f"{template.slice}: {made}"] += 1
-            return None
-        return made
+    def _select(self, reusable: Callable[[Passage], bool]) -> list[Passage]:
+        selected, skipped = sl.select_passages(
+            self.ws, self.settings.passages, self.opts.seed, min_words=self.settings.min_words,
+            reusable=reusable, only=set(self.opts.only) if self.opts.only else None,
+        )
+        self.summary.passages_selected = len(selected)
+        self.summary.passages_skipped_covered = skipped
+        return selected
 
     # ---- the offline identifiers backend --------------------------------------------------
 
     def _run_identifiers(self) -> None:
-        selected, skipped = sl.select_passages(
-            self.ws,
-            self.settings.passages,
-            self.opts.seed,
-            min_words=self.settings.min_words,
-            only=set(self.opts.only) if self.opts.only else None,
-        )
-        self.summary.passages_selected = len(selected)
-        self.summary.passages_skipped_covered = skipped
+        selected = self._select(lambda _p: False)
         self.summary.tasks = len(selected)
-        items, rejected = idents.questions(self.ws, selected, self.opts.seed, self.run_id, self._progress)
-        self._queue(items, rejected)
+        items, rejected = idents.questions(self.ws, selected, self.opts.seed, self.run_id, self.opts.progress)
+        self.intake.queue(items, rejected)
         self.summary.rejected = dict(rejected)
 
 

@@ -152,21 +152,16 @@ def _missing(where: str, names: set[str], kind: str, tip: str = "") -> MissingVa
     )
 
 
-def prompt_dirs(workspace_prompts: Path | None) -> list[Path]:
-    """Bundled defaults first, then the workspace's folder (which wins)."""
-    from curator.resources import bundled
-
-    dirs = [bundled("prompts")]
-    if workspace_prompts is not None and workspace_prompts.is_dir():
-        dirs.append(workspace_prompts)
-    return dirs
-
-
 def load_templates(workspace_prompts: Path | None = None) -> dict[str, PromptTemplate]:
     """Every template by slice. A workspace template replaces the bundled one for its
     slice (and the bundled file of the same name)."""
+    from curator.resources import bundled
+
+    folders = [bundled("prompts")]
+    if workspace_prompts is not None and workspace_prompts.is_dir():
+        folders.append(workspace_prompts)
     by_slice: dict[str, PromptTemplate] = {}
-    for folder in prompt_dirs(workspace_prompts):
+    for folder in folders:
         here: dict[str, PromptTemplate] = {}
         for path in sorted(folder.glob("*.toml")):
             template = load_template(path)
@@ -196,13 +191,9 @@ def output_schema(model: type[BaseModel]) -> dict[str, Any]:
     return model.model_json_schema()
 
 
-def combined_output(templates: list[PromptTemplate]) -> type[BaseModel]:
-    """The output model of one call that runs several slices' templates: a list per slice."""
-    return _combined_output(tuple(templates))
-
-
 @functools.lru_cache(maxsize=64)
-def _combined_output(templates: tuple[PromptTemplate, ...]) -> type[BaseModel]:
+def combined_output(templates: tuple[PromptTemplate, ...]) -> type[BaseModel]:
+    """The output model of one call that runs several slices' templates: a list per slice."""
     # list[...] of a model made at run time: a type mypy cannot name
     fields: dict[str, Any] = {t.slice: (list[t.output_model], ...) for t in templates}  # type: ignore[name-defined]
     model = create_model(

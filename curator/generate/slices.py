@@ -7,6 +7,7 @@ further model call.
 
 from __future__ import annotations
 
+import posixpath
 import random
 import re
 from collections import defaultdict
@@ -103,8 +104,9 @@ def select_passages(
 ) -> tuple[list[Passage], int]:
     """Up to `n` current passages of at least `min_words` words, stratified across
     documents, skipping those already covered by candidates or cases unless `reusable`
-    (their work is cached, so including them keeps a rerun identical and free). Passages named in `only` are taken even when
-    covered: asking again is what the user wants. Returns (passages, how many skipped)."""
+    (their work is cached, so including them keeps a rerun identical and free). Passages
+    named in `only` are taken even when covered: asking again is what the user wants.
+    Returns (passages, how many skipped)."""
     covered = covered_passage_ids(ws) if only is None else set()
     skipped = 0
 
@@ -186,14 +188,7 @@ def _linked(ws: Workspace, start: Passage, members: list[Passage], docs: _Docs, 
     for target in _LINK.findall(start.text):
         if "://" in target:
             continue
-        parts: list[str] = []
-        for part in (base / target).parts:
-            if part == "..":
-                if parts:
-                    parts.pop()
-            elif part != ".":
-                parts.append(part)
-        items = by_path.get("/".join(parts))
+        items = by_path.get(posixpath.normpath(base / target))
         if items:
             options = [p for p in items if p.id not in ids and len(p.text.split()) >= 15]
             if options:
@@ -279,8 +274,7 @@ def freshness_problem(old_answer: str, new_answer: str, previous: str, current: 
 
 
 def multi_hop_problem(used: list[str], group_ids: list[str]) -> str | None:
-    missing = [i for i in group_ids if i not in set(used)]
-    if missing:
+    if set(group_ids) - set(used):
         return "does not need every passage of the group"
     return None
 
@@ -297,22 +291,16 @@ class Deduper:
 
     def __init__(self, threshold: float, norms: Iterable[str] = ()):
         self.threshold = threshold
-        self.norms: list[str] = []
-        self._processed: list[str] = []  # default_process()ed once, not on every lookup
-        for norm in dict.fromkeys(norms):
-            self._append(norm)
+        self.norms = list(dict.fromkeys(norms))
+        self._processed = [default_process(n) for n in self.norms]  # once, not on every lookup
 
-    def _append(self, norm: str) -> None:
+    def add(self, text: str) -> None:
+        norm = normalize_query(text)
         self.norms.append(norm)
         self._processed.append(default_process(norm))
 
-    def add(self, text: str) -> None:
-        self._append(normalize_query(text))
-
     def duplicate_of(self, text: str) -> str | None:
         norm = normalize_query(text)
-        if not self.norms:
-            return None
         mine_ids = set(_IDENTISH.findall(norm))
         for _match, _score, index in process.extract(
             default_process(norm), self._processed, scorer=fuzz.token_sort_ratio,

@@ -27,63 +27,42 @@ def cache_key(model: str, prompt_hash: str, fingerprints: list[str], params: dic
     return sha256_hex(body)[:32]
 
 
-class GenerationCache:
-    def __init__(self, ws: Workspace):
-        self.ws = ws
+def cached(ws: Workspace, keys: list[str]) -> dict[str, dict[str, Any]]:
+    """The cached output of each of `keys` that has one."""
+    found: dict[str, dict[str, Any]] = {}
+    for i in range(0, len(keys), 500):
+        chunk = keys[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        for key, output in ws.db.execute(
+            f"SELECT key, output FROM generation_cache WHERE key IN ({marks})", chunk
+        ):
+            found[key] = json.loads(output)
+    return found
 
-    def get(self, key: str) -> dict[str, Any] | None:
-        row = self.ws.db.execute(
-            "SELECT output FROM generation_cache WHERE key = ?", [key]
-        ).fetchone()
-        return json.loads(row[0]) if row else None
 
-    def keys(self, keys: list[str]) -> set[str]:
-        found: set[str] = set()
-        for i in range(0, len(keys), 500):
-            chunk = keys[i : i + 500]
-            marks = ",".join("?" * len(chunk))
-            found.update(
-                r[0]
-                for r in self.ws.db.execute(
-                    f"SELECT key FROM generation_cache WHERE key IN ({marks})", chunk
-                )
-            )
-        return found
-
-    def put(
-        self,
-        key: str,
-        *,
-        model: str,
-        prompt_hash: str,
-        fingerprints: list[str],
-        params: dict[str, Any],
-        output: dict[str, Any],
-        prompt_tokens: int,
-        completion_tokens: int,
-    ) -> None:
-        with self.ws.lock:
-            self.ws.db.table("generation_cache").upsert(
-                {
-                    "key": key,
-                    "model": model,
-                    "prompt_hash": prompt_hash,
-                    "fingerprint": ",".join(fingerprints),
-                    "params": json.dumps(params, sort_keys=True),
-                    "output": json.dumps(output, ensure_ascii=False),
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": completion_tokens,
-                    "created_at": utcnow(),
-                },
-                pk="key",
-            )
+def cache_put(ws: Workspace, key: str, *, model: str, prompt_hash: str, fingerprints: list[str],
+              params: dict[str, Any], output: dict[str, Any], prompt_tokens: int,
+              completion_tokens: int) -> None:
+    with ws.lock:
+        ws.db.table("generation_cache").upsert(
+            {
+                "key": key,
+                "model": model,
+                "prompt_hash": prompt_hash,
+                "fingerprint": ",".join(fingerprints),
+                "params": json.dumps(params, sort_keys=True),
+                "output": json.dumps(output, ensure_ascii=False),
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "created_at": utcnow(),
+            },
+            pk="key",
+        )
 
 
 def store_prompt(ws: Workspace, prompt_hash: str, name: str, version: str, body: dict[str, Any]) -> None:
     """Keep a prompt's text once, keyed by its hash."""
     with ws.lock:
-        if ws.db.execute("SELECT 1 FROM prompt_texts WHERE hash = ?", [prompt_hash]).fetchone():
-            return
         ws.db.table("prompt_texts").insert(
             {
                 "hash": prompt_hash,

@@ -12,9 +12,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
 from curator.generate import identifiers as idents
 from curator.generate import slices as sl
-from curator.generate.client import CallSpec
 from curator.generate.prompts import FRAME_VERSION, PromptTemplate, combined_hash, combined_output
 from curator.generate.store import cache_key, store_prompt
 from curator.models import Passage
@@ -53,20 +54,16 @@ class Task:
     def passage_ids(self) -> list[str]:
         return [p.id for p in self.passages]
 
-    def spec(self) -> CallSpec:
-        prompt_est = (len(self.system) + len(self.user)) // 4 + 60
-        completion_est = sum(t.questions for t in self.templates) * _TOKENS_PER_QUESTION
-        return CallSpec(
-            task_key=self.key,
-            prompt_name=self.name,
-            prompt_version=self.version,
-            prompt_hash=self.prompt_hash,
-            system=self.system,
-            user=self.user,
-            output=combined_output(self.templates),
-            passages=self.passage_ids,
-            estimate_tokens=(prompt_est, completion_est),
-        )
+    @property
+    def output(self) -> type[BaseModel]:
+        """What the model's answer must be: a list of questions per slice."""
+        return combined_output(tuple(self.templates))
+
+    @property
+    def estimate_tokens(self) -> tuple[int, int]:
+        """(prompt, completion) tokens, for --dry-run and the cost budget."""
+        prompt = (len(self.system) + len(self.user)) // 4 + 60
+        return prompt, sum(t.questions for t in self.templates) * _TOKENS_PER_QUESTION
 
 
 def corpus_topics(ws: Workspace) -> str:
@@ -130,11 +127,7 @@ class TaskMaker:
                 current_date=p.committed_at or "unknown date",
                 previous_date=previous.committed_at or "unknown date",
             )
-        blocks = [_passage_block("passage", p)]
-        if previous is not None:
-            blocks.append(_passage_block("previous_revision", previous))
-        fingerprints = [p.fingerprint] + ([previous.fingerprint] if previous else [])
-        return self._task("passage", templates, [p], previous, ranked, "", blocks, base, fingerprints)
+        return self._task("passage", templates, [p], previous, ranked, "", base)
 
     def group_task(self, group: sl.Group, templates: list[PromptTemplate]) -> Task:
         ids = [p.id for p in group.passages]
@@ -143,15 +136,18 @@ class TaskMaker:
             "relation": group.relation,
             "count": len(ids),
         }
-        blocks = [_passage_block("passage", p) for p in group.passages]
-        return self._task(
-            "group", templates, group.passages, None, [], group.relation, blocks, base,
-            [p.fingerprint for p in group.passages],
-        )
+        return self._task("group", templates, group.passages, None, [], group.relation, base)
 
     def _task(self, kind: str, templates: list[PromptTemplate], passages: list[Passage],
               previous: Passage | None, identifiers: list[idents.Identifier], relation: str,
-              blocks: list[str], base: dict[str, Any], fingerprints: list[str]) -> Task:
+              base: dict[str, Any]) -> Task:
+        """The task asking `templates` about `passages` (and `previous`, the older revision
+        of a freshness task's passage)."""
+        blocks = [_passage_block("passage", p) for p in passages]
+        fingerprints = [p.fingerprint for p in passages]
+        if previous is not None:
+            blocks.append(_passage_block("previous_revision", previous))
+            fingerprints.append(previous.fingerprint)
         systems: list[str] = []
         parts: list[str] = []
         for t in templates:

@@ -76,7 +76,7 @@ def test_two_templates_for_one_slice_in_one_folder_is_an_error(tmp_path):
 
 def test_combined_output_schema_is_strict():
     templates = load_templates(None)
-    model = combined_output([templates["exact_identifier"], templates["paraphrase"]])
+    model = combined_output((templates["exact_identifier"], templates["paraphrase"]))
     schema = model.model_json_schema()
     assert schema["additionalProperties"] is False
     assert set(schema["required"]) == {"exact_identifier", "paraphrase"}
