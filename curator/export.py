@@ -24,8 +24,7 @@ from curator._process import paused_gc
 from curator.appendonly import JsonLines, line_hash, whole_lines, write_durably
 from curator.errors import EXIT_USAGE, CuratorError
 from curator.freeze import find_freeze
-from curator.models import Case, Passage
-from curator.problems import describe
+from curator.models import Case, Passage, validation_problems
 from curator.questionset import QuestionSet, ReadResult, query_id_of, read_cases
 
 if TYPE_CHECKING:
@@ -163,7 +162,7 @@ def latest_cases(qs: QuestionSet) -> list[Case]:
             cases.append(Case.model_validate_json(raw))
         except ValidationError as exc:
             raise CuratorError(
-                f"{qs.cases_path}:{number}: not a valid case: {describe(exc)}",
+                f"{qs.cases_path}:{number}: not a valid case: {validation_problems(exc, 'record')}",
                 "Run `curator verify` and fix the file; exports never guess at a broken record.",
             ) from None
     return cases

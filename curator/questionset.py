@@ -30,8 +30,8 @@ from pydantic import ValidationError
 from curator._process import paused_gc
 from curator.appendonly import JsonLines, append_together, exclusive_lock, finish_interrupted
 from curator.errors import CuratorError
-from curator.models import Case, ChangeAction, ChangeEntry, utcnow
-from curator.problems import Problem, describe
+from curator.models import Case, ChangeAction, ChangeEntry, utcnow, validation_problems
+from curator.problems import Problem
 from curator.text import query_slug
 
 CASES = "cases.jsonl"
@@ -90,7 +90,7 @@ class QuestionSet:
         try:
             case = Case.model_validate(data)
         except ValidationError as exc:
-            raise CuratorError(f"{invalid}: {describe(exc)}") from None
+            raise CuratorError(f"{invalid}: {validation_problems(exc, 'record')}") from None
         entry = ChangeEntry(
             query_id=case.query_id, rev=case.rev, action=action, reason=reason, reviewer=case.reviewer,
             versions=versions or {},
@@ -230,7 +230,7 @@ def read_cases(where: str, lines: Iterable[str | bytes], *, until_time: str | No
         try:
             case = Case.model_validate_json(raw)
         except ValidationError as exc:
-            problems.append(Problem(where, count, f"not a valid case: {describe(exc)}"))
+            problems.append(Problem(where, count, f"not a valid case: {validation_problems(exc, 'record')}"))
             continue
         if until_time is not None and case.at > until_time:
             continue
