@@ -370,7 +370,9 @@ def _check_one(
         if is_subsequence(old, cases.hashes):
             cases.merged = True
         else:
-            problems.append(_prefix_difference(qs, path, old, cases.hashes))
+            index, verb = first_change(old, cases.hashes)
+            message = f"line {index} as of freeze {path.name} was {verb}; cases.jsonl is append-only"
+            problems.append(Problem(str(qs.cases_path), index, message))
     # 4. A later freeze never drops what an earlier one of the same name held.
     held = set(manifest["query_ids"])
     for earlier_path, earlier_manifest in earlier:
@@ -404,13 +406,6 @@ def _frozen_difference(frozen: Path, expected: list[str]) -> Problem:
     if len(actual) > len(expected):
         return Problem(str(frozen), len(expected) + 1, "lines were added to a frozen file")
     return Problem(str(frozen), None, "contents differ from the manifest's sha256")
-
-
-def _prefix_difference(qs: QuestionSet, manifest: Path, old: list[str], current: list[str]) -> Problem:
-    index, verb = first_change(old, current)
-    return Problem(
-        str(qs.cases_path), index, f"line {index} as of freeze {manifest.name} was {verb}; cases.jsonl is append-only"
-    )
 
 
 # ---- listing ------------------------------------------------------------------------------------

@@ -1,17 +1,10 @@
 """Question sets: `datasets/<set>/cases.jsonl` and `changelog.jsonl`, append-only.
 
-Writing rules (docs/formats.md), kept with the primitives of `curator.appendonly`:
-
-- one whole line per record, written with a single `write`, flushed and fsynced;
-- every write happens under an exclusive `flock` on `<set>/.lock`, so two processes never
-  interleave and `query_id`s are allocated without races;
-- a case line and its change-log line form one unit: both are first written to
-  `<set>/.pending.json` (fsynced), then appended; a crash between the two appends is
-  finished by the next writer that takes the lock, so neither is left alone;
-- a torn last line (a crash mid-write) is never parsed as data; the next append moves it
-  to `<set>/.torn-<file>-<time>` and truncates the file back to its last whole line.
-
-Checking the files is `curator.verify`'s work; this module only reads and appends.
+Every write takes the set's `flock` (`<set>/.lock`, so `query_id`s are allocated without
+races) and appends a case line and its change-log line as one unit through the journal
+`<set>/.pending.json`, with the primitives and rules of `curator.appendonly`
+(docs/formats.md). Checking the files is `curator.verify`'s work; this module only reads
+and appends.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ each check is a named function that reads the scan and adds `Problem`s to the re
 - `_check_pairing`: each case line has its change-log entry and the other way round;
 - `_check_labels`: the labelled passage ids of active cases are in the corpus;
 - `_check_history`: no line the last checkpoint saw was edited, removed or reordered;
-- `_check_freezes`: the frozen subsets still match their manifests (curator.freeze).
+- `check_freezes`: the frozen subsets still match their manifests (curator.freeze).
 
 A checkpoint remembers the files as a passing verify read them. Lines a passing verify of
 this curator version checked, byte for byte unchanged since, get no second schema check:
@@ -31,7 +31,7 @@ from curator import __version__
 from curator._process import paused_gc
 from curator.appendonly import JsonLines, first_change, is_subsequence, write_durably
 from curator.freeze import check_freezes
-from curator.models import CaseFields, ChangeEntry, labels_problem, utcnow, validation_problems
+from curator.models import Case, ChangeEntry, utcnow, validation_problems
 from curator.problems import Problem
 from curator.questionset import QuestionSet
 
@@ -114,7 +114,10 @@ def verify(qs: QuestionSet, *, known_ids: KnownIds | None = None, strict: bool =
     _check_labels(report, str(qs.cases_path), latest, known_ids, strict)
     _check_history(report, checkpoint, cases, hashes)
     report.scan = SetScan(cases, changelog, hashes, set(latest))
-    _check_freezes(qs, report, report.scan)
+    checked = check_freezes(qs, cases, line_hashes=hashes, query_ids=report.scan.query_ids)
+    for info in checked.infos:
+        report.problems.extend(info.problems)
+    report.notes.extend(checked.notes)
     return report
 
 
@@ -131,19 +134,22 @@ def _check_cases(
     revs run 1, 2, 3... Gives each line's key (None if invalid) and each case's latest labels."""
     path = str(cases.path)
     keys: list[Key | None] = []
-    checked: dict[str, CaseFields] = {}  # query_id -> its latest valid line checked here
+    labels: dict[str, Labels] = {}  # query_id -> labels of its latest valid line checked here
     latest: dict[str, int] = {}  # query_id -> index of its latest valid line
     last_rev: dict[str, int] = {}
+    validate = Case.__pydantic_validator__.validate_json  # Case.model_validate_json, minus a call
     for index, line in enumerate(cases.lines):
         if index < len(trusted):
             query_id, rev = trusted[index]
         else:
-            case = _valid_case(report, path, index, line)
-            if case is None:
+            try:
+                case = validate(line)
+            except ValidationError as exc:
+                report.problems.append(Problem(path, index + 1, f"not a valid case: {validation_problems(exc, 'record')}"))
                 keys.append(None)
                 continue
             query_id, rev = case.query_id, case.rev
-            checked[query_id] = case
+            labels[query_id] = (case.status, [rel.id for rel in case.relevant])
         keys.append((query_id, rev))
         latest[query_id] = index
         previous = last_rev.get(query_id, 0)
@@ -157,30 +163,15 @@ def _check_cases(
         report.problems.append(Problem(path, cases.count + 1, message, fatal=False))
     # A case whose latest line is trusted still has it read, for its status and labels (any
     # line checked here comes after every trusted one).
-    labels: dict[str, Labels] = {}
     for query_id, index in latest.items():
-        found = checked.get(query_id) or _valid_case(report, path, index, cases.lines[index])
-        if found is not None:  # None only if the schema changed without a version bump
-            labels[query_id] = (found.status, [rel.id for rel in found.relevant])
-    return keys, labels
-
-
-def _valid_case(report: VerifyReport, path: str, index: int, line: bytes) -> CaseFields | None:
-    """Line `index` as a case, or None and a problem: `Case.model_validate_json` as two steps,
-    which saves pydantic's call back into Python for each of 200k lines."""
-    try:
-        case = _validate_case(line)
-    except ValidationError as exc:
-        report.problems.append(Problem(path, index + 1, f"not a valid case: {validation_problems(exc, 'record')}"))
-        return None
-    problem = labels_problem(case)
-    if problem:
-        report.problems.append(Problem(path, index + 1, f"not a valid case: record: Value error, {problem}"))
-        return None
-    return case
-
-
-_validate_case = CaseFields.__pydantic_validator__.validate_json
+        if query_id not in labels:
+            try:
+                case = validate(cases.lines[index])
+            except ValidationError as exc:  # only if the schema changed without a version bump
+                report.problems.append(Problem(path, index + 1, f"not a valid case: {validation_problems(exc, 'record')}"))
+                continue
+            labels[query_id] = (case.status, [rel.id for rel in case.relevant])
+    return keys, {query_id: labels[query_id] for query_id in latest if query_id in labels}
 
 
 def _check_changelog(report: VerifyReport, changelog: JsonLines, trusted: list[Key]) -> list[Key | None]:
@@ -269,13 +260,6 @@ def _check_history(
             f"line {index} as of the checkpoint of {checkpoint['at']} was {verb}; cases.jsonl is append-only",
         )
     )
-
-
-def _check_freezes(qs: QuestionSet, report: VerifyReport, scan: SetScan) -> None:
-    checked = check_freezes(qs, scan.cases, line_hashes=scan.line_hashes, query_ids=scan.query_ids)
-    for info in checked.infos:
-        report.problems.extend(info.problems)
-    report.notes.extend(checked.notes)
 
 
 # ---- checkpoints ------------------------------------------------------------------------------
