@@ -276,12 +276,6 @@ def find_freeze(qs: QuestionSet, ref: str) -> tuple[Path, dict[str, Any]] | None
 # ---- checking ---------------------------------------------------------------------------------
 
 
-@dataclass
-class FreezeChecks:
-    infos: list[FreezeInfo]  # one per manifest, and one per frozen file without a manifest
-    notes: list[str]
-
-
 @paused_gc()
 def check_freezes(
     qs: QuestionSet,
@@ -289,14 +283,16 @@ def check_freezes(
     *,
     line_hashes: list[str] | None = None,
     query_ids: set[str] | None = None,
-) -> FreezeChecks:
+) -> tuple[list[FreezeInfo], list[str]]:
     """Check every manifest of a set. `cases` (cases.jsonl as read), its line hashes and
-    query_ids are what verify already has; what is not given is worked out here."""
+    query_ids are what verify already has; what is not given is worked out here. Gives an
+    info per manifest and per frozen file without one, and notes for the verify report."""
     folder = qs.root / FROZEN_DIR
-    checked = FreezeChecks([], [])
+    infos: list[FreezeInfo] = []
+    notes: list[str] = []
     listed = manifests(qs)
     if not listed and not folder.is_dir():
-        return checked
+        return infos, notes
     file = cases or JsonLines.read(qs.cases_path)
     if line_hashes is None:
         line_hashes = [line_hash(line) for line in file.lines]
@@ -307,7 +303,7 @@ def check_freezes(
     by_name: dict[str, list[tuple[Path, dict[str, Any]]]] = {}
     for path, manifest, error in listed:
         info = FreezeInfo(path, manifest)
-        checked.infos.append(info)
+        infos.append(info)
         if error or manifest is None:
             info.problems.append(Problem(str(path), None, error or "unreadable manifest"))
             continue
@@ -321,16 +317,16 @@ def check_freezes(
                 "frozen file without a manifest (deleted, or a freeze was interrupted); "
                 "restore the manifest from git, or remove the file if the freeze never finished",
             )
-            checked.infos.append(FreezeInfo(orphan, None, [problem]))
-    if checked.infos:
-        good = sum(1 for i in checked.infos if i.ok)
-        checked.notes.append(f"{good} of {len(checked.infos)} freeze manifest(s) check out")
-    if merged and all(i.ok for i in checked.infos):
-        checked.notes.append(
+            infos.append(FreezeInfo(orphan, None, [problem]))
+    if infos:
+        good = sum(1 for i in infos if i.ok)
+        notes.append(f"{good} of {len(infos)} freeze manifest(s) check out")
+    if merged and all(i.ok for i in infos):
+        notes.append(
             "cases.jsonl has lines inserted after a freeze's prefix (a union merge); "
             "every line the freezes were taken from is intact and in order"
         )
-    return checked
+    return infos, notes
 
 
 def _check_one(
@@ -411,4 +407,4 @@ def list_freezes(ws: Workspace, set_name: str | None = None) -> list[FreezeInfo]
     qs = ws.question_set(set_name)
     if not qs.exists():
         raise CuratorError(f"no question set {qs.name!r} in {ws.datasets_dir}")
-    return check_freezes(qs).infos
+    return check_freezes(qs)[0]

@@ -172,9 +172,6 @@ class QuestionSet:
             result.problems.append(Problem(str(self.cases_path), file.count + 1, message, fatal=False))
         return result
 
-    def active(self) -> list[Case]:
-        return [c for c in self.read().cases.values() if c.status == "active"]
-
     def changelog(self) -> list[ChangeEntry]:
         entries = []
         for raw in JsonLines.read(self.changelog_path).lines:

@@ -114,10 +114,10 @@ def verify(qs: QuestionSet, *, known_ids: KnownIds | None = None, strict: bool =
     _check_labels(report, str(qs.cases_path), latest, known_ids, strict)
     _check_history(report, checkpoint, cases, hashes)
     report.scan = SetScan(cases, changelog, hashes, set(latest))
-    checked = check_freezes(qs, cases, line_hashes=hashes, query_ids=report.scan.query_ids)
-    for info in checked.infos:
+    infos, notes = check_freezes(qs, cases, line_hashes=hashes, query_ids=report.scan.query_ids)
+    for info in infos:
         report.problems.extend(info.problems)
-    report.notes.extend(checked.notes)
+    report.notes.extend(notes)
     return report
 
 
