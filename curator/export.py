@@ -320,7 +320,7 @@ def _write_corpus(
 
 
 def _corpus_line(passage: Passage) -> str:
-    title = passage.title or " › ".join(passage.heading_path)
+    title = passage.title or passage.heading
     return json.dumps({"_id": passage.id, "title": title, "text": passage.text}, ensure_ascii=False) + "\n"
 
 

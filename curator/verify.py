@@ -267,11 +267,9 @@ def _check_history(
 
 def load_checkpoint(qs: QuestionSet) -> dict[str, Any] | None:
     path = qs.checkpoint_path
-    if not path or not path.exists():
-        return None
     try:
-        checkpoint: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError:
+        checkpoint: dict[str, Any] | None = json.loads(path.read_text(encoding="utf-8")) if path else None
+    except (FileNotFoundError, ValueError):
         return None
     return checkpoint
 
