@@ -108,16 +108,13 @@ def repair_torn_tail(path: Path) -> None:
 
 def write_durably(path: Path, text: str) -> None:
     """Replace `path` with `text`: written to a temporary name, fsynced, renamed into place."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    _write_synced(tmp, text)
-    os.replace(tmp, path)
+    os.replace(_write_synced(path, text), path)
     fsync_dir(path.parent)
 
 
 def create_once(path: Path, text: str) -> None:
     """Write `path` durably, failing if it exists: never overwrite a frozen file."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    _write_synced(tmp, text)
+    tmp = _write_synced(path, text)
     try:
         os.link(tmp, path)  # atomic, and unlike rename it refuses an existing target
     except FileExistsError:
@@ -136,11 +133,14 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def _write_synced(path: Path, text: str) -> None:
-    with open(path, "w", encoding="utf-8") as fh:
+def _write_synced(path: Path, text: str) -> Path:
+    """Write `text` to a temporary name beside `path`, fsynced; gives that name."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(text)
         fh.flush()
         os.fsync(fh.fileno())
+    return tmp
 
 
 def _tail_lines(path: Path, count: int) -> list[str]:

@@ -243,7 +243,8 @@ def load_config(root: Path | None, environ: dict[str, str] | None = None) -> Con
         raise ConfigError(f"{path or 'environment'}: invalid configuration: {problems}") from None
 
 
-DEFAULT_TOML = """\
+DEFAULT_TOML = (
+    """\
 # curator workspace configuration. Every key is optional; the values shown are the defaults.
 # Environment variables override this file: CURATOR_SET, CURATOR_REVIEWER, CURATOR_MODEL,
 # CURATOR_BASE_URL, and CURATOR_<SECTION>__<KEY> for anything else
@@ -254,26 +255,9 @@ default_set = "main"
 # reviewer = "your-name"          # defaults to $USER
 
 # Slices: what kinds of question the set must hold, and how many of each.
-[slices.exact_identifier]
-target = 10
-description = "Error codes, alert names, flags, config keys quoted verbatim."
-
-[slices.paraphrase]
-target = 10
-description = "The same need as a passage, in different words."
-
-[slices.multi_hop]
-target = 10
-description = "A procedure that needs several passages (all primaries required)."
-
-[slices.negative]
-target = 10
-description = "The corpus does not answer it; nothing should come back."
-
-[slices.freshness]
-target = 10
-description = "The answer changed; only the current revision is right."
-
+"""
+    + "".join(f'[slices.{name}]\ntarget = 10\ndescription = "{text}"\n\n' for name, text in DEFAULT_SLICES.items())
+    + """\
 [corpus]
 min_tokens = 200                 # small sections merge into their parent up to this size
 max_tokens = 900                 # larger sections split at paragraph boundaries
@@ -344,3 +328,4 @@ suggestions = 8
 # [keymap]                       # binding id = "keys"; see `?` in `curator review`
 # keep = "k"
 """
+)

@@ -23,9 +23,8 @@ from pydantic import ValidationError
 from curator._process import paused_gc
 from curator.appendonly import JsonLines, line_hash, whole_lines, write_durably
 from curator.errors import EXIT_USAGE, CuratorError
-from curator.freeze import find_freeze
-from curator.models import Case, Passage
-from curator.problems import describe
+from curator.freeze import find_freeze, git
+from curator.models import Case, Passage, validation_problems
 from curator.questionset import QuestionSet, ReadResult, query_id_of, read_cases
 
 if TYPE_CHECKING:
@@ -163,7 +162,7 @@ def latest_cases(qs: QuestionSet) -> list[Case]:
             cases.append(Case.model_validate_json(raw))
         except ValidationError as exc:
             raise CuratorError(
-                f"{qs.cases_path}:{number}: not a valid case: {describe(exc)}",
+                f"{qs.cases_path}:{number}: not a valid case: {validation_problems(exc, 'record')}",
                 "Run `curator verify` and fix the file; exports never guess at a broken record.",
             ) from None
     return cases
@@ -199,23 +198,17 @@ def _normalise_time(ref: str) -> str:
 
 def _git_commit(root: Path, ref: str) -> str | None:
     try:
-        out = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
-            capture_output=True, text=True, check=True,
-        )
+        return git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip() or None
     except (subprocess.CalledProcessError, FileNotFoundError):
         return None
-    return out.stdout.strip() or None
 
 
 def _git_blob(root: Path, commit: str, path: Path) -> str:
     relative = os.path.relpath(path, root)
-    proc = subprocess.run(
-        ["git", "-C", str(root), "show", f"{commit}:./{relative}"], capture_output=True
-    )
-    if proc.returncode != 0:
-        raise CuratorError(f"git commit {commit[:12]} has no {relative}")
-    return proc.stdout.decode("utf-8", errors="replace")
+    try:
+        return git(root, "show", f"{commit}:./{relative}")
+    except subprocess.CalledProcessError:
+        raise CuratorError(f"git commit {commit[:12]} has no {relative}") from None
 
 
 # ---- writing ------------------------------------------------------------------------------------
@@ -327,7 +320,7 @@ def _write_corpus(
 
 
 def _corpus_line(passage: Passage) -> str:
-    title = passage.title or " › ".join(passage.heading_path)
+    title = passage.title or passage.heading
     return json.dumps({"_id": passage.id, "title": title, "text": passage.text}, ensure_ascii=False) + "\n"
 
 

@@ -189,20 +189,20 @@ def freeze(
     return FreezeResult(name, frozen_path, manifest_path, manifest, carried_retired, carried_untagged)
 
 
+def git(root: Path, *args: str) -> str:
+    """The output of a git command in `root` (CalledProcessError if it fails)."""
+    run = subprocess.run(["git", "-C", str(root), *args], capture_output=True, check=True, text=True, errors="replace")
+    return run.stdout
+
+
 def git_state(root: Path) -> dict[str, Any]:
     """The workspace's git commit and whether its work tree has uncommitted changes."""
-
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", "-C", str(root), *args], capture_output=True, check=True, text=True
-        ).stdout.strip()
-
     try:
-        commit = git("rev-parse", "--verify", "--quiet", "HEAD")
+        commit = git(root, "rev-parse", "--verify", "--quiet", "HEAD").strip()
     except (subprocess.CalledProcessError, FileNotFoundError):
         return {"commit": None, "dirty": None}
     try:
-        dirty = bool(git("status", "--porcelain", "--untracked-files=no", "--", "."))
+        dirty = bool(git(root, "status", "--porcelain", "--untracked-files=no", "--", ".").strip())
     except subprocess.CalledProcessError:
         dirty = None
     return {"commit": commit or None, "dirty": dirty}
@@ -276,12 +276,6 @@ def find_freeze(qs: QuestionSet, ref: str) -> tuple[Path, dict[str, Any]] | None
 # ---- checking ---------------------------------------------------------------------------------
 
 
-@dataclass
-class FreezeChecks:
-    infos: list[FreezeInfo]  # one per manifest, and one per frozen file without a manifest
-    notes: list[str]
-
-
 @paused_gc()
 def check_freezes(
     qs: QuestionSet,
@@ -289,30 +283,32 @@ def check_freezes(
     *,
     line_hashes: list[str] | None = None,
     query_ids: set[str] | None = None,
-) -> FreezeChecks:
+) -> tuple[list[FreezeInfo], list[str]]:
     """Check every manifest of a set. `cases` (cases.jsonl as read), its line hashes and
-    query_ids are what verify already has; what is not given is worked out here."""
+    query_ids are what verify already has; what is not given is worked out here. Gives an
+    info per manifest and per frozen file without one, and notes for the verify report."""
     folder = qs.root / FROZEN_DIR
-    checked = FreezeChecks([], [])
+    infos: list[FreezeInfo] = []
+    notes: list[str] = []
     listed = manifests(qs)
     if not listed and not folder.is_dir():
-        return checked
+        return infos, notes
     file = cases or JsonLines.read(qs.cases_path)
     if line_hashes is None:
         line_hashes = [line_hash(line) for line in file.lines]
     if query_ids is None:
         query_ids = {query_id for query_id in map(query_id_of, file.lines) if query_id is not None}
-    state = _Cases(file, line_hashes, query_ids)
     claimed: set[str] = set()
+    merged = False  # a freeze's prefix is there only with lines inserted (a union merge)
     by_name: dict[str, list[tuple[Path, dict[str, Any]]]] = {}
     for path, manifest, error in listed:
         info = FreezeInfo(path, manifest)
-        checked.infos.append(info)
+        infos.append(info)
         if error or manifest is None:
             info.problems.append(Problem(str(path), None, error or "unreadable manifest"))
             continue
         claimed.add(manifest["file"])
-        _check_one(qs, path, manifest, state, info, by_name.get(manifest["name"], []))
+        merged |= _check_one(qs, path, manifest, (file, line_hashes, query_ids), info, by_name.get(manifest["name"], []))
         by_name.setdefault(manifest["name"], []).append((path, manifest))
     for orphan in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
         if orphan.name not in claimed:
@@ -321,36 +317,30 @@ def check_freezes(
                 "frozen file without a manifest (deleted, or a freeze was interrupted); "
                 "restore the manifest from git, or remove the file if the freeze never finished",
             )
-            checked.infos.append(FreezeInfo(orphan, None, [problem]))
-    if checked.infos:
-        good = sum(1 for i in checked.infos if i.ok)
-        checked.notes.append(f"{good} of {len(checked.infos)} freeze manifest(s) check out")
-    if state.merged and all(i.ok for i in checked.infos):
-        checked.notes.append(
+            infos.append(FreezeInfo(orphan, None, [problem]))
+    if infos:
+        good = sum(1 for i in infos if i.ok)
+        notes.append(f"{good} of {len(infos)} freeze manifest(s) check out")
+    if merged and all(i.ok for i in infos):
+        notes.append(
             "cases.jsonl has lines inserted after a freeze's prefix (a union merge); "
             "every line the freezes were taken from is intact and in order"
         )
-    return checked
-
-
-@dataclass
-class _Cases:
-    """cases.jsonl as the manifest checks need it."""
-
-    file: JsonLines
-    hashes: list[str]  # of each line
-    ids: set[str]  # every query_id in it
-    merged: bool = False  # a freeze's prefix is there only with lines inserted (a union merge)
+    return infos, notes
 
 
 def _check_one(
     qs: QuestionSet,
     path: Path,
     manifest: dict[str, Any],
-    cases: _Cases,
+    cases: tuple[JsonLines, list[str], set[str]],
     info: FreezeInfo,
     earlier: list[tuple[Path, dict[str, Any]]],
-) -> None:
+) -> bool:
+    """Add the manifest's problems to `info`; `cases` is cases.jsonl, its line hashes and
+    query_ids. True if its prefix is intact only with lines inserted (a union merge)."""
+    file, hashes, ids = cases
+    merged = False
     problems = info.problems
     frozen = path.parent / manifest["file"]
     # 1. The frozen file is exactly what was written.
@@ -360,17 +350,19 @@ def _check_one(
         problems.append(_frozen_difference(frozen, manifest["line_hashes"]))
     # 2. Every frozen case still exists in cases.jsonl.
     for number, query_id in enumerate(manifest["query_ids"], start=1):
-        if query_id not in cases.ids:
+        if query_id not in ids:
             message = f"frozen case {query_id!r} no longer exists in {qs.cases_path}"
             problems.append(Problem(str(frozen), number, message))
     # 3. The cases.jsonl prefix it was taken from is still there.
     prefix = manifest["cases_prefix"]
-    if cases.file.digest(int(prefix["lines"])) != (prefix["lines"], prefix["sha256"]):
+    if file.digest(int(prefix["lines"])) != (prefix["lines"], prefix["sha256"]):
         old = prefix.get("line_hashes", [])
-        if is_subsequence(old, cases.hashes):
-            cases.merged = True
+        if is_subsequence(old, hashes):
+            merged = True
         else:
-            problems.append(_prefix_difference(qs, path, old, cases.hashes))
+            index, verb = first_change(old, hashes)
+            message = f"line {index} as of freeze {path.name} was {verb}; cases.jsonl is append-only"
+            problems.append(Problem(str(qs.cases_path), index, message))
     # 4. A later freeze never drops what an earlier one of the same name held.
     held = set(manifest["query_ids"])
     for earlier_path, earlier_manifest in earlier:
@@ -386,6 +378,7 @@ def _check_one(
             problems.append(Problem(str(earlier_manifest), None, f"earlier freeze named by {path.name} is missing"))
         elif file_sha256(earlier_manifest) != previous["sha256"]:
             problems.append(Problem(str(earlier_manifest), None, f"changed since {path.name} was built on it"))
+    return merged
 
 
 def _frozen_difference(frozen: Path, expected: list[str]) -> Problem:
@@ -406,13 +399,6 @@ def _frozen_difference(frozen: Path, expected: list[str]) -> Problem:
     return Problem(str(frozen), None, "contents differ from the manifest's sha256")
 
 
-def _prefix_difference(qs: QuestionSet, manifest: Path, old: list[str], current: list[str]) -> Problem:
-    index, verb = first_change(old, current)
-    return Problem(
-        str(qs.cases_path), index, f"line {index} as of freeze {manifest.name} was {verb}; cases.jsonl is append-only"
-    )
-
-
 # ---- listing ------------------------------------------------------------------------------------
 
 
@@ -421,4 +407,4 @@ def list_freezes(ws: Workspace, set_name: str | None = None) -> list[FreezeInfo]
     qs = ws.question_set(set_name)
     if not qs.exists():
         raise CuratorError(f"no question set {qs.name!r} in {ws.datasets_dir}")
-    return check_freezes(qs).infos
+    return check_freezes(qs)[0]

@@ -46,14 +46,8 @@ class _Strict(BaseModel):
 class Relevant(_Strict):
     id: str = Field(min_length=1)
     role: Role = "primary"
-    grade: int | None = Field(None, ge=0, le=3)
+    grade: int | None = Field(None, ge=0, le=3)  # None: the role's grade, set by `Case`
     revision: str | None = None
-
-    @model_validator(mode="after")
-    def _default_grade(self) -> Relevant:
-        if self.grade is None:
-            self.grade = GRADE_FOR_ROLE[self.role]
-        return self
 
 
 class Freshness(_Strict):
@@ -97,11 +91,14 @@ class Case(_Strict):
 
     @model_validator(mode="after")
     def _labels_agree(self) -> Case:
-        # Runs for every line verify reads: one pass over `relevant`, no lists built.
+        # Runs for every line verify reads: one pass over `relevant`, no lists built. It also
+        # gives each passage without a grade its role's (one Python call a case, not a passage).
         relevant = self.relevant
         primary = False
         for rel in relevant:
             primary = primary or rel.role == "primary"
+            if rel.grade is None:
+                rel.grade = GRADE_FOR_ROLE[rel.role]
         if self.status == "active":
             if self.expect_empty and relevant:
                 raise ValueError("a case with expect_empty must not list relevant passages")

@@ -1,11 +1,8 @@
-"""`Problem`: one finding about a file (and line) that verify, freeze checks and run files
-report; and the one-line description of a pydantic validation error they give."""
+"""`Problem`: one finding about a file (and line) that verify, freeze checks and run files report."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from pydantic import ValidationError
 
 
 @dataclass
@@ -19,7 +16,3 @@ class Problem:
         where = f"{self.path}:{self.line}" if self.line else self.path
         return f"{where}: {self.message}"
 
-
-def describe(exc: ValidationError) -> str:
-    """Every error of a failed validation on one line: `field.path: message; ...`."""
-    return "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'record'}: {err['msg']}" for err in exc.errors())

@@ -1,17 +1,10 @@
 """Question sets: `datasets/<set>/cases.jsonl` and `changelog.jsonl`, append-only.
 
-Writing rules (docs/formats.md), kept with the primitives of `curator.appendonly`:
-
-- one whole line per record, written with a single `write`, flushed and fsynced;
-- every write happens under an exclusive `flock` on `<set>/.lock`, so two processes never
-  interleave and `query_id`s are allocated without races;
-- a case line and its change-log line form one unit: both are first written to
-  `<set>/.pending.json` (fsynced), then appended; a crash between the two appends is
-  finished by the next writer that takes the lock, so neither is left alone;
-- a torn last line (a crash mid-write) is never parsed as data; the next append moves it
-  to `<set>/.torn-<file>-<time>` and truncates the file back to its last whole line.
-
-Checking the files is `curator.verify`'s work; this module only reads and appends.
+Every write takes the set's `flock` (`<set>/.lock`, so `query_id`s are allocated without
+races) and appends a case line and its change-log line as one unit through the journal
+`<set>/.pending.json`, with the primitives and rules of `curator.appendonly`
+(docs/formats.md). Checking the files is `curator.verify`'s work; this module only reads
+and appends.
 """
 
 from __future__ import annotations
@@ -30,8 +23,8 @@ from pydantic import ValidationError
 from curator._process import paused_gc
 from curator.appendonly import JsonLines, append_together, exclusive_lock, finish_interrupted
 from curator.errors import CuratorError
-from curator.models import Case, ChangeAction, ChangeEntry, utcnow
-from curator.problems import Problem, describe
+from curator.models import Case, ChangeAction, ChangeEntry, utcnow, validation_problems
+from curator.problems import Problem
 from curator.text import query_slug
 
 CASES = "cases.jsonl"
@@ -90,7 +83,7 @@ class QuestionSet:
         try:
             case = Case.model_validate(data)
         except ValidationError as exc:
-            raise CuratorError(f"{invalid}: {describe(exc)}") from None
+            raise CuratorError(f"{invalid}: {validation_problems(exc, 'record')}") from None
         entry = ChangeEntry(
             query_id=case.query_id, rev=case.rev, action=action, reason=reason, reviewer=case.reviewer,
             versions=versions or {},
@@ -179,9 +172,6 @@ class QuestionSet:
             result.problems.append(Problem(str(self.cases_path), file.count + 1, message, fatal=False))
         return result
 
-    def active(self) -> list[Case]:
-        return [c for c in self.read().cases.values() if c.status == "active"]
-
     def changelog(self) -> list[ChangeEntry]:
         entries = []
         for raw in JsonLines.read(self.changelog_path).lines:
@@ -230,7 +220,7 @@ def read_cases(where: str, lines: Iterable[str | bytes], *, until_time: str | No
         try:
             case = Case.model_validate_json(raw)
         except ValidationError as exc:
-            problems.append(Problem(where, count, f"not a valid case: {describe(exc)}"))
+            problems.append(Problem(where, count, f"not a valid case: {validation_problems(exc, 'record')}"))
             continue
         if until_time is not None and case.at > until_time:
             continue

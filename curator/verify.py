@@ -9,7 +9,7 @@ each check is a named function that reads the scan and adds `Problem`s to the re
 - `_check_pairing`: each case line has its change-log entry and the other way round;
 - `_check_labels`: the labelled passage ids of active cases are in the corpus;
 - `_check_history`: no line the last checkpoint saw was edited, removed or reordered;
-- `_check_freezes`: the frozen subsets still match their manifests (curator.freeze).
+- `check_freezes`: the frozen subsets still match their manifests (curator.freeze).
 
 A checkpoint remembers the files as a passing verify read them. Lines a passing verify of
 this curator version checked, byte for byte unchanged since, get no second schema check:
@@ -31,8 +31,8 @@ from curator import __version__
 from curator._process import paused_gc
 from curator.appendonly import JsonLines, first_change, is_subsequence, write_durably
 from curator.freeze import check_freezes
-from curator.models import Case, ChangeEntry, utcnow
-from curator.problems import Problem, describe
+from curator.models import Case, ChangeEntry, utcnow, validation_problems
+from curator.problems import Problem
 from curator.questionset import QuestionSet
 
 if TYPE_CHECKING:
@@ -114,7 +114,10 @@ def verify(qs: QuestionSet, *, known_ids: KnownIds | None = None, strict: bool =
     _check_labels(report, str(qs.cases_path), latest, known_ids, strict)
     _check_history(report, checkpoint, cases, hashes)
     report.scan = SetScan(cases, changelog, hashes, set(latest))
-    _check_freezes(qs, report, report.scan)
+    infos, notes = check_freezes(qs, cases, line_hashes=hashes, query_ids=report.scan.query_ids)
+    for info in infos:
+        report.problems.extend(info.problems)
+    report.notes.extend(notes)
     return report
 
 
@@ -142,7 +145,7 @@ def _check_cases(
             try:
                 case = validate(line)
             except ValidationError as exc:
-                report.problems.append(Problem(path, index + 1, f"not a valid case: {describe(exc)}"))
+                report.problems.append(Problem(path, index + 1, f"not a valid case: {validation_problems(exc, 'record')}"))
                 keys.append(None)
                 continue
             query_id, rev = case.query_id, case.rev
@@ -165,7 +168,7 @@ def _check_cases(
             try:
                 case = validate(cases.lines[index])
             except ValidationError as exc:  # only if the schema changed without a version bump
-                report.problems.append(Problem(path, index + 1, f"not a valid case: {describe(exc)}"))
+                report.problems.append(Problem(path, index + 1, f"not a valid case: {validation_problems(exc, 'record')}"))
                 continue
             labels[query_id] = (case.status, [rel.id for rel in case.relevant])
     return keys, {query_id: labels[query_id] for query_id in latest if query_id in labels}
@@ -180,7 +183,7 @@ def _check_changelog(report: VerifyReport, changelog: JsonLines, trusted: list[K
         try:
             entry = validate(line)
         except ValidationError as exc:
-            report.problems.append(Problem(path, number, f"not a valid change entry: {describe(exc)}"))
+            report.problems.append(Problem(path, number, f"not a valid change entry: {validation_problems(exc, 'record')}"))
             keys.append(None)
             continue
         keys.append((entry.query_id, entry.rev))
@@ -259,23 +262,14 @@ def _check_history(
     )
 
 
-def _check_freezes(qs: QuestionSet, report: VerifyReport, scan: SetScan) -> None:
-    checked = check_freezes(qs, scan.cases, line_hashes=scan.line_hashes, query_ids=scan.query_ids)
-    for info in checked.infos:
-        report.problems.extend(info.problems)
-    report.notes.extend(checked.notes)
-
-
 # ---- checkpoints ------------------------------------------------------------------------------
 
 
 def load_checkpoint(qs: QuestionSet) -> dict[str, Any] | None:
     path = qs.checkpoint_path
-    if not path or not path.exists():
-        return None
     try:
-        checkpoint: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError:
+        checkpoint: dict[str, Any] | None = json.loads(path.read_text(encoding="utf-8")) if path else None
+    except (FileNotFoundError, ValueError):
         return None
     return checkpoint
 

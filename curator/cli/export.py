@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 import click
 from rich.markup import escape
@@ -53,12 +53,12 @@ def export(
     """
     if freeze_tag or all_active or name:
         if not freeze_tag:
-            _usage("--name and --all only go with --freeze TAG")
+            raise click.UsageError("--name and --all only go with --freeze TAG")
         clash = [flag for flag, given in (("--format", fmt), ("--out", out), ("--slice", slices),
                  ("--tag", tags), ("--as-of", as_of), ("--with-corpus", with_corpus),
                  ("--status", status != "active")) if given]
         if clash:
-            _usage(f"--freeze takes no {', '.join(clash)}: a freeze holds the whole tagged subset")
+            raise click.UsageError(f"--freeze takes no {', '.join(clash)}: a freeze holds the whole tagged subset")
         from curator.freeze import freeze
 
         frozen = freeze(ws, set_name, tag=freeze_tag, name=name, all_active=all_active)
@@ -79,7 +79,7 @@ def export(
         return
 
     if not fmt or not out:
-        _usage("give --format and --out (or --freeze TAG)")
+        raise click.UsageError("give --format and --out (or --freeze TAG)")
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from curator.export import Selection
@@ -150,7 +150,3 @@ def freezes(ws: Workspace, set_name: str | None, as_json: bool) -> None:
                 err_console.print(f"  [red]error:[/] {escape(str(problem))}", highlight=False)
     if any(not info.ok for info in infos):
         sys.exit(EXIT_FAILED)
-
-
-def _usage(message: str) -> NoReturn:
-    raise click.UsageError(message)  # exit code 2 (EXIT_USAGE)
