@@ -15,7 +15,8 @@ python reader's own `process_line` with its line number, so reasons, line number
 values are the python engine's by construction. Those lines are found in a second scan
 that only runs when the first one counted some.
 
-A thread hashes the file (its fingerprint) and counts its lines while DuckDB reads it:
+A thread hashes the file (its fingerprint) and counts its lines once DuckDB's counting
+pass is done (beside it, on two cores, it slowed the pass by more than it took):
 DuckDB's reader drops a line longer than its buffer without a word, so a line count
 that differs sends the file to the python reader.
 """
@@ -74,7 +75,7 @@ class Scan:
 def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, max_line: int,
          progress: Progress) -> FileRead:
     """Read one file with DuckDB into a FileRead, hashing it (and counting its lines) in
-    a thread meanwhile. Raises NotForDuckDB for what only the python reader can do exactly."""
+    a thread after the counting pass. Raises NotForDuckDB for what only the python reader can do exactly."""
     if source.path is None:
         raise NotForDuckDB("a stream: standard input or a pipe")
     if not available():
@@ -92,10 +93,10 @@ def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, 
     sql = JsonSql(handler.fields, window, wrapped=b'"_source"' in head)
 
     fingerprint = _Fingerprint(source, fmt)
-    fingerprint.start()
     reader = Reader(_as_bytes(progress, source.size() or 0))
     try:
         scanned = scan(reader, source_sql, sql, source.label)
+        fingerprint.start()  # after DuckDB's pass: beside its two threads it slowed the pass more than it took
         refused_lines = [] if fmt == "parquet" else refused(reader)
         agg = scanned.agg
         if scanned.doubtful or refused_lines:
