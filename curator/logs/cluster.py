@@ -94,8 +94,7 @@ def _joins(norms: list[str], signatures: list[str], similarity: float) -> tuple[
 
 class Clusters:
     """The clusters `cluster` found, in the order their leaders were visited (most
-    frequent first), as arrays: a `Cluster` is made only for those asked for (a sampler
-    walks a few hundred of 150k; one object each cost 0.1 s)."""
+    frequent first), as arrays: a `Cluster` is made only for those asked for."""
 
     def __init__(self, order: list[int], joins: list[int]) -> None:
         import numpy as np
