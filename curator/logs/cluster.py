@@ -6,11 +6,6 @@ the same digits (so `E1042` never joins `E1043`) and either the same first or th
 last five characters of the word-sorted comparison form (a typo rarely hits both ends).
 Each block keeps at most `BLOCK_LEADERS` leaders, the most frequent, so the cost is
 bounded by `queries x 2 x BLOCK_LEADERS` comparisons however skewed the log is.
-
-A query whose two blocks are both full cannot change any block, whatever it finds, so
-its comparisons are put off and done block by block in one rapidfuzz `cdist` call each
-(most queries of a big log are such: a Python call per query cost more than the
-comparisons). The result is the same as comparing each query on its turn.
 """
 
 from __future__ import annotations
@@ -32,15 +27,13 @@ class Cluster:
 
 
 class _Block:
-    """The leaders of one block: their comparison forms and query indices; once full,
-    the put-off queries that wait for it (positions in `put_off`)."""
+    """The leaders of one block: their comparison forms and query indices."""
 
-    __slots__ = ("keys", "leaders", "waiting")
+    __slots__ = ("keys", "leaders")
 
     def __init__(self) -> None:
         self.keys: list[str] = []
         self.leaders: list[int] = []
-        self.waiting: list[int] | None = None
 
 
 _NONE = _Block()  # a block nobody has led yet (never added to)
@@ -73,7 +66,6 @@ def _joins(norms: list[str], signatures: list[str], similarity: float) -> tuple[
     first_with: dict[str, int] = {}  # comparison form -> the first query that had it
     joiners: list[int] = []
     joined: list[int] = []
-    put_off: list[int] = []  # queries whose two blocks were full on their turn
     fuzzy = similarity < 100
     for i, key, head_key, tail_key in zip(range(len(keys)), keys, heads, tails, strict=True):
         first = first_with.setdefault(key, i)
@@ -84,12 +76,6 @@ def _joins(norms: list[str], signatures: list[str], similarity: float) -> tuple[
         if not (fuzzy and key):
             continue
         head, tail = head_blocks.get(head_key, _NONE), tail_blocks.get(tail_key, _NONE)
-        if head.waiting is not None and tail.waiting is not None:
-            at = len(put_off)
-            head.waiting.append(at)
-            tail.waiting.append(at)
-            put_off.append(i)
-            continue
         choices = head.keys + tail.keys
         # ties go to the first best: head block before tail block, older leaders first
         match = process.extractOne(key, choices, scorer=fuzz.ratio, score_cutoff=similarity) if choices else None
@@ -100,22 +86,15 @@ def _joins(norms: list[str], signatures: list[str], similarity: float) -> tuple[
         for block, blocks, block_key in ((head, head_blocks, head_key), (tail, tail_blocks, tail_key)):
             if block is _NONE:
                 block = blocks[block_key] = _Block()
-            if block.waiting is None:
+            if len(block.keys) < BLOCK_LEADERS:
                 block.keys.append(key)
                 block.leaders.append(i)
-                if len(block.keys) == BLOCK_LEADERS:
-                    block.waiting = []
-    if put_off:
-        for at, leader in _best_leaders([keys[i] for i in put_off], (head_blocks, tail_blocks), similarity):
-            joiners.append(put_off[at])
-            joined.append(leader)
     return joiners, joined
 
 
 class Clusters:
     """The clusters `cluster` found, in the order their leaders were visited (most
-    frequent first), as arrays: a `Cluster` is made only for those asked for (a sampler
-    walks a few hundred of 150k; one object each cost 0.1 s)."""
+    frequent first), as arrays: a `Cluster` is made only for those asked for."""
 
     def __init__(self, order: list[int], joins: list[int]) -> None:
         import numpy as np
@@ -154,34 +133,3 @@ class Clusters:
         if not len(self) or sum(counts) >= 1 << 63:  # pre-aggregated counts past what int64 holds
             return [sum(map(counts.__getitem__, self.members(c))) for c in range(len(self))]
         return np.add.reduceat(np.asarray(counts, dtype=np.int64)[self.members_in], self.starts[:-1]).tolist()
-
-
-def _best_leaders(keys: list[str], sides: tuple[dict[str, _Block], dict[str, _Block]],
-                  similarity: float) -> list[tuple[int, int]]:
-    """(position in `keys`, leader) for each key with a leader within `similarity`: the
-    first best, as `extractOne` over the head block's then the tail block's leaders
-    would find it. `sides`: the head blocks, then the tail blocks. One `cdist` per block."""
-    import numpy as np  # only here: 0.06 s to import, and only big logs get here
-
-    found = []
-    for blocks in sides:
-        score = np.zeros(len(keys))
-        leader = np.zeros(len(keys), dtype=np.int64)
-        for block in blocks.values():
-            positions = block.waiting
-            if not positions:
-                continue
-            scores = process.cdist(
-                [keys[p] for p in positions], block.keys, scorer=fuzz.ratio, score_cutoff=similarity,
-                dtype=np.float64,
-            )
-            top = scores.argmax(axis=1)  # the first best
-            score[positions] = scores[np.arange(len(positions)), top]
-            leader[positions] = np.asarray(block.leaders)[top]
-        found.append((score, leader))
-    (head_score, head_leader), (tail_score, tail_leader) = found
-    tail_wins = tail_score > head_score
-    score = np.where(tail_wins, tail_score, head_score)
-    leader = np.where(tail_wins, tail_leader, head_leader)
-    matched = np.flatnonzero(score >= similarity)
-    return list(zip(matched.tolist(), leader[matched].tolist(), strict=True))

@@ -15,7 +15,8 @@ python reader's own `process_line` with its line number, so reasons, line number
 values are the python engine's by construction. Those lines are found in a second scan
 that only runs when the first one counted some.
 
-A thread hashes the file (its fingerprint) and counts its lines while DuckDB reads it:
+A thread hashes the file (its fingerprint) and counts its lines once DuckDB's counting
+pass is done (beside it, on two cores, it slowed the pass by more than it took):
 DuckDB's reader drops a line longer than its buffer without a word, so a line count
 that differs sends the file to the python reader.
 """
@@ -74,7 +75,7 @@ class Scan:
 def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, max_line: int,
          progress: Progress) -> FileRead:
     """Read one file with DuckDB into a FileRead, hashing it (and counting its lines) in
-    a thread meanwhile. Raises NotForDuckDB for what only the python reader can do exactly."""
+    a thread after the counting pass. Raises NotForDuckDB for what only the python reader can do exactly."""
     if source.path is None:
         raise NotForDuckDB("a stream: standard input or a pipe")
     if not available():
@@ -92,10 +93,10 @@ def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, 
     sql = JsonSql(handler.fields, window, wrapped=b'"_source"' in head)
 
     fingerprint = _Fingerprint(source, fmt)
-    fingerprint.start()
     reader = Reader(_as_bytes(progress, source.size() or 0))
     try:
         scanned = scan(reader, source_sql, sql, source.label)
+        fingerprint.start()  # after DuckDB's pass: beside its two threads it slowed the pass more than it took
         refused_lines = [] if fmt == "parquet" else refused(reader)
         agg = scanned.agg
         if scanned.doubtful or refused_lines:
@@ -139,7 +140,7 @@ def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> Scan:
     # aggregates over a field the log does not have are left out: constants cost nothing
     zero = "sum(n) FILTER (WHERE results IN ('0', '-0'))" if fields.results else "NULL"
     lat_sum, lat_n = ("sum(lat * n)", "sum(n) FILTER (WHERE lat IS NOT NULL)") if fields.latency else ("NULL", "NULL")
-    total = "sum(n)::BIGINT" if fields.count else "count(*)"  # a sum of ones per line: 0.1 CPU s on the benchmark
+    total = "sum(n)::BIGINT" if fields.count else "count(*)"  # not a sum of ones per line
     reader.query(
         f"""CREATE TEMP TABLE counted AS
             SELECT ok, inside, empty, q, count(*) AS lines, {total} AS n,
@@ -174,10 +175,8 @@ def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> Scan:
 def _counts(reader: Reader, fields: Fields) -> tuple[Aggregate, int, Counted]:
     """Pass 1's table `counted` as an Aggregate, the number of doubtful lines, and its
     queries as a `Counted` (for their users). A query's JSON text with an escape is
-    decoded by the python reader's own `loads`; times come as the python reader writes them
-    (`YYYY-MM-DDTHH:MM:SS`, the fraction dropped). Columns come as numpy arrays: three
-    times faster than rows of tuples. The columns of fields the log does not have are
-    not fetched."""
+    decoded by the python reader's own `loads`; times come as the python reader writes
+    them (`YYYY-MM-DDTHH:MM:SS`, the fraction dropped)."""
     users = bool(fields.user)
     agg = Aggregate()
     doubtful = 0
@@ -199,7 +198,7 @@ def _counts(reader: Reader, fields: Fields) -> tuple[Aggregate, int, Counted]:
         optional += ["coalesce(lat_sum, 0) AS lat_sum", "coalesce(lat_n, 0) AS lat_n"]
     settling = ["named", "coalesce(least, 0) AS least", "coalesce(greatest, 0) AS greatest", "buckets"] if users else []
     columns = reader.con.execute(
-        # hash(q) here, once per query, not in the GROUP BY of every line (0.07 CPU s)
+        # hash(q) here, once per query, not in the GROUP BY of every line
         f"SELECT {', '.join(['q', 'lines', 'n', 'hash(q) AS hq', *optional, *settling])} "
         "FROM counted WHERE ok AND inside"
     ).fetchnumpy()

@@ -24,9 +24,8 @@ MEMORY_LIMIT = "256MB"  # counting per query (pass 1)
 USERS_MEMORY_LIMIT = "192MB"  # users of the queued queries only
 FORMATS = ("jsonl", "ubi", "parquet")
 # A `\u` escape in a key: from the escape to the end of its string, then a colon. Looked
-# for from the escape on, not from each quote (a regex that begins with a string costs
-# 4x: 0.24 CPU s per 400k lines of ASCII-escaped JSON, which Python's json writes); any
-# string it could match that is not a key only sends a line to the python reader.
+# for from the escape on, not from each quote (four times cheaper); any string it could
+# match that is not a key only sends a line to the python reader.
 _ESCAPED_KEY = r'\\u[0-9a-fA-F]{4}(?:[^"\\]|\\.)*"\s*:'
 # In UTC (or, BigQuery's exports, followed by ` UTC`); hour 24 is the next day to
 # DuckDB's cast, no time to the python reader
@@ -44,13 +43,11 @@ _PROGRESS_SECONDS = 0.1
 # A user is the hash of their name as a JSON string: DuckDB writes every text alike
 # (`"a"` and `"\u0061"`), a whole number is quoted (`7` and `"7"` are one user, as in
 # the python reader), and no two names are alike (inside the quotes a `"` is escaped).
-# Cheaper than decoding, and than trimming the quotes (0.2 s on the benchmark).
 USER_HASH = "hash(CASE WHEN starts_with(u, '\"') THEN u ELSE '\"' || u || '\"' END)"
 NAMED = "u IS NOT NULL AND u NOT IN ('null', '\"\"')"  # the line names a user
 # Pass 1 settles most queries' users with fixed-size aggregates (a list per query cost
-# 1.3 s of 3.8 on the 5M-line benchmark): how many lines name a user, the least and the
-# greatest user, and how many of SPREAD buckets the users fall in (bits of a HUGEINT:
-# 0.1 s, where bitstring_agg over 1,024 buckets cost 0.25). One user (least = greatest)
+# a third of the pass): how many lines name a user, the least and the greatest user,
+# and how many of SPREAD buckets the users fall in (bits of a HUGEINT). One user (least = greatest)
 # or two lines are an exact set; USERS_CAP buckets or more are that many users at least
 # (about 200 users fill that many). Other queries' users are counted by a users pass,
 # for the queued ones only.
@@ -110,8 +107,7 @@ class JsonSql:
         f = self.fields
         # A key twice: the python reader keeps the last value, DuckDB the first. Checked
         # for the keys that decide what is counted or suggested (a LIKE per key, see
-        # _not_twice: 0.1 CPU s per 5M lines for `query`, 0.3 for `user_id`); not for
-        # time, user, result count and latency (docs/logs.md).
+        # _not_twice); not for time, user, result count and latency (docs/logs.md).
         keys = {'"' + field.rsplit(".", 1)[-1] + '"' for field in (f.query, f.count, f.hits, f.clicks) if field}
         ok = [
             "j IS NOT NULL",
@@ -251,18 +247,16 @@ def _field_paths(fields: dict[str, str], wrapped: bool) -> tuple[list[str], dict
 
 def _not_twice(key: str) -> str:
     """SQL: the line does not have `key` (quoted) twice. A LIKE pattern that starts with
-    a quote costs four times one that starts with a letter (its first character is looked
-    for, and a JSON line is full of quotes: 0.5 CPU s on the 5M-line benchmark, against
-    0.1), so the key without its opening quote is looked for first. (LIKE wildcards in a
-    key only widen either pattern.)"""
+    a quote costs four times one that starts with a letter (a JSON line is full of
+    quotes), so the key without its opening quote is looked for first. (LIKE wildcards
+    in a key only widen either pattern.)"""
     bare = key[1:]
     return _unless(f"line NOT LIKE {quote(f'%{bare}%{bare}%')}", f"line NOT LIKE {quote(f'%{key}%{key}%')}")
 
 
 def _unless(plain: str, check: str) -> str:
     """`plain OR check`, with `check` evaluated only where `plain` is not true: a
-    projection evaluates both sides of an OR on every line, a CASE does not (a regex
-    per line for the user field cost 0.1 s of CPU on the benchmark)."""
+    projection evaluates both sides of an OR on every line, a CASE does not."""
     return f"CASE WHEN {plain} THEN TRUE ELSE {check} END"
 
 

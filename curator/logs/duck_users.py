@@ -115,11 +115,8 @@ class UsersOf:
             return self._users(wanted[:half]) + self._users(wanted[half:])
 
     def _users_pass(self, wanted: list[int]) -> list[tuple[int, list[int] | None]]:
-        # A bitmap of the wanted hashes picks their lines in O(1) each (IN (subquery) is
-        # planned as a join that may hold the whole log in memory), 16 bits a query so
-        # that few other lines pass (they are dropped by the caller): with 65,536 bits
-        # for all 117k queries a `--limit 0` import wants, most lines passed and the
-        # pass ran out of memory.
+        # A bitmap of the wanted hashes picks their lines in O(1) each (IN (subquery) may
+        # hold the whole log in memory), 16 bits a query so that few other lines pass.
         size = min(max(_BITMAP, 1 << (16 * len(wanted) - 1).bit_length()), 1 << 24)
         bits = bytearray(b"0" * size)
         for h in wanted:
@@ -128,11 +125,9 @@ class UsersOf:
         rows = self.sql.user_rows(self.source_sql) if self.trusted else self.sql.rows(self.source_sql)
         try:
             result: list[tuple[int, list[int] | None]] = reader.query(
-                # Distinct (query, user) pairs of the wanted queries only, then one list per
-                # query: a list per line (list_distinct at the end) would hold every line
-                # of a query asked by few people many times. CASEs, not a WHERE: a WHERE is
-                # pushed below the projections and would parse every line twice; a user's
-                # name is hashed only on the lines of a wanted query.
+                # Distinct (query, user) pairs of the wanted queries, then a list per query.
+                # CASEs, not a WHERE: a WHERE is pushed below the projections and would
+                # parse every line twice.
                 f"""SELECT hq, CASE WHEN count(*) < {USERS_CAP} THEN list(hu) END FROM (
                       SELECT DISTINCT hq, hu FROM (
                         SELECT CASE WHEN ok AND inside AND {NAMED}

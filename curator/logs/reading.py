@@ -12,13 +12,9 @@ from curator.logs.lines import MAX_LINE_BYTES, Window
 from curator.logs.python_reader import FileRead, detect_format, read_python
 from curator.logs.sources import Progress, Source, read_head
 
-# Below this, `auto` reads an uncompressed file with python: DuckDB's start (import,
-# connection, a thread) costs more than its speed saves (548 lines: 0.40 s against
-# 0.55; 20k lines, 2.7 MB: 0.52 against 0.66; they break even near 100k lines, 14 MB)
+# Below these sizes (stored), `auto` reads a file with python: DuckDB's start costs more
+# than its speed saves (they break even near 100k lines of the benchmark log)
 DUCKDB_MIN_BYTES = 8 << 20
-# The same for a compressed file, by its stored size: 100k lines of the benchmark log,
-# 2.6 MB as gzip, take 1.01 s with DuckDB and 0.99 with python; 20k lines 0.74 and 0.56;
-# a glob of 200 rotated files of 500 lines took 12.8 s with DuckDB, 0.8 with python
 DUCKDB_MIN_COMPRESSED_BYTES = 2 << 20
 FORMATS = ("auto", "jsonl", "ubi", "csv", "tsv", "text", "access", "parquet")
 ENGINES = ("auto", "duckdb", "python")

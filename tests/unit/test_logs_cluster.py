@@ -127,7 +127,7 @@ def test_queries_behind_full_blocks_cluster_as_if_compared_one_by_one() -> None:
     counts = [counts_of[q] for q in norms]
     for similarity in (88, 95):
         expected, full_and_found = _one_by_one(norms, counts, similarity)
-        assert full_and_found > 50  # the put-off path is exercised, and finds leaders
+        assert full_and_found > 50  # queries behind full blocks are exercised, and find leaders
         assert [(c.leader, c.members) for c in cluster(norms, counts, similarity)] == expected
 
 
