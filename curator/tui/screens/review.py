@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +19,7 @@ from curator.errors import CuratorError
 from curator.review import Card, ReviewSession
 from curator.tui.screens.deciding import APP_KEYS, DecidingScreen, own_bindings
 from curator.tui.screens.help import HelpScreen
-from curator.tui.screens.modals import TextModal, max_age_check, max_rank_check, reason_modal
+from curator.tui.screens.modals import TextModal, reason_modal
 from curator.tui.widgets.card import LabelState, Provenance, Question
 from curator.tui.widgets.passages import PassageList
 from curator.tui.widgets.preview import PassageText, Preview
@@ -39,9 +38,9 @@ def _slice_bindings() -> list[Binding]:
 
 class ReviewScreen(DecidingScreen[Card]):
     BINDINGS = [
-        Binding("k", "keep_card", "keep", id="keep", tooltip="Keep: append the case to the set and show the next card"),
-        Binding("x", "bin_card", "bin", id="bin", tooltip="Bin: not a useful question; show the next card"),
-        Binding("s", "skip_card", "skip", id="skip", tooltip="Skip for later: it comes back after every pending card"),
+        Binding("k", "decide('keep')", "keep", id="keep", tooltip="Keep: append the case to the set and show the next card"),
+        Binding("x", "decide('bin')", "bin", id="bin", tooltip="Bin: not a useful question; show the next card"),
+        Binding("s", "decide('skip')", "skip", id="skip", tooltip="Skip for later: it comes back after every pending card"),
         Binding("u", "undo_decision", "undo", id="undo", tooltip="Undo the last decision (repeat for earlier ones)"),
         Binding("p", "mark_primary", "primary", id="primary", tooltip="Mark the highlighted passage primary (the answer)"),
         Binding("o", "mark_secondary", "secondary", id="secondary", tooltip="Mark the highlighted passage secondary (acceptable)"),
@@ -206,19 +205,11 @@ class ReviewScreen(DecidingScreen[Card]):
 
     # ---- actions -----------------------------------------------------------------------
 
-    def _decide_now(self, action: str) -> None:
+    def action_decide(self, action: str) -> None:
+        """Keep, bin or skip the card on screen (a keep the card refuses: DecisionFailed)."""
         if (card := self._ready()) is not None:
-            self.busy = True  # a keep the card refuses comes back as DecisionFailed
+            self.busy = True
             self._decide(action, card)
-
-    def action_keep_card(self) -> None:
-        self._decide_now("keep")
-
-    def action_bin_card(self) -> None:
-        self._decide_now("bin")
-
-    def action_skip_card(self) -> None:
-        self._decide_now("skip")
 
     def action_undo_decision(self) -> None:
         if self.busy:
@@ -296,14 +287,18 @@ class ReviewScreen(DecidingScreen[Card]):
 
     def action_set_max_rank(self) -> None:
         self._ask_number("max_rank", "The first primary must rank at or above (empty clears it)",
-                         max_rank_check)
+                         1, "a rank of 1 or more (empty clears the max rank)")
 
     def action_set_max_age(self) -> None:
         self._ask_number("max_age_days", "Maximum age of the answer, in days (empty clears it)",
-                         max_age_check)
+                         0, "a whole number of days (empty clears the max age)")
 
-    def _ask_number(self, field: str, title: str, check: Callable[[str], str | None]) -> None:
-        """Ask for the card's whole-number `field` in a modal; empty clears it."""
+    def _ask_number(self, field: str, title: str, least: int, error: str) -> None:
+        """Ask for the card's whole-number `field` (at least `least`) in a modal; empty clears it."""
+
+        def check(text: str) -> str | None:
+            return None if text == "" or (text.isdigit() and int(text) >= least) else error
+
         if card := self._ready():
             current = getattr(card, field)
             self._ask(title, "" if current is None else str(current),
@@ -396,10 +391,11 @@ class ReviseScreen(ReviewScreen):
             return
         self.app.call_from_thread(self.dismiss, case)
 
-    def action_bin_card(self) -> None:
+    def action_decide(self, action: str = "") -> None:
+        """Bin, skip, undo and the browser do not apply to a case being relabelled."""
         self._say("in the browser, retire a case with x there", error=True)
 
-    action_skip_card = action_undo_decision = action_open_browser = action_bin_card
+    action_undo_decision = action_open_browser = action_decide
 
     def action_back(self) -> None:
         self.dismiss(None)
