@@ -200,8 +200,7 @@ class TriageScreen(DecidingScreen[TriageItem]):
     # ---- actions -----------------------------------------------------------------------
 
     def action_name_cause(self, cause: str) -> None:
-        item = self._ready()
-        if item is None:
+        if (item := self._ready()) is None:
             return
         revision = passage = None
         if cause == "stale_metadata":
@@ -213,8 +212,7 @@ class TriageScreen(DecidingScreen[TriageItem]):
         self._decide(item, cause, self.note, revision, passage)
 
     def _label(self, role: str | None) -> None:
-        item = self._ready()
-        if item is None:
+        if (item := self._ready()) is None:
             return
         results = self.query_one(ResultList)
         index = results.highlighted
@@ -235,8 +233,7 @@ class TriageScreen(DecidingScreen[TriageItem]):
         self._facts()
 
     def action_skip_item(self) -> None:
-        item = self._ready()
-        if item is None:
+        if (item := self._ready()) is None:
             return
         self.session.skip(item)
         nxt = self.session.next_item()
@@ -246,10 +243,7 @@ class TriageScreen(DecidingScreen[TriageItem]):
         if self.busy:
             self.app.bell()
             return
-        if not self.session.undo_stack:
-            self._say("nothing to undo", error=True)
-            return
-        self.busy = True
+        self.busy = True  # with nothing to undo, the worker says so
         self._undo()
 
     # ---- drawing -----------------------------------------------------------------------
