@@ -4,17 +4,10 @@ revisions and times (so snapshots hold) and a few candidates of each kind."""
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
-import os
-import pty
-import struct
-import subprocess
-import termios
 from pathlib import Path
 
 import pytest
-from pexpect.fdpexpect import fdspawn
 
 from curator.corpus.importer import add_paths
 from curator.models import CandidateIn, Suggestion
@@ -105,27 +98,3 @@ def set_files(ws: Workspace, name: str = "main") -> tuple[list[dict], list[dict]
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-class Terminal(fdspawn):
-    """A console script on a pseudo-terminal of `size` (rows, columns), started with
-    subprocess (pexpect.spawn forks the multi-threaded test worker), read with pexpect."""
-
-    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str], size: tuple[int, int]):
-        master, child_end = pty.openpty()
-        fcntl.ioctl(child_end, termios.TIOCSWINSZ, struct.pack("HHHH", size[0], size[1], 0, 0))
-        self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=child_end, stdout=child_end,
-                                     stderr=child_end, start_new_session=True)
-        os.close(child_end)
-        super().__init__(master, encoding="utf-8", codec_errors="replace", timeout=20)
-        self.pid = self.proc.pid
-
-    def wait(self) -> int:
-        self.exitstatus = self.proc.wait()
-        return self.exitstatus
-
-    def close(self, force: bool = True) -> None:
-        if force and self.proc.poll() is None:
-            self.proc.kill()
-        self.wait()
-        super().close()

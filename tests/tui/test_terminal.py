@@ -16,16 +16,17 @@ import pytest
 from curator.review import ReviewSession
 from curator.verify import verify
 from curator.workspace import Workspace
-from tests.tui.conftest import Terminal, build_workspace, set_files
+from tests.tui.conftest import build_workspace, set_files
 
 CURATOR = str(Path(sys.executable).parent / "curator")
 pytestmark = pytest.mark.slow
 
 
-def spawn(root: Path, size: tuple[int, int] = (24, 80)) -> Terminal:
+def spawn(root: Path, size: tuple[int, int] = (24, 80)) -> pexpect.spawn:
     env = {**os.environ, "TERM": "xterm-256color", "CURATOR_REVIEWER": "pty-user", "COLUMNS": "", "LINES": ""}
     env = {k: v for k, v in env.items() if v}
-    return Terminal([CURATOR, "review"], root, env, size)
+    return pexpect.spawn(CURATOR, ["review"], cwd=str(root), env=env, dimensions=size,
+                         encoding="utf-8", codec_errors="replace", timeout=20)
 
 
 def test_review_in_a_real_terminal(tmp_path):
