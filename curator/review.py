@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from curator.errors import CuratorError
-from curator.models import GRADE_FOR_ROLE, Candidate, Case, Passage
+from curator.models import GRADE_FOR_ROLE, Candidate, Case
 from curator.workspace import Workspace
 
 SNIPPET_CHARS = 160
@@ -58,12 +58,6 @@ class Card:
     explanation: str = ""
     tags: list[str] = field(default_factory=list)
     case: Case | None = None  # set when the card revises an existing case
-
-    @property
-    def key(self) -> str:
-        if self.case is not None:
-            return f"case:{self.case.query_id}"
-        return f"candidate:{self.candidate.id}" if self.candidate else "empty"
 
     def row(self, passage_id: str) -> Row | None:
         return next((r for r in self.rows if r.id == passage_id), None)
@@ -319,16 +313,10 @@ class ReviewSession:
             with self._lock:
                 self._cards[cand.id] = card
 
-    def prefetched(self) -> list[Card]:
-        """The cards prepared ahead by `prefetch_cards`, in queue order."""
-        with self._lock:
-            return [self._cards[c.id] for c in self._queue if c.id in self._cards]
-
     def prepare(self, cand: Candidate) -> Card:
         """Build a card: the candidate's own passages first, then search results."""
-        rows = self.candidate_rows(cand)
-        seen = {r.id for r in rows}
-        rows += [r for r in self.search_rows(cand.query) if r.id not in seen]
+        rows = [self._row(s.id, s.revision, s.reason or "suggested") for s in cand.suggestions]
+        rows = self._with_search(rows, cand.query)
         slice = cand.suggested_slice if cand.suggested_slice in self.ws.config.slices else None
         if cand.expect_empty and slice is None and "negative" in self.ws.config.slices:
             slice = "negative"
@@ -345,41 +333,46 @@ class ReviewSession:
     def reader(self) -> Workspace:
         return self._reader or self.ws
 
-    def candidate_rows(self, cand: Candidate) -> list[Row]:
-        rows = []
-        for sug in cand.suggestions:
-            with self.reader.lock:
-                passage = self.reader.passage(sug.id, sug.revision)
-            rows.append(_row(passage, sug.reason or "suggested") if passage else _missing(sug.id, sug.revision, sug.reason))
-        return rows
+    def _row(self, passage_id: str, revision: str | None, reason: str) -> Row:
+        """The passage's row; a `missing` one when the candidate or case names a passage
+        the corpus lacks."""
+        with self.reader.lock:
+            passage = self.reader.passage(passage_id, revision)
+        if passage is None:
+            return Row(id=passage_id, revision=revision or "?", reason=reason, missing=True,
+                       text="(this passage is not in the corpus)")
+        body = [line for line in passage.text.splitlines() if not line.lstrip().startswith("#")]
+        return Row(id=passage.id, revision=passage.revision, heading=passage.heading, title=passage.title or "",
+                   snippet=" ".join(" ".join(body).split())[:SNIPPET_CHARS], reason=reason,
+                   text=passage.text, committed_at=passage.committed_at)
 
     def search_rows(self, text: str, reason: str = "search") -> list[Row]:
         with self.reader.lock:
             hits = self.reader.search(text, limit=self.ws.config.review.suggestions)
         rows = []
         for hit in hits:
-            with self.reader.lock:
-                passage = self.reader.passage(hit.id, hit.revision)
-            row = _row(passage, reason) if passage else Row(id=hit.id, revision=hit.revision, reason=reason)
+            row = self._row(hit.id, hit.revision, reason)
             row.snippet = hit.snippet
             rows.append(row)
         return rows
+
+    def _with_search(self, rows: list[Row], query: str) -> list[Row]:
+        """`rows`, then the search results for `query` not among them."""
+        known = {r.id for r in rows}
+        return rows + [r for r in self.search_rows(query) if r.id not in known]
 
     def add_search(self, card: Card, text: str) -> list[Row]:
         """Search the corpus with the reviewer's words; new rows go to the top of the card."""
         found = self.search_rows(text, reason="your search")
         known = {r.id for r in card.rows}
-        fresh = [r for r in found if r.id not in known]
-        card.rows[:0] = fresh
+        card.rows[:0] = [r for r in found if r.id not in known]
         return found
 
     # ---- decisions -----------------------------------------------------------------------
 
     def keep(self, card: Card) -> Case:
         """Append the case to the set (fsynced), then record the keep. Raises IncompleteCase."""
-        problems = card.problems()
-        if problems:
-            raise IncompleteCase("not kept: " + "; ".join(problems))
+        _refuse_incomplete(card, "not kept")
         cand = card.candidate
         assert cand is not None
         source: dict[str, Any] = {"kind": cand.source_kind, "candidate_id": cand.id}
@@ -509,17 +502,11 @@ class ReviewSession:
 
     def card_for_case(self, case: Case) -> Card:
         """A card to relabel an existing case: its labelled passages, then search results."""
-        rows: list[Row] = []
-        for rel in case.relevant:
-            with self.reader.lock:
-                passage = self.reader.passage(rel.id, rel.revision)
-            rows.append(_row(passage, "labelled") if passage else _missing(rel.id, rel.revision, "labelled"))
-        known = {r.id for r in rows}
-        rows += [r for r in self.search_rows(case.query) if r.id not in known]
+        rows = [self._row(rel.id, rel.revision, "labelled") for rel in case.relevant]
         return Card(
             candidate=None,
             query=case.query,
-            rows=rows,
+            rows=self._with_search(rows, case.query),
             slice=case.slice,
             labels={r.id: r.role for r in case.relevant},
             grades={r.id: r.grade for r in case.relevant
@@ -538,9 +525,7 @@ class ReviewSession:
         """Append the card's labels as the case's next rev. The change-log action is `edit`
         when the question text changed, `reslice` when only the slice did, else `relabel`."""
         assert card.case is not None
-        problems = card.problems()
-        if problems:
-            raise IncompleteCase("not saved: " + "; ".join(problems))
+        _refuse_incomplete(card, "not saved")
         old = card.case
         changes = card.case_fields()
         if changes["query"] != old.query:
@@ -561,9 +546,6 @@ class ReviewSession:
             )
             self._count_set()
         return case
-
-    def retire(self, query_id: str, reason: str) -> Case:
-        return self.revise(query_id, {}, action="retire", reason=reason)
 
 
 def reconcile(ws: Workspace, set_name: str, reviewer: str) -> list[str]:
@@ -606,23 +588,6 @@ def _same_labels(old: Case, changes: dict[str, Any]) -> bool:
             and old.max_rank == changes["max_rank"])
 
 
-def _missing(passage_id: str, revision: str | None, reason: str) -> Row:
-    """A row for a passage the candidate or case names but the corpus lacks."""
-    return Row(id=passage_id, revision=revision or "?", reason=reason, missing=True,
-               text="(this passage is not in the corpus)")
-
-
-def _row(passage: Passage, reason: str) -> Row:
-    text = passage.text
-    body = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
-    snippet = " ".join(" ".join(body).split())[:SNIPPET_CHARS]
-    return Row(
-        id=passage.id,
-        revision=passage.revision,
-        heading=passage.heading,
-        title=passage.title or "",
-        snippet=snippet,
-        reason=reason,
-        text=text,
-        committed_at=passage.committed_at,
-    )
+def _refuse_incomplete(card: Card, verb: str) -> None:
+    if problems := card.problems():
+        raise IncompleteCase(f"{verb}: " + "; ".join(problems))

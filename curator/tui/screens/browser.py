@@ -207,7 +207,7 @@ class BrowserScreen(Screen[None]):
     def _revise(self, query_id: str, changes: dict[str, str], action: str, reason: str) -> None:
         try:
             case = self.session.revise(query_id, changes, action=action, reason=reason)
+            note = f"{case.query_id} rev {case.rev}: {action}"
         except CuratorError as exc:
-            self.post_message(self.Loaded(self.session.cases(), f"not saved: {exc.message}"))
-            return
-        self.post_message(self.Loaded(self.session.cases(), f"{case.query_id} rev {case.rev}: {action}"))
+            note = f"not saved: {exc.message}"
+        self.post_message(self.Loaded(self.session.cases(), note))

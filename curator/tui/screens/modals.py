@@ -75,14 +75,3 @@ def reason_modal(what: str, blink: bool = True) -> TextModal:
     return TextModal(f"Why {what}? (recorded in changelog.jsonl)", required=True,
                      placeholder="reason", blink=blink)
 
-
-def max_age_check(text: str) -> str | None:
-    if text == "" or text.isdigit():
-        return None
-    return "a whole number of days (empty clears the max age)"
-
-
-def max_rank_check(text: str) -> str | None:
-    if text == "" or (text.isdigit() and int(text) >= 1):
-        return None
-    return "a rank of 1 or more (empty clears the max rank)"

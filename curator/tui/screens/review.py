@@ -1,55 +1,31 @@
-"""The review card: one candidate, its passage suggestions, and the keys that decide it.
-
-Every decision runs in a worker and the next card is shown only when the worker reports
-the write done; keys pressed meanwhile are refused (a bell), so no keystroke ever
-lands on a card the reviewer has not seen.
-"""
+"""The review card: one candidate, its passage suggestions, and the keys that decide it
+(one write at a time, as every `DecidingScreen`)."""
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
-from textual.dom import DOMNode
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from curator.errors import CuratorError
 from curator.review import Card, ReviewSession
+from curator.tui.screens.deciding import APP_KEYS, DecidingScreen, own_bindings
 from curator.tui.screens.help import HelpScreen
-from curator.tui.screens.modals import TextModal, max_age_check, max_rank_check, reason_modal
+from curator.tui.screens.modals import TextModal, reason_modal
 from curator.tui.widgets.card import LabelState, Provenance, Question
 from curator.tui.widgets.passages import PassageList
 from curator.tui.widgets.preview import PassageText, Preview
 from curator.tui.widgets.stats import StatsBar
 
 PREFETCH_AFTER = 0.05  # seconds: a card's frame takes 10-20 ms; a reviewer's next key, longer
-
-
-def help_sections() -> list[tuple[str, list[Binding]]]:
-    """Every key of the review app, by where it applies (the `?` screen)."""
-    from curator.tui.screens.browser import BrowserScreen
-
-    def own(cls: type[DOMNode]) -> list[Binding]:
-        return [b for b in cls.BINDINGS if isinstance(b, Binding)]
-
-    return [
-        ("card", own(ReviewScreen)),
-        ("passages (card)", own(PassageList)),
-        ("preview (card; tab to it)", own(PassageText)),
-        ("relabel (from the browser)", own(ReviseScreen)),
-        ("browser", own(BrowserScreen)),
-        ("text boxes", own(TextModal)),
-        ("this help", own(HelpScreen)),
-        ("app", [Binding("ctrl+q", "quit", "quit", id="app-quit", tooltip="Quit from any screen")]),
-    ]
 
 
 def _slice_bindings() -> list[Binding]:
@@ -60,11 +36,11 @@ def _slice_bindings() -> list[Binding]:
     ]
 
 
-class ReviewScreen(Screen[None]):
+class ReviewScreen(DecidingScreen[Card]):
     BINDINGS = [
-        Binding("k", "keep_card", "keep", id="keep", tooltip="Keep: append the case to the set and show the next card"),
-        Binding("x", "bin_card", "bin", id="bin", tooltip="Bin: not a useful question; show the next card"),
-        Binding("s", "skip_card", "skip", id="skip", tooltip="Skip for later: it comes back after every pending card"),
+        Binding("k", "decide('keep')", "keep", id="keep", tooltip="Keep: append the case to the set and show the next card"),
+        Binding("x", "decide('bin')", "bin", id="bin", tooltip="Bin: not a useful question; show the next card"),
+        Binding("s", "decide('skip')", "skip", id="skip", tooltip="Skip for later: it comes back after every pending card"),
         Binding("u", "undo_decision", "undo", id="undo", tooltip="Undo the last decision (repeat for earlier ones)"),
         Binding("p", "mark_primary", "primary", id="primary", tooltip="Mark the highlighted passage primary (the answer)"),
         Binding("o", "mark_secondary", "secondary", id="secondary", tooltip="Mark the highlighted passage secondary (acceptable)"),
@@ -95,21 +71,28 @@ class ReviewScreen(Screen[None]):
         note: str = ""
 
     @dataclass
-    class DecisionFailed(Message):
-        message: str
-
-    @dataclass
     class SearchDone(Message):
         card: Card
         text: str
         found: int
 
     def __init__(self, session: ReviewSession, blink: bool = True):
-        super().__init__()
+        super().__init__(session.ws.config.keymap, blink)
         self.session = session
-        self.card: Card | None = None
-        self.busy = True  # until the first card arrives
-        self.blink = blink
+
+    def help_sections(self) -> list[tuple[str, list[Binding]]]:
+        from curator.tui.screens.browser import BrowserScreen
+
+        return [
+            ("card", own_bindings(ReviewScreen)),
+            ("passages (card)", own_bindings(PassageList)),
+            ("preview (card; tab to it)", own_bindings(PassageText)),
+            ("relabel (from the browser)", own_bindings(ReviseScreen)),
+            ("browser", own_bindings(BrowserScreen)),
+            ("text boxes", own_bindings(TextModal)),
+            ("this help", own_bindings(HelpScreen)),
+            APP_KEYS,
+        ]
 
     def compose(self) -> ComposeResult:
         yield StatsBar(id="stats")
@@ -185,14 +168,12 @@ class ReviewScreen(Screen[None]):
     @on(CardReady)
     def show_card(self, message: CardReady) -> None:
         self.busy = False
-        self.card = message.card
-        if message.card is not None and message.card.candidate is not None:
-            # Once this card is on screen: a prefetch thread running during the frame takes
-            # the GIL from it and doubles it. call_after_refresh fires too early for that
-            # (before the card's widgets have asked for their repaint).
+        self.current = card = message.card
+        if card is not None and card.candidate is not None:
+            # After the frame: a prefetch thread running during it takes the GIL and doubles it.
             self.set_timer(PREFETCH_AFTER, self._prefetch)
         self._say(message.note)
-        if message.card is None:
+        if card is None:
             self._render_stats()
             self.query_one(Question).update(Content("The queue is empty: nothing left to review."))
             self.query_one(Provenance).update(
@@ -202,7 +183,6 @@ class ReviewScreen(Screen[None]):
             self.query_one(PassageList).clear_rows()
             self.query_one(Preview).show(None)
             return
-        card = message.card
         with self.app.batch_update():  # one frame for the whole card
             self._render_stats()
             self.query_one(Question).show(card)
@@ -211,15 +191,9 @@ class ReviewScreen(Screen[None]):
             self.query_one(PassageList).show_card(card)
             self._preview(self.query_one(PassageList).highlighted)
 
-    @on(DecisionFailed)
-    def decision_failed(self, message: DecisionFailed) -> None:
-        self.busy = False
-        self.app.bell()
-        self._say(message.message, error=True)
-
     @on(SearchDone)
     def search_done(self, message: SearchDone) -> None:
-        if message.card is not self.card:
+        if message.card is not self.current:
             return
         self.query_one(PassageList).show_card(message.card)
         self._preview(0)
@@ -231,37 +205,18 @@ class ReviewScreen(Screen[None]):
 
     # ---- actions -----------------------------------------------------------------------
 
-    def _ready(self) -> Card | None:
-        if self.busy or self.card is None:
-            self.app.bell()
-            return None
-        return self.card
-
-    def _decide_now(self, action: str) -> None:
-        if (card := self._ready()) is None:
-            return
-        if action == "keep" and (problems := card.problems()):
-            self.app.bell()
-            self._say("not kept: " + "; ".join(problems), error=True)
-            return
-        self.busy = True
-        self._decide(action, card)
-
-    def action_keep_card(self) -> None:
-        self._decide_now("keep")
-
-    def action_bin_card(self) -> None:
-        self._decide_now("bin")
-
-    def action_skip_card(self) -> None:
-        self._decide_now("skip")
+    def action_decide(self, action: str) -> None:
+        """Keep, bin or skip the card on screen (a keep the card refuses: DecisionFailed)."""
+        if (card := self._ready()) is not None:
+            self.busy = True
+            self._decide(action, card)
 
     def action_undo_decision(self) -> None:
         if self.busy:
             self.app.bell()
             return
         self.busy = True
-        self._decide("undo", self.card or Card(candidate=None, query="", rows=[]))
+        self._decide("undo", self.current or Card(candidate=None, query="", rows=[]))
 
     def _highlighted(self) -> tuple[Card, int] | None:
         """The card and its highlighted row's index, or None (said why) when there is none."""
@@ -283,15 +238,6 @@ class ReviewScreen(Screen[None]):
         self.query_one(PassageList).refresh_row(card, index)
         self._labels()
 
-    def action_mark_primary(self) -> None:
-        self._label("primary")
-
-    def action_mark_secondary(self) -> None:
-        self._label("secondary")
-
-    def action_clear_label(self) -> None:
-        self._label(None)
-
     def action_cycle_grade(self) -> None:
         if (target := self._highlighted()) is None:
             return
@@ -305,10 +251,6 @@ class ReviewScreen(Screen[None]):
         self._labels()
         self._say(f"grade {grade} for {row.id}")
 
-    def action_set_max_rank(self) -> None:
-        self._ask_number("max_rank", "The first primary must rank at or above (empty clears it)",
-                         max_rank_check)
-
     def action_choose_slice(self, number: int) -> None:
         if (card := self._ready()) is None:
             return
@@ -316,8 +258,7 @@ class ReviewScreen(Screen[None]):
             self._say(f"no slice {number}: there are {len(self.session.slices)}", error=True)
             return
         card.slice = self.session.slices[number - 1]
-        if card.slice == "multi_hop":
-            card.require_all = True
+        card.require_all = card.require_all or card.slice == "multi_hop"
         self._labels()
 
     def action_toggle_negative(self) -> None:
@@ -333,104 +274,82 @@ class ReviewScreen(Screen[None]):
 
     def action_toggle_require_all(self) -> None:
         if card := self._ready():
-            card.require_all = not card.require_all
-            self._labels()
+            self._set(card, require_all=not card.require_all)
 
     def action_toggle_pin(self) -> None:
         if card := self._ready():
-            card.pinned = not card.pinned
-            self._labels()
+            self._set(card, pinned=not card.pinned)
 
     def action_toggle_regression(self) -> None:
         if card := self._ready():
             card.toggle_tag("regression")
             self._labels()
 
+    def action_set_max_rank(self) -> None:
+        self._ask_number("max_rank", "The first primary must rank at or above (empty clears it)",
+                         1, "a rank of 1 or more (empty clears the max rank)")
+
     def action_set_max_age(self) -> None:
         self._ask_number("max_age_days", "Maximum age of the answer, in days (empty clears it)",
-                         max_age_check)
+                         0, "a whole number of days (empty clears the max age)")
 
-    def _ask_number(self, field: str, title: str, check: Callable[[str], str | None]) -> None:
-        """Ask for the card's whole-number `field` in a modal; empty clears it."""
-        if (card := self._ready()) is None:
-            return
+    def _ask_number(self, field: str, title: str, least: int, error: str) -> None:
+        """Ask for the card's whole-number `field` (at least `least`) in a modal; empty clears it."""
 
-        def done(value: str | None) -> None:
-            if value is not None:
-                setattr(card, field, int(value) if value else None)
-                self._labels()
+        def check(text: str) -> str | None:
+            return None if text == "" or (text.isdigit() and int(text) >= least) else error
 
-        current = getattr(card, field)
-        self.app.push_screen(
-            TextModal(title, "" if current is None else str(current), check=check, blink=self.blink), done)
+        if card := self._ready():
+            current = getattr(card, field)
+            self._ask(title, "" if current is None else str(current),
+                      lambda text: self._set(card, **{field: int(text) if text else None}), check=check)
 
     def action_edit_question(self) -> None:
-        if (card := self._ready()) is None:
-            return
-
-        def done(value: str | None) -> None:
-            if value:
-                card.query = value
-                self.query_one(Question).show(card)
-                self._labels()
-
-        self.app.push_screen(TextModal("Edit the question", card.query, blink=self.blink), done)
+        if card := self._ready():
+            self._ask("Edit the question", card.query, lambda text: self._set(card, query=text or card.query))
 
     def action_write_explanation(self) -> None:
-        if (card := self._ready()) is None:
-            return
-
-        def done(value: str | None) -> None:
-            if value is not None:
-                card.explanation = value
-                self._labels()
-
-        self.app.push_screen(
-            TextModal("Explanation: why these labels?", card.explanation, blink=self.blink), done)
+        if card := self._ready():
+            self._ask("Explanation: why these labels?", card.explanation,
+                      lambda text: self._set(card, explanation=text))
 
     def action_search_corpus(self) -> None:
-        if (card := self._ready()) is None:
+        if card := self._ready():
+            self._ask("Search the corpus", "", lambda text: self._search_for(card, text),
+                      placeholder="your words")
+
+    def _search_for(self, card: Card, text: str) -> None:
+        if not text:
             return
-
-        def done(value: str | None) -> None:
-            if value:
-                self._say(f"searching for “{value}”…")
-                self._search(card, value)
-
-        self.app.push_screen(TextModal("Search the corpus", placeholder="your words",
-                                       blink=self.blink), done)
+        self._say(f"searching for “{text}”…")
+        self._search(card, text)
 
     def action_open_browser(self) -> None:
         from curator.tui.screens.browser import BrowserScreen
 
         self.app.push_screen(BrowserScreen(self.session, blink=self.blink))
 
-    def action_show_help(self) -> None:
-        self.app.push_screen(HelpScreen(help_sections(), self.session.ws.config.keymap))
-
-    def action_quit_app(self) -> None:
-        if self.busy and self.card is not None:
-            self._say("finishing the last write…")
-        self.app.exit()
-
     # ---- drawing -----------------------------------------------------------------------
 
+    def _set(self, card: Card, **fields: Any) -> None:
+        """Change the card's fields and redraw what shows them."""
+        for name, value in fields.items():
+            setattr(card, name, value)
+        if "query" in fields:
+            self.query_one(Question).show(card)
+        self._labels()
+
     def _labels(self) -> None:
-        if self.card is not None:
-            self.query_one(LabelState).show(self.card, self.session.slices)
+        if self.current is not None:
+            self.query_one(LabelState).show(self.current, self.session.slices)
         self._say("")
 
     def _render_stats(self) -> None:
         self.query_one(StatsBar).show(self.session.stats, self.session.set_name, self.session.reviewer)
 
     def _preview(self, index: int | None) -> None:
-        rows = self.card.rows if self.card is not None else []
+        rows = self.current.rows if self.current is not None else []
         self.query_one(Preview).show(rows[index] if index is not None and 0 <= index < len(rows) else None)
-
-    def _say(self, text: str, error: bool = False) -> None:
-        box = self.query_one("#message", Static)
-        box.set_class(error, "-error")
-        box.update(Content(text), layout=False)  # one line, fixed height
 
 
 class ReviseScreen(ReviewScreen):
@@ -472,10 +391,11 @@ class ReviseScreen(ReviewScreen):
             return
         self.app.call_from_thread(self.dismiss, case)
 
-    def action_bin_card(self) -> None:
+    def action_decide(self, action: str = "") -> None:
+        """Bin, skip, undo and the browser do not apply to a case being relabelled."""
         self._say("in the browser, retire a case with x there", error=True)
 
-    action_skip_card = action_undo_decision = action_open_browser = action_bin_card
+    action_undo_decision = action_open_browser = action_decide
 
     def action_back(self) -> None:
         self.dismiss(None)

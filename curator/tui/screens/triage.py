@@ -1,8 +1,5 @@
-"""`curator triage`: one failing case of a run per card; a key per cause.
-
-Decisions run in a worker; the next card shows when the worker reports the write done,
-and keys pressed meanwhile are refused with a bell (as in the review card).
-"""
+"""`curator triage`: one failing case of a run per card; a key per cause (one write at a
+time, as every `DecidingScreen`)."""
 
 from __future__ import annotations
 
@@ -16,12 +13,11 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
 
 from curator.errors import CuratorError
 from curator.triage import CAUSES, TriageItem, TriageSession
-from curator.tui.screens.modals import TextModal
+from curator.tui.screens.deciding import APP_KEYS, DecidingScreen, own_bindings
 from curator.tui.widgets.triage_card import CauseKeys, EarlierRuns, ResultList, TriageFacts
 
 if TYPE_CHECKING:
@@ -46,7 +42,7 @@ def _cause_bindings() -> list[Binding]:
     ]
 
 
-class TriageScreen(Screen[None]):
+class TriageScreen(DecidingScreen[TriageItem]):
     BINDINGS = [
         *_cause_bindings(),
         Binding("p", "mark_primary", "primary", id="primary", tooltip="Mark the highlighted result primary"),
@@ -66,10 +62,6 @@ class TriageScreen(Screen[None]):
         item: TriageItem | None
         note: str = ""
 
-    @dataclass
-    class DecisionFailed(Message):
-        message: str
-
     class EarlierReady(Message):
         """Every item's earlier runs are loaded."""
 
@@ -80,13 +72,13 @@ class TriageScreen(Screen[None]):
         text: Content
 
     def __init__(self, session: TriageSession, blink: bool = True):
-        super().__init__()
+        super().__init__(session.ws.config.keymap, blink)
         self.session = session
-        self.item: TriageItem | None = None
         self.note = ""
-        self.busy = True
-        self.blink = blink
         self.earlier_started = False
+
+    def help_sections(self) -> list[tuple[str, list[Binding]]]:
+        return [("triage card", own_bindings(TriageScreen)), APP_KEYS]
 
     def compose(self) -> ComposeResult:
         yield Static(id="triage-stats")
@@ -111,13 +103,8 @@ class TriageScreen(Screen[None]):
         self.set_class(self.size.width < 110, "-narrow")
 
     def _cause_keys(self) -> dict[str, str]:
-        keymap = self.session.ws.config.keymap
-        out = {}
-        for b in self.BINDINGS:
-            if isinstance(b, Binding) and b.id and b.id.startswith("cause-"):
-                cause = b.id.removeprefix("cause-").replace("-", "_")
-                out[cause] = keymap.get(b.id, b.key)
-        return out
+        return {b.id.removeprefix("cause-").replace("-", "_"): self.keymap.get(b.id, b.key)
+                for b in own_bindings(TriageScreen) if b.id and b.id.startswith("cause-")}
 
     # ---- workers -----------------------------------------------------------------------
 
@@ -172,7 +159,7 @@ class TriageScreen(Screen[None]):
             self.earlier_started = True
             self.call_after_refresh(self._load_earlier)
         self.busy = False
-        self.item = message.item
+        self.current = message.item
         self.note = ""
         self._stats()
         self._say(message.note)
@@ -194,20 +181,15 @@ class TriageScreen(Screen[None]):
 
     @on(EarlierReady)
     def earlier_ready(self, _message: EarlierReady) -> None:
-        if self.item is not None:
-            self.query_one(EarlierRuns).show(self.item)
-
-    @on(DecisionFailed)
-    def decision_failed(self, message: DecisionFailed) -> None:
-        self.busy = False
-        self.app.bell()
-        self._say(message.message, error=True)
+        if self.current is not None:
+            self.query_one(EarlierRuns).show(self.current)
 
     @on(PreviewReady)
     def preview_ready(self, message: PreviewReady) -> None:
         index = self.query_one(ResultList).highlighted
-        if self.item is not None and index == message.index and index < len(self.item.results) \
-                and self.item.results[index].id == message.passage_id:
+        item = self.current
+        if item is not None and index == message.index and index < len(item.results) \
+                and item.results[index].id == message.passage_id:
             self.query_one("#preview", Static).update(message.text)
             self.query_one("#preview-box", VerticalScroll).scroll_home(animate=False)
 
@@ -217,15 +199,8 @@ class TriageScreen(Screen[None]):
 
     # ---- actions -----------------------------------------------------------------------
 
-    def _ready(self) -> TriageItem | None:
-        if self.busy or self.item is None:
-            self.app.bell()
-            return None
-        return self.item
-
     def action_name_cause(self, cause: str) -> None:
-        item = self._ready()
-        if item is None:
+        if (item := self._ready()) is None:
             return
         revision = passage = None
         if cause == "stale_metadata":
@@ -237,8 +212,7 @@ class TriageScreen(Screen[None]):
         self._decide(item, cause, self.note, revision, passage)
 
     def _label(self, role: str | None) -> None:
-        item = self._ready()
-        if item is None:
+        if (item := self._ready()) is None:
             return
         results = self.query_one(ResultList)
         index = results.highlighted
@@ -250,29 +224,16 @@ class TriageScreen(Screen[None]):
         self._facts()
         self._say("labels changed: 1 saves them as a bad label fix" if item.edited else "")
 
-    def action_mark_primary(self) -> None:
-        self._label("primary")
-
-    def action_mark_secondary(self) -> None:
-        self._label("secondary")
-
-    def action_clear_label(self) -> None:
-        self._label(None)
-
     def action_write_note(self) -> None:
-        if self._ready() is None:
-            return
+        if self._ready() is not None:
+            self._ask("Note for this decision (optional)", self.note, self._set_note)
 
-        def done(value: str | None) -> None:
-            if value is not None:
-                self.note = value
-                self._facts()
-
-        self.app.push_screen(TextModal("Note for this decision (optional)", self.note, blink=self.blink), done)
+    def _set_note(self, text: str) -> None:
+        self.note = text
+        self._facts()
 
     def action_skip_item(self) -> None:
-        item = self._ready()
-        if item is None:
+        if (item := self._ready()) is None:
             return
         self.session.skip(item)
         nxt = self.session.next_item()
@@ -282,25 +243,14 @@ class TriageScreen(Screen[None]):
         if self.busy:
             self.app.bell()
             return
-        if not self.session.undo_stack:
-            self._say("nothing to undo", error=True)
-            return
-        self.busy = True
+        self.busy = True  # with nothing to undo, the worker says so
         self._undo()
-
-    def action_show_help(self) -> None:
-        from curator.tui.screens.help import HelpScreen
-
-        self.app.push_screen(HelpScreen(help_sections(), self.session.ws.config.keymap))
-
-    def action_quit_app(self) -> None:
-        self.app.exit()
 
     # ---- drawing -----------------------------------------------------------------------
 
     def _facts(self) -> None:
-        if self.item is not None:
-            self.query_one(TriageFacts).show(self.item, self.note)
+        if self.current is not None:
+            self.query_one(TriageFacts).show(self.current, self.note)
 
     def _stats(self) -> None:
         s = self.session
@@ -313,17 +263,12 @@ class TriageScreen(Screen[None]):
         ))
 
     def _preview(self, index: int | None) -> None:
-        item = self.item
+        item = self.current
         if item is None or index is None or not (0 <= index < len(item.results)):
             self.query_one("#preview", Static).update("")
             return
         result = item.results[index]
         self._load_preview(index, result.id, result.revision)
-
-    def _say(self, text: str, error: bool = False) -> None:
-        box = self.query_one("#message", Static)
-        box.set_class(error, "-error")
-        box.update(Content(text))
 
 
 class TriageApp(App[None]):
@@ -358,10 +303,3 @@ class TriageApp(App[None]):
         self.set_keymap(dict(self.ws.config.keymap))
         self.push_screen(TriageScreen(self.session, blink=self.blink))
 
-
-def help_sections() -> list[tuple[str, list[Binding]]]:
-    own = [b for b in TriageScreen.BINDINGS if isinstance(b, Binding)]
-    return [
-        ("triage card", own),
-        ("app", [Binding("ctrl+q", "quit", "quit", id="app-quit", tooltip="Quit from any screen")]),
-    ]

@@ -1,9 +1,8 @@
 """The question, its provenance and the state of its labels.
 
-Each widget has a fixed height in curator.tcss, so a new card repaints them without a
-layout pass (`update(..., layout=False)`): re-laying-out the screen for every card was a
-third of a keypress's frame. Text is assembled from (text, style) pieces, not parsed
-from markup (markup parsing was most of the rest of a new card's time on the UI thread).
+Fixed heights in curator.tcss let a new card repaint them without a layout pass
+(`update(..., layout=False)`); text is assembled from (text, style) pieces, not markup,
+which is slow to parse on every card.
 """
 
 from __future__ import annotations

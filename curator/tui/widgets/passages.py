@@ -1,10 +1,7 @@
 """The passage suggestions: rows with label marks, ids, headings and snippets.
 
-A single Static drawn line by line (each row has a known height), not an OptionList:
-re-measuring eight wrapped options cost tens of milliseconds per card at 100k
-passages, which is most of a keypress (bench/review_latency.py). It fills its box and
-scrolls itself (it draws only the rows that fit), so a card with a different number of
-rows repaints it instead of re-laying-out the whole screen.
+One Static drawn line by line from fixed-height rows (not an OptionList, whose re-measuring
+was most of a keypress): a new card repaints it without a layout pass.
 """
 
 from __future__ import annotations
@@ -22,8 +19,6 @@ from textual.widgets import Static
 from curator.review import Card, Row
 from curator.workspace import HL_END, HL_START
 
-# Rows are assembled from (text, style) pieces, not markup: parsing markup for every row
-# was most of the time a new card spent on the UI thread.
 MARK = {"primary": ("P", "b $success"), "secondary": ("S", "b $warning")}
 NO_MARK = ("·", "dim")
 SNIPPET_LINES = 2

@@ -1,9 +1,5 @@
 """The highlighted passage's full text: a short header and a pre-wrapped, scrollable body.
-
-Both parts have a fixed size, so a new passage repaints them and nothing else. The body
-draws only its visible lines; it replaces a Log, whose virtual size changed with every
-passage and so re-laid-out the whole screen on every card (bench/review_latency.py).
-"""
+Both have a fixed size, so a new passage repaints them and nothing else."""
 
 from __future__ import annotations
 

@@ -116,11 +116,10 @@ def result_prompt(result: Result) -> Content:
 class ResultList(OptionList):
     """The run's top results for the case; labels apply to the highlighted one."""
 
-    def show_item(self, item: TriageItem, keep_index: bool = False) -> None:
-        index = self.highlighted if keep_index else 0
+    def show_item(self, item: TriageItem) -> None:
         self.set_options([Option(result_prompt(r), id=f"r{i}") for i, r in enumerate(item.results)])
         if item.results:
-            self.highlighted = min(index or 0, len(item.results) - 1)
+            self.highlighted = 0
 
     def refresh_results(self, item: TriageItem) -> None:
         for i, result in enumerate(item.results):
