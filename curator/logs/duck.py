@@ -48,7 +48,7 @@ from curator.logs.fields import Fields, id_list
 from curator.logs.jsonl import JsonlHandler, loads, loads_record
 from curator.logs.lines import Window
 from curator.logs.python_reader import FileRead, make_handler
-from curator.logs.sources import BLOCK, BlockHasher, Progress, Source, combine, open_stream
+from curator.logs.sources import BlockHasher, Progress, Source, combine, open_stream
 
 __all__ = ["FORMATS", "NotForDuckDB", "available", "read"]
 
@@ -304,41 +304,22 @@ class _Fingerprint:
         return combine(self.hasher.finish())
 
     def _run(self) -> None:
-        if self.source.compression is None:
-            self._plain()
-        else:
-            self._stream()
-
-    def _plain(self) -> None:
-        """Hash and count an uncompressed file (or hash a Parquet file), 16 MiB at a time."""
+        """Hash the file and count its (decompressed) lines; a Parquet file, or zstd with
+        no `zstandard` to decode it, is hashed only."""
         import numpy as np
 
-        assert self.source.path is not None
-        buffer = bytearray(_CHUNK)
-        view = memoryview(buffer)
-        newlines, last = 0, b"\n"
-        with self.source.path.open("rb", buffering=0) as fh:
-            while not self.stopped.is_set() and (n := fh.readinto(buffer)):
-                self.hasher.update(view[:n])
-                newlines += int(np.count_nonzero(np.frombuffer(buffer, np.uint8, n) == 10))  # bytes.count holds the GIL
-                last = bytes(buffer[n - 1 : n])
-        if self.fmt != "parquet":
-            self.lines = newlines + (last != b"\n")
-
-    def _stream(self) -> None:
-        """Hash a compressed file and count its decompressed lines."""
         source = self.source
         assert source.path is not None
-        if source.compression == "zst" and importlib.util.find_spec("zstandard") is None:
-            with source.path.open("rb") as fh:  # hash only: no decoder to count lines with
-                while not self.stopped.is_set() and (block := fh.read(BLOCK)):
+        if self.fmt == "parquet" or (source.compression == "zst" and importlib.util.find_spec("zstandard") is None):
+            with source.path.open("rb") as fh:
+                while not self.stopped.is_set() and (block := fh.read(_CHUNK)):
                     self.hasher.update(block)
             return
         newlines, last = 0, b"\n"
         try:
             with open_stream(source, self.hasher, lambda _n: None) as stream:
-                while not self.stopped.is_set() and (block := stream.read(BLOCK)):
-                    newlines += block.count(b"\n")
+                while not self.stopped.is_set() and (block := stream.read(_CHUNK)):
+                    newlines += int(np.count_nonzero(np.frombuffer(block, np.uint8) == 10))  # bytes.count holds the GIL
                     last = block[-1:]
         except (OSError, EOFError):  # damaged compressed data: DuckDB fails on it too
             self.damaged = True

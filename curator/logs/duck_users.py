@@ -88,12 +88,6 @@ class UsersOf:
                 _union(found, q, users)
         return found, left
 
-    def __call__(self, queries: set[str]) -> dict[str, Users]:
-        """The users of each of `queries` (those with any), exactly up to USERS_CAP."""
-        found, left = self.settled(queries)
-        found.update(self.unsettled(left))
-        return found
-
     def unsettled(self, queries: set[str]) -> dict[str, Users]:
         """The users of `queries`, which pass 1 did not settle, from a users pass."""
         query_of = {self.counted.hashes[row]: q for q, rows in self.counted.rows_of(queries).items() for row in rows}
