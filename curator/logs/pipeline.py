@@ -64,7 +64,7 @@ def import_logs(
     if overrides:
         opts = ImportOptions(**{**asdict(opts), **overrides})
     settings = settle(opts, ws.config.logs)
-    Redactor(settings.redact)  # a bad pattern fails before any file is read
+    redactor = Redactor(settings.redact)  # a bad pattern fails before any file is read
     sources = expand(paths)
     if not sources:
         raise InputError(", ".join(map(str, paths)) or "(no paths)", "no log files to read")
@@ -75,7 +75,6 @@ def import_logs(
 
     stage = on_stage or (lambda _text: None)
     stage(f"Grouping and clustering {len(total.counts):,} distinct queries")
-    redactor = Redactor(settings.redact)
     with paused_gc():  # millions of small containers, no cycles: a third faster
         summary.distinct_queries = len(total.counts)
         grouped = group(total, redactor, summary.filtered)
