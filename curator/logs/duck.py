@@ -27,7 +27,6 @@ import importlib.util
 import threading
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import IO
 
 from curator.errors import InputError
@@ -63,15 +62,6 @@ def available() -> bool:
     return True
 
 
-@dataclass
-class Scan:
-    """What DuckDB counted, and how many lines it left to the python reader."""
-
-    agg: Aggregate
-    doubtful: int  # lines DuckDB did not count: for the python reader
-    counted: Counted  # its queries' hashes and what it knows of their users
-
-
 def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, max_line: int,
          progress: Progress) -> FileRead:
     """Read one file with DuckDB into a FileRead, hashing it (and counting its lines) in
@@ -95,13 +85,12 @@ def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, 
     fingerprint = _Fingerprint(source, fmt)
     reader = Reader(_as_bytes(progress, source.size() or 0))
     try:
-        scanned = scan(reader, source_sql, sql, source.label)
+        agg, doubtful, counted = scan(reader, source_sql, sql, source.label)
         fingerprint.start()  # after DuckDB's pass: beside its two threads it slowed the pass more than it took
         refused_lines = [] if fmt == "parquet" else refused(reader)
-        agg = scanned.agg
-        if scanned.doubtful or refused_lines:
+        if doubtful or refused_lines:
             with _RawLines(source, max_line) as raw_line:
-                left = leftovers(reader, source_sql, sql, scanned.doubtful, refused_lines, raw_line, handler)
+                left = leftovers(reader, source_sql, sql, doubtful, refused_lines, raw_line, handler)
             hash_users(reader, left)
             agg.merge(left)
     except BaseException:
@@ -109,8 +98,8 @@ def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, 
         raise
     finally:
         reader.close()
-    trusted = not (scanned.doubtful or refused_lines)
-    users_of = UsersOf(source_sql, sql, source.label, scanned.counted, trusted) if sql.fields.user else None
+    trusted = not (doubtful or refused_lines)
+    users_of = UsersOf(source_sql, sql, source.label, counted, trusted) if sql.fields.user else None
     return FileRead(source, fmt, fingerprint.result(agg.lines), agg, handler.fields.given(), "duckdb", users_of)
 
 
@@ -127,9 +116,10 @@ def first_lines(source: Source, source_sql: str, what: str, rows: int = 2000) ->
     return "\n".join(line or "" for (line,) in lines).encode()
 
 
-def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> Scan:
+def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> tuple[Aggregate, int, Counted]:
     """Pass 1 counts per query (and settles most queries' users, see SPREAD); a second
-    pass for hit/click ids when the log has them."""
+    pass for hit/click ids when the log has them. Returns what `_counts` does: the
+    counts, how many lines are left to the python reader, and the queries' `Counted`."""
     fields = sql.fields
     rows = f"({sql.rows(source_sql)})"
     passes = 1 + bool(fields.hits or fields.clicks)
@@ -169,7 +159,7 @@ def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> Scan:
                     found = id_list(loads_record(text))
                     if found:
                         add_ids(target.setdefault(q, Counter()), found, n)
-    return Scan(agg, doubtful, counted)
+    return agg, doubtful, counted
 
 
 def _counts(reader: Reader, fields: Fields) -> tuple[Aggregate, int, Counted]:
