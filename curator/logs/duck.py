@@ -15,10 +15,9 @@ python reader's own `process_line` with its line number, so reasons, line number
 values are the python engine's by construction. Those lines are found in a second scan
 that only runs when the first one counted some.
 
-A thread hashes the file (its fingerprint) and counts its lines once DuckDB's counting
-pass is done (beside it, on two cores, it slowed the pass by more than it took):
-DuckDB's reader drops a line longer than its buffer without a word, so a line count
-that differs sends the file to the python reader.
+A thread hashes the file (its fingerprint) and counts its lines after DuckDB's counting
+pass: DuckDB's reader drops a line longer than its buffer without a word, so a line
+count that differs sends the file to the python reader.
 """
 
 from __future__ import annotations
@@ -86,12 +85,12 @@ def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, 
     reader = Reader(_as_bytes(progress, source.size() or 0))
     try:
         agg, doubtful, counted = scan(reader, source_sql, sql, source.label)
-        fingerprint.start()  # after DuckDB's pass: beside its two threads it slowed the pass more than it took
+        fingerprint.thread.start()  # after DuckDB's pass: beside its threads it slowed the pass more than it took
         refused_lines = [] if fmt == "parquet" else refused(reader)
         if doubtful or refused_lines:
             with _RawLines(source, max_line) as raw_line:
                 left = leftovers(reader, source_sql, sql, doubtful, refused_lines, raw_line, handler)
-            hash_users(reader, left)
+            hash_users(left, reader)
             agg.merge(left)
     except BaseException:
         fingerprint.cancel()
@@ -272,9 +271,6 @@ class _Fingerprint:
         self.damaged = False
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def start(self) -> None:
-        self.thread.start()
 
     def cancel(self) -> None:
         """Stop early: the file goes to the python reader, which hashes it itself."""
