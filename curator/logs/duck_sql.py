@@ -173,8 +173,7 @@ class JsonSql:
 
     def user_rows(self, source: str) -> str:
         """`ok`, `inside`, `q` and `u` per line of a file whose every line an earlier pass
-        found `ok`: only the query, the user and (for a window) the time are parsed and
-        nothing is checked again (1.1 s for the benchmark log, against 1.4)."""
+        found `ok`: only the query, the user and (for a window) the time are parsed."""
         roles = ["query", "user", *(["time"] if self.fields.time else [])]
         found, values = _field_paths({r: getattr(self.fields, r) for r in roles}, self.wrapped)
         paths = "[" + ", ".join(quote(p) for p in found) + "]"
