@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from curator.logs.aggregate import Aggregate
 from curator.logs.fields import URL_PARAMS
-from curator.logs.lines import MAX_LINE_BYTES, LineHandler, Window
+from curator.logs.lines import MAX_LINE_BYTES, LineHandler, Window, in_window
 
 LINE = re.compile(
     r'^(?P<host>\S+) \S+ (?P<user>\S+) \[(?P<time>[^\]]+)\] '
@@ -62,7 +62,7 @@ class AccessHandler(LineHandler):
             ts = datetime.strptime(m["time"], "%d/%b/%Y:%H:%M:%S %z").astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
         except (ValueError, OverflowError):  # OverflowError: out of Python's years once in UTC
             ts = None
-        if not self.timestamp_ok(ts, lineno, agg):
+        if not in_window(self.window, ts, lineno, agg):
             return
         user = m["user"] if m["user"] != "-" else m["host"]  # counted, never stored
         agg.add(_decoded(values[0]), 1, ts, user)

@@ -10,20 +10,11 @@ bounded by `queries x 2 x BLOCK_LEADERS` comparisons however skewed the log is.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-
 from rapidfuzz import fuzz, process
 
 from curator.logs.normalise import compare_keys, digit_signatures
 
 BLOCK_LEADERS = 32
-
-
-@dataclass(slots=True)
-class Cluster:
-    leader: int  # index into the input list
-    members: list[int] = field(default_factory=list)
 
 
 class _Block:
@@ -94,7 +85,7 @@ def _joins(norms: list[str], signatures: list[str], similarity: float) -> tuple[
 
 class Clusters:
     """The clusters `cluster` found, in the order their leaders were visited (most
-    frequent first), as arrays: a `Cluster` is made only for those asked for."""
+    frequent first), as arrays: members are listed only for the clusters asked for."""
 
     def __init__(self, order: list[int], joins: list[int]) -> None:
         import numpy as np
@@ -116,12 +107,6 @@ class Clusters:
 
     def __len__(self) -> int:
         return len(self.leaders)
-
-    def __getitem__(self, c: int) -> Cluster:
-        return Cluster(int(self.leaders[c]), self.members(c))
-
-    def __iter__(self) -> Iterator[Cluster]:
-        return map(self.__getitem__, range(len(self)))
 
     def members(self, c: int) -> list[int]:
         return self.members_in[self.starts[c] : self.starts[c + 1]].tolist()

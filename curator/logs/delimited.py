@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from curator.logs.aggregate import Aggregate, parse_time
-from curator.logs.fields import COUNT_REASON, GUESSES, Fields, as_count, as_number, id_list
-from curator.logs.lines import MAX_LINE_BYTES, Window
+from curator.logs.fields import GUESSES, Fields, as_number, id_list
+from curator.logs.lines import MAX_LINE_BYTES, Window, in_window, line_count
 
 
 def sniff_delimiter(head: bytes, name: str) -> str:
@@ -93,24 +93,12 @@ def read_delimited(
             i = col.get(role)
             return row[i] if i is not None and i < len(row) and row[i] != "" else None
 
-        n = 1
-        if "count" in col:
-            count = as_count(cell("count"))
-            if count is None:
-                agg.reject(COUNT_REASON.format(fields.count), lineno)
-                continue
-            n = count
-            if n == 0:
-                agg.ignored["count of 0"] += 1
-                continue
+        n = line_count(cell("count"), fields.count, lineno, agg) if fields.count else 1
+        if n is None:
+            continue
         ts = parse_time(cell("time")) if "time" in col else None
-        if window:
-            if ts is None:
-                agg.reject("missing or unreadable timestamp (needed for --since/--until)", lineno)
-                continue
-            if not window.contains(ts):
-                agg.ignored["outside --since/--until"] += 1
-                continue
+        if not in_window(window, ts, lineno, agg):
+            continue
         results = as_number(cell("results"))
         agg.add(
             row[col["query"]],

@@ -15,10 +15,9 @@ python reader's own `process_line` with its line number, so reasons, line number
 values are the python engine's by construction. Those lines are found in a second scan
 that only runs when the first one counted some.
 
-A thread hashes the file (its fingerprint) and counts its lines once DuckDB's counting
-pass is done (beside it, on two cores, it slowed the pass by more than it took):
-DuckDB's reader drops a line longer than its buffer without a word, so a line count
-that differs sends the file to the python reader.
+A thread hashes the file (its fingerprint) and counts its lines after DuckDB's counting
+pass: DuckDB's reader drops a line longer than its buffer without a word, so a line
+count that differs sends the file to the python reader.
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ import importlib.util
 import threading
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import IO
 
 from curator.errors import InputError
@@ -48,7 +46,7 @@ from curator.logs.fields import Fields, id_list
 from curator.logs.jsonl import JsonlHandler, loads, loads_record
 from curator.logs.lines import Window
 from curator.logs.python_reader import FileRead, make_handler
-from curator.logs.sources import BLOCK, BlockHasher, Progress, Source, combine, open_stream
+from curator.logs.sources import BlockHasher, Progress, Source, combine, open_stream
 
 __all__ = ["FORMATS", "NotForDuckDB", "available", "read"]
 
@@ -61,15 +59,6 @@ def available() -> bool:
     except ImportError:
         return False
     return True
-
-
-@dataclass
-class Scan:
-    """What DuckDB counted, and how many lines it left to the python reader."""
-
-    agg: Aggregate
-    doubtful: int  # lines DuckDB did not count: for the python reader
-    counted: Counted  # its queries' hashes and what it knows of their users
 
 
 def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, max_line: int,
@@ -95,22 +84,21 @@ def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, 
     fingerprint = _Fingerprint(source, fmt)
     reader = Reader(_as_bytes(progress, source.size() or 0))
     try:
-        scanned = scan(reader, source_sql, sql, source.label)
-        fingerprint.start()  # after DuckDB's pass: beside its two threads it slowed the pass more than it took
+        agg, doubtful, counted = scan(reader, source_sql, sql, source.label)
+        fingerprint.thread.start()  # after DuckDB's pass: beside its threads it slowed the pass more than it took
         refused_lines = [] if fmt == "parquet" else refused(reader)
-        agg = scanned.agg
-        if scanned.doubtful or refused_lines:
+        if doubtful or refused_lines:
             with _RawLines(source, max_line) as raw_line:
-                left = leftovers(reader, source_sql, sql, scanned.doubtful, refused_lines, raw_line, handler)
-            hash_users(reader, left)
+                left = leftovers(reader, source_sql, sql, doubtful, refused_lines, raw_line, handler)
+            hash_users(left, reader)
             agg.merge(left)
     except BaseException:
         fingerprint.cancel()
         raise
     finally:
         reader.close()
-    trusted = not (scanned.doubtful or refused_lines)
-    users_of = UsersOf(source_sql, sql, source.label, scanned.counted, trusted) if sql.fields.user else None
+    trusted = not (doubtful or refused_lines)
+    users_of = UsersOf(source_sql, sql, source.label, counted, trusted) if sql.fields.user else None
     return FileRead(source, fmt, fingerprint.result(agg.lines), agg, handler.fields.given(), "duckdb", users_of)
 
 
@@ -127,9 +115,10 @@ def first_lines(source: Source, source_sql: str, what: str, rows: int = 2000) ->
     return "\n".join(line or "" for (line,) in lines).encode()
 
 
-def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> Scan:
+def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> tuple[Aggregate, int, Counted]:
     """Pass 1 counts per query (and settles most queries' users, see SPREAD); a second
-    pass for hit/click ids when the log has them."""
+    pass for hit/click ids when the log has them. Returns what `_counts` does: the
+    counts, how many lines are left to the python reader, and the queries' `Counted`."""
     fields = sql.fields
     rows = f"({sql.rows(source_sql)})"
     passes = 1 + bool(fields.hits or fields.clicks)
@@ -169,7 +158,7 @@ def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> Scan:
                     found = id_list(loads_record(text))
                     if found:
                         add_ids(target.setdefault(q, Counter()), found, n)
-    return Scan(agg, doubtful, counted)
+    return agg, doubtful, counted
 
 
 def _counts(reader: Reader, fields: Fields) -> tuple[Aggregate, int, Counted]:
@@ -283,9 +272,6 @@ class _Fingerprint:
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
-    def start(self) -> None:
-        self.thread.start()
-
     def cancel(self) -> None:
         """Stop early: the file goes to the python reader, which hashes it itself."""
         self.stopped.set()
@@ -304,41 +290,22 @@ class _Fingerprint:
         return combine(self.hasher.finish())
 
     def _run(self) -> None:
-        if self.source.compression is None:
-            self._plain()
-        else:
-            self._stream()
-
-    def _plain(self) -> None:
-        """Hash and count an uncompressed file (or hash a Parquet file), 16 MiB at a time."""
+        """Hash the file and count its (decompressed) lines; a Parquet file, or zstd with
+        no `zstandard` to decode it, is hashed only."""
         import numpy as np
 
-        assert self.source.path is not None
-        buffer = bytearray(_CHUNK)
-        view = memoryview(buffer)
-        newlines, last = 0, b"\n"
-        with self.source.path.open("rb", buffering=0) as fh:
-            while not self.stopped.is_set() and (n := fh.readinto(buffer)):
-                self.hasher.update(view[:n])
-                newlines += int(np.count_nonzero(np.frombuffer(buffer, np.uint8, n) == 10))  # bytes.count holds the GIL
-                last = bytes(buffer[n - 1 : n])
-        if self.fmt != "parquet":
-            self.lines = newlines + (last != b"\n")
-
-    def _stream(self) -> None:
-        """Hash a compressed file and count its decompressed lines."""
         source = self.source
         assert source.path is not None
-        if source.compression == "zst" and importlib.util.find_spec("zstandard") is None:
-            with source.path.open("rb") as fh:  # hash only: no decoder to count lines with
-                while not self.stopped.is_set() and (block := fh.read(BLOCK)):
+        if self.fmt == "parquet" or (source.compression == "zst" and importlib.util.find_spec("zstandard") is None):
+            with source.path.open("rb") as fh:
+                while not self.stopped.is_set() and (block := fh.read(_CHUNK)):
                     self.hasher.update(block)
             return
         newlines, last = 0, b"\n"
         try:
             with open_stream(source, self.hasher, lambda _n: None) as stream:
-                while not self.stopped.is_set() and (block := stream.read(BLOCK)):
-                    newlines += block.count(b"\n")
+                while not self.stopped.is_set() and (block := stream.read(_CHUNK)):
+                    newlines += int(np.count_nonzero(np.frombuffer(block, np.uint8) == 10))  # bytes.count holds the GIL
                     last = block[-1:]
         except (OSError, EOFError):  # damaged compressed data: DuckDB fails on it too
             self.damaged = True

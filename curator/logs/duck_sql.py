@@ -92,9 +92,6 @@ class JsonSql:
                 paths.append(f'$."{field}"')
         self.paths = "[" + ", ".join(quote(p) for p in paths) + "]"
 
-    def _j(self, role: str) -> str:
-        return f"f_{role}"
-
     def rows(self, source: str) -> str:
         """One row per line of `source` (a `line` column): `ok` (DuckDB can count it),
         `inside` the time window, `empty`, the time as a TIMESTAMP and the JSON text of
@@ -125,37 +122,37 @@ class JsonSql:
             _unless("f_source IS NULL", _not_twice('"_source"') + (" AND NOT starts_with(f_source, '{')"
                                                                    if self.literal else ""))
             if self.wrapped else "f_source IS NULL",
-            f"starts_with({self._j('query')}, '\"')",
+            "starts_with(f_query, '\"')",
             *(f"lit_{i} IS NULL" for i in self.literal),
         ]
-        values = {"q": self._j("query"), "n": "1", "ts": "NULL::TIMESTAMP", "u": "NULL::VARCHAR",
+        values = {"q": "f_query", "n": "1", "ts": "NULL::TIMESTAMP", "u": "NULL::VARCHAR",
                   "ids": "NULL::VARCHAR", "results": "NULL::VARCHAR", "lat": "NULL::DOUBLE"}
         if f.count:
-            j = self._j("count")
+            j = "f_count"
             ok.append(f"regexp_full_match({j}, '[1-9][0-9]{{0,14}}')")
             values["n"] = f"TRY_CAST({j} AS BIGINT)"
         if f.time:
             # Year 0 is a date to DuckDB (1 BC), not to Python.
-            j = self._j("time")
+            j = "f_time"
             values["ts"] = self._time()
             ok.append(f"({j} IS NULL OR {j} = 'null' OR ts BETWEEN TIMESTAMP '0001-01-01' "
                       "AND TIMESTAMP '9999-12-31 23:59:59.999999')")  # in UTC, years 1 to 9999 (Python's)
         if f.user:
             # a string or a whole number, whose text is what str() gives in the python reader
-            j = self._j("user")
+            j = "f_user"
             ok.append(_unless(f"{j} IS NULL OR {j} = 'null' OR starts_with({j}, '\"')",
                               f"regexp_full_match({j}, '0|-?[1-9][0-9]{{0,17}}')"))  # past 64 bits: a float to orjson
             values["u"] = j
         if f.hits or f.clicks:
             values["ids"] = " || '\n' || ".join(
-                f"coalesce({self._j(r)}, 'null')" for r in ("hits", "clicks") if getattr(f, r)
+                f"coalesce(f_{r}, 'null')" for r in ("hits", "clicks") if getattr(f, r)
             )
         if f.results:
-            j = self._j("results")
+            j = "f_results"
             ok.append(_unless(f"{j} IS NULL OR {j} = 'null'", f"regexp_full_match({j}, '-?[0-9]{{1,15}}')"))
             values["results"] = j
         if f.latency:
-            j = self._j("latency")
+            j = "f_latency"
             ok.append(_unless(f"{j} IS NULL OR {j} = 'null'", f"regexp_full_match({j}, {quote(_NUMBER)})"))
             values["lat"] = f"TRY_CAST({j} AS DOUBLE)"
         if self.window:
@@ -176,8 +173,7 @@ class JsonSql:
 
     def user_rows(self, source: str) -> str:
         """`ok`, `inside`, `q` and `u` per line of a file whose every line an earlier pass
-        found `ok`: only the query, the user and (for a window) the time are parsed and
-        nothing is checked again (1.1 s for the benchmark log, against 1.4)."""
+        found `ok`: only the query, the user and (for a window) the time are parsed."""
         roles = ["query", "user", *(["time"] if self.fields.time else [])]
         found, values = _field_paths({r: getattr(self.fields, r) for r in roles}, self.wrapped)
         paths = "[" + ", ".join(quote(p) for p in found) + "]"
@@ -199,7 +195,7 @@ class JsonSql:
         a year padded with a space, " 026", and the cast hour 24, the python reader
         neither (see _ISO). The python reader takes a number over 1e11 for milliseconds
         and drops the fraction of a second, as `// 1000` does here."""
-        j = self._j("time")
+        j = "f_time"
         shape, form = _ISO_Z
         digits = f"trim({j}, '\"')::BIGINT"
         return (f"CASE WHEN {j} LIKE {shape} AND NOT starts_with({j}, '\" ') THEN try_strptime({j}, {form}) "

@@ -88,12 +88,6 @@ class UsersOf:
                 _union(found, q, users)
         return found, left
 
-    def __call__(self, queries: set[str]) -> dict[str, Users]:
-        """The users of each of `queries` (those with any), exactly up to USERS_CAP."""
-        found, left = self.settled(queries)
-        found.update(self.unsettled(left))
-        return found
-
     def unsettled(self, queries: set[str]) -> dict[str, Users]:
         """The users of `queries`, which pass 1 did not settle, from a users pass."""
         query_of = {self.counted.hashes[row]: q for q, rows in self.counted.rows_of(queries).items() for row in rows}
@@ -154,23 +148,20 @@ def _union(found: dict[str, Users], query: str, users: Users) -> None:
         found[query] = FULL if len(both) >= USERS_CAP else both
 
 
-def hash_users(reader: Reader, agg: Aggregate) -> None:
+def hash_users(agg: Aggregate, reader: Reader | None = None) -> None:
     """The python reader's user names as the hashes the users pass keeps (of the
-    name as text), so a user seen on both kinds of line counts once."""
+    name as text), so a user seen on both kinds of line counts once; on `reader`, or
+    on a connection of its own (a python-read file beside DuckDB's)."""
     names = sorted({u for users in agg.users.values() for u in users})
     if not names:
         return
-    hashed = dict(reader.con.execute(
-        f"SELECT name, {USER_HASH} FROM (SELECT name, to_json(name)::VARCHAR AS u FROM unnest($1::VARCHAR[]) t(name))",
-        [names],
-    ).fetchall())
-    agg.users = {q: {hashed[u] for u in users} for q, users in agg.users.items()}
-
-
-def hash_user_names(agg: Aggregate) -> None:
-    """`hash_users` with a connection of its own (a python-read file beside DuckDB's)."""
-    reader = Reader(lambda _fraction: None)
+    own = reader or Reader(lambda _fraction: None)
     try:
-        hash_users(reader, agg)
+        hashed = dict(own.con.execute(
+            f"SELECT name, {USER_HASH} FROM (SELECT name, to_json(name)::VARCHAR AS u FROM unnest($1::VARCHAR[]) t(name))",
+            [names],
+        ).fetchall())
     finally:
-        reader.close()
+        if reader is None:
+            own.close()
+    agg.users = {q: {hashed[u] for u in users} for q, users in agg.users.items()}

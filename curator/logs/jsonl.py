@@ -20,8 +20,8 @@ from operator import not_
 from typing import Any
 
 from curator.logs.aggregate import USERS_CAP, Aggregate, parse_time
-from curator.logs.fields import COUNT_REASON, Fields, as_count, as_number, get_path, id_list
-from curator.logs.lines import MAX_LINE_BYTES, LineHandler, Window
+from curator.logs.fields import Fields, as_number, get_path, id_list
+from curator.logs.lines import MAX_LINE_BYTES, LineHandler, Window, in_window, line_count
 
 try:  # optional speed-up; not a dependency
     import orjson
@@ -291,18 +291,11 @@ class JsonlHandler(LineHandler):
         if not isinstance(query, str):
             agg.reject(f"{f.query!r} is not text", lineno)
             return
-        n = 1
-        if f.count:
-            count = as_count(get_path(record, f.count))
-            if count is None:
-                agg.reject(COUNT_REASON.format(f.count), lineno)
-                return
-            n = count
-            if n == 0:
-                agg.ignored["count of 0"] += 1
-                return
+        n = line_count(get_path(record, f.count), f.count, lineno, agg) if f.count else 1
+        if n is None:
+            return
         ts = parse_time(get_path(record, f.time)) if f.time else None
-        if not self.timestamp_ok(ts, lineno, agg):
+        if not in_window(self.window, ts, lineno, agg):
             return
         user = get_path(record, f.user) if f.user else None
         results = as_number(get_path(record, f.results)) if f.results else None

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from curator.logs.aggregate import Aggregate
+from curator.logs.fields import COUNT_REASON, as_count
 
 MAX_LINE_BYTES = 1 << 20  # a longer line is rejected (a 10 MB "query" is not a query)
 
@@ -85,14 +87,28 @@ class LineHandler:
             return
         self.handle(text.rstrip("\r"), lineno, agg)
 
-    def timestamp_ok(self, ts: str | None, lineno: int, agg: Aggregate) -> bool:
-        """Apply the time window: False (and counted) when the line falls outside it."""
-        if not self.window:
-            return True
-        if ts is None:
-            agg.reject("missing or unreadable timestamp (needed for --since/--until)", lineno)
-            return False
-        if not self.window.contains(ts):
-            agg.ignored["outside --since/--until"] += 1
-            return False
+
+def in_window(window: Window, ts: str | None, lineno: int, agg: Aggregate) -> bool:
+    """Apply the time window: False (and counted) when the line falls outside it."""
+    if not window:
         return True
+    if ts is None:
+        agg.reject("missing or unreadable timestamp (needed for --since/--until)", lineno)
+        return False
+    if not window.contains(ts):
+        agg.ignored["outside --since/--until"] += 1
+        return False
+    return True
+
+
+def line_count(value: Any, field: str, lineno: int, agg: Aggregate) -> int | None:
+    """How often a line of pre-aggregated input counts, from its count field's `value`;
+    None (and counted) for a line to drop: a count that is no count, or 0."""
+    count = as_count(value)
+    if count is None:
+        agg.reject(COUNT_REASON.format(field), lineno)
+        return None
+    if count == 0:
+        agg.ignored["count of 0"] += 1
+        return None
+    return count

@@ -20,7 +20,7 @@ from curator.logs.aggregate import Aggregate
 from curator.logs.candidates import ClusterItem, candidates, look_up_users
 from curator.logs.cluster import cluster
 from curator.logs.dedupe import Existing
-from curator.logs.duck_users import hash_user_names
+from curator.logs.duck_users import hash_users
 from curator.logs.grouping import Grouped, bump, group, kept
 from curator.logs.imports import KnownImports, quick_key
 from curator.logs.imports import record as record_imports
@@ -64,7 +64,7 @@ def import_logs(
     if overrides:
         opts = ImportOptions(**{**asdict(opts), **overrides})
     settings = settle(opts, ws.config.logs)
-    Redactor(settings.redact)  # a bad pattern fails before any file is read
+    redactor = Redactor(settings.redact)  # a bad pattern fails before any file is read
     sources = expand(paths)
     if not sources:
         raise InputError(", ".join(map(str, paths)) or "(no paths)", "no log files to read")
@@ -75,7 +75,6 @@ def import_logs(
 
     stage = on_stage or (lambda _text: None)
     stage(f"Grouping and clustering {len(total.counts):,} distinct queries")
-    redactor = Redactor(settings.redact)
     with paused_gc():  # millions of small containers, no cycles: a third faster
         summary.distinct_queries = len(total.counts)
         grouped = group(total, redactor, summary.filtered)
@@ -163,9 +162,9 @@ def _read_all(ws: Workspace, sources: list[Source], settings: Settings, summary:
         # Users are names to the python reader and hashes of them to DuckDB: where
         # both kinds of file meet, the names are hashed, so a user counts once
         if read.engine == "duckdb" and reads[:-1] and not hashed_users:
-            hash_user_names(total)
+            hash_users(total)
         elif read.engine != "duckdb" and hashed_users:
-            hash_user_names(agg)
+            hash_users(agg)
         hashed_users = hashed_users or read.engine == "duckdb"
         if len(reads) == 1:
             total = agg

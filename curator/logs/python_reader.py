@@ -147,14 +147,9 @@ def _feed(handler: LineHandler, agg: Aggregate, block: bytes, lineno: int, pendi
         lineno += 1
         skipping = False
     data = pending + block if pending else block
-    cut = data.rfind(b"\n")
-    if cut < 0:
-        if len(data) > handler.max_line_bytes:
-            agg.lines += 1
-            agg.reject("line too long", lineno)
-            return lineno, b"", True
-        return lineno, data, False
-    lineno += handler.process(data[: cut + 1], lineno, agg)
+    cut = data.rfind(b"\n")  # -1 when no line ends in it: all of it is the rest
+    if cut >= 0:
+        lineno += handler.process(data[: cut + 1], lineno, agg)
     rest = data[cut + 1 :]
     if len(rest) > handler.max_line_bytes:
         agg.lines += 1

@@ -44,19 +44,12 @@ def _ipv6(match: re.Match[str]) -> str | None:
     return "<IP>"
 
 
-def _bearer(match: re.Match[str]) -> str:
-    return f"{match.group(1)} <TOKEN>"
-
-
-def _secret_assignment(match: re.Match[str]) -> str:
-    return f"{match.group(1)}{match.group(2)}<SECRET>"
-
-
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 
 BUILTIN: list[tuple[str, re.Pattern[str], _Replacement]] = [
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"), "<TOKEN>"),
-    ("bearer", re.compile(r"(?i)\b(bearer|token)\s+(?!<)[A-Za-z0-9._~+/=-]{12,}"), _bearer),
+    ("bearer", re.compile(r"(?i)\b(bearer|token)\s+(?!<)[A-Za-z0-9._~+/=-]{12,}"),
+     lambda m: f"{m.group(1)} <TOKEN>"),
     (
         "api_key",
         re.compile(
@@ -72,7 +65,7 @@ BUILTIN: list[tuple[str, re.Pattern[str], _Replacement]] = [
     (
         "secret",
         re.compile(r"(?i)\b(api[_-]?key|secret|password|passwd|pwd|token)(\s*[:=]\s*)(?!<)\S{4,}"),
-        _secret_assignment,
+        lambda m: f"{m.group(1)}{m.group(2)}<SECRET>",
     ),
     ("email", re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"), "<EMAIL>"),
     ("card", re.compile(r"(?<![\w.-])\d(?:[ -]?\d){12,18}(?![\w-])"), _card),
@@ -140,11 +133,6 @@ def _sub(pattern: re.Pattern[str], repl: _Replacement, text: str, kind: str, cou
     if hits:
         counts[kind] += hits * weight
     return text
-
-
-def redact(text: str, extra: Mapping[str, str] | None = None) -> str:
-    """Redact one string with the built-in patterns (and `extra`)."""
-    return Redactor(extra or {}).redact(text)
 
 
 def detect(text: str) -> list[tuple[str, str]]:

@@ -146,27 +146,24 @@ def combine(digests: list[bytes]) -> str:
 class _HashingReader(io.RawIOBase):
     """Passes bytes through from `raw` while hashing them and reporting progress."""
 
-    def __init__(self, raw: IO[bytes], hasher: BlockHasher, progress: Progress):
+    def __init__(self, raw: io.BufferedIOBase | io.RawIOBase, hasher: BlockHasher, progress: Progress):
         self.raw, self.hasher, self.progress = raw, hasher, progress
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]  # io's stub: a WriteableBuffer
-        data = self.raw.read(len(buffer))
-        if not data:
-            return 0
-        n = len(data)
-        buffer[:n] = data
-        self.hasher.update(data)
-        self.progress(n)
-        return n
+        n = self.raw.readinto(buffer)
+        if n:
+            self.hasher.update(buffer[:n])
+            self.progress(n)
+        return n or 0
 
 
 def open_stream(source: Source, hasher: BlockHasher, progress: Progress) -> IO[bytes]:
     """The decompressed bytes of a source, hashing the stored bytes on the way."""
     if source.path is None:
-        raw: IO[bytes] = _Prefixed(source.stream_head or b"", source.stream())  # type: ignore[assignment]
+        raw: io.BufferedIOBase | io.RawIOBase = _Prefixed(source.stream_head or b"", source.stream())
     else:
         raw = source.path.open("rb")
     counted = io.BufferedReader(_HashingReader(raw, hasher, progress), buffer_size=1 << 20)

@@ -279,7 +279,7 @@ def test_users_are_counted_exactly_up_to_the_cap(tmp_path: Path, name: str) -> N
     assert left == {"pickup window", "dhl cutoff time"}  # 101 users in too few buckets; 7 users
     assert settled["label printer offline"] is FULL and settled["anonymous question"] == set()
     assert len(settled["customs invoice"]) == 1 and len(settled["zpl printer"]) == 2
-    assert users_of({"pickup window"})["pickup window"] is FULL
+    assert users_of.unsettled({"pickup window"})["pickup window"] is FULL
     _, _, candidates = _import(tmp_path, "duckdb", log, {})
     users = {query: (prov.get("users"), prov.get("users_at_least")) for query, _, _, prov, _ in candidates}
     assert users == {
@@ -302,7 +302,7 @@ def test_the_users_pass_of_a_plain_log_parses_only_what_it_needs(tmp_path: Path)
     assert read.users_of.trusted
     _, left = read.users_of.settled({"label printer offline"})
     assert left == {"label printer offline"}
-    assert len(read.users_of({"label printer offline"})["label printer offline"]) == 80
+    assert len(read.users_of.unsettled(left)["label printer offline"]) == 80
 
 
 def test_a_cluster_with_enough_users_needs_no_users_pass(tmp_path: Path, monkeypatch) -> None:
@@ -483,7 +483,7 @@ def test_a_users_pass_without_enough_memory_is_a_clear_error(tmp_path: Path, mon
     _, left = read.users_of.settled({"pickup window", "dhl cutoff time"})
     assert left == {"pickup window", "dhl cutoff time"}
     with pytest.raises(OutOfMemory, match=r"users.jsonl: DuckDB ran out of its 1MB"):
-        read.users_of(left)
+        read.users_of.unsettled(left)
 
 
 def test_auto_reads_a_small_file_with_python_and_a_big_one_with_duckdb(tmp_path: Path, monkeypatch) -> None:

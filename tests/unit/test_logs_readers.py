@@ -50,7 +50,8 @@ def _users(read, query: str) -> set:
     """A query's users: those the python reader saw, and those DuckDB counts on demand."""
     found = set(read.agg.users.get(query, ()))
     if read.users_of:
-        found |= read.users_of({query}).get(query, set())
+        settled, left = read.users_of.settled({query})
+        found |= settled.get(query, set()) | read.users_of.unsettled(left).get(query, set())
     return found
 
 
