@@ -82,10 +82,7 @@ def select_cases(ws: Workspace, set_name: str | None, selection: Selection) -> t
     in the order the cases first appeared; and a description of the as-of point."""
     if selection.status not in STATUSES:
         raise UsageError(f"status {selection.status!r}: expected one of {', '.join(STATUSES)}")
-    qs = ws.question_set(set_name)
-    if not qs.exists():
-        names = ", ".join(ws.set_names()) or "none yet"
-        raise CuratorError(f"no question set {qs.name!r} in {ws.datasets_dir} (sets: {names})")
+    qs = ws.existing_set(set_name)
     cases, described = cases_as_of(ws, qs, selection.as_of)
     chosen = []
     for case in cases:

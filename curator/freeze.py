@@ -102,9 +102,7 @@ def freeze(
     name = name or tag
     if not _NAME.match(name):
         raise CuratorError(f"freeze name {name!r}: use lowercase letters, digits, '-' and '_'")
-    qs = ws.question_set(set_name)
-    if not qs.exists():
-        raise CuratorError(f"no question set {qs.name!r} in {ws.datasets_dir}")
+    qs = ws.existing_set(set_name)
     folder = qs.root / FROZEN_DIR
     with qs.locked():
         earlier = _earlier_freezes(qs, name)
@@ -404,7 +402,5 @@ def _frozen_difference(frozen: Path, expected: list[str]) -> Problem:
 
 def list_freezes(ws: Workspace, set_name: str | None = None) -> list[FreezeInfo]:
     """Every freeze of a set, oldest first, each with its verify status."""
-    qs = ws.question_set(set_name)
-    if not qs.exists():
-        raise CuratorError(f"no question set {qs.name!r} in {ws.datasets_dir}")
+    qs = ws.existing_set(set_name)
     return check_freezes(qs)[0]

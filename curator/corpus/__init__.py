@@ -6,6 +6,5 @@ importer (chunks to `DocRevision` records) -> `Workspace.import_documents`.
 """
 
 from curator.corpus.importer import add_paths
-from curator.models import DocRevision, ImportReport, PassageRecord
 
-__all__ = ["DocRevision", "ImportReport", "PassageRecord", "add_paths"]
+__all__ = ["add_paths"]

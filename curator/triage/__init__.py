@@ -17,12 +17,12 @@ each cause does to a case), `items` (a run's failures as cards), `session`
 (`TriageSession`), `summary` (the cause table), `rescore` (metrics with current labels).
 """
 
-from curator.triage.causes import ACTION_OF, CAUSES
+from curator.triage.causes import CAUSES
 from curator.triage.items import Result, TriageItem, failures, load_artefact
 from curator.triage.rescore import rescore
 from curator.triage.session import TriageSession
-from curator.triage.store import Decision, decisions
+from curator.triage.store import decisions
 from curator.triage.summary import summary
 
-__all__ = ["ACTION_OF", "CAUSES", "Decision", "Result", "TriageItem", "TriageSession", "decisions",
-           "failures", "load_artefact", "rescore", "summary"]
+__all__ = ["CAUSES", "Result", "TriageItem", "TriageSession", "decisions", "failures", "load_artefact",
+           "rescore", "summary"]
