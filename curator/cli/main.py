@@ -27,6 +27,7 @@ err_console = Console(stderr=True, soft_wrap=True)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+
 class CuratorGroup(click.Group):
     """Prints a CuratorError as a message (and hint) without a traceback."""
 
