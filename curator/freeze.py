@@ -36,7 +36,7 @@ from curator.appendonly import (
 from curator.errors import CuratorError, InputError
 from curator.models import Case
 from curator.problems import Problem
-from curator.questionset import QuestionSet, query_id_of
+from curator.questionset import QuestionSet, query_id_of, read_cases
 
 if TYPE_CHECKING:
     from curator.workspace import Workspace
@@ -106,14 +106,14 @@ def freeze(
     folder = qs.root / FROZEN_DIR
     with qs.locked():
         earlier = _earlier_freezes(qs, name)
-        result = qs.read()
+        cases = JsonLines.read(qs.cases_path)  # read once: parsed, digested and hashed below
+        result = read_cases(str(qs.cases_path), cases.lines)
         bad = [p for p in result.problems if p.fatal]
         if bad:
             raise CuratorError(
                 f"{qs.cases_path} has invalid lines (first: {bad[0]}); a freeze needs a clean set",
                 "Run `curator verify` and fix the file first.",
             )
-        cases = JsonLines.read(qs.cases_path)
         prefix_lines, prefix_sha = cases.digest()
         hashes = [line_hash(line) for line in cases.lines]
         frozen_before: dict[str, str] = {}  # query_id -> the line it was last frozen as
@@ -380,11 +380,10 @@ def _check_one(
 
 
 def _frozen_difference(frozen: Path, expected: list[str]) -> Problem:
-    lines = list(whole_lines(frozen))
-    raw = frozen.read_bytes()
-    actual = [line_hash(line) for line in lines]
-    if raw and not raw.endswith(b"\n"):
-        return Problem(str(frozen), len(lines) + 1, "last line is cut off (file truncated or appended to)")
+    file = JsonLines.read(frozen)
+    actual = [line_hash(line) for line in file.lines]
+    if file.torn:
+        return Problem(str(frozen), file.count + 1, "last line is cut off (file truncated or appended to)")
     present = set(actual)
     for index, wanted in enumerate(expected):
         if index < len(actual) and actual[index] == wanted:

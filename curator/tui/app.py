@@ -9,6 +9,7 @@ from pathlib import Path
 from textual.app import App
 
 from curator.review import ReviewSession
+from curator.tui.screens.deciding import BREAKPOINTS
 from curator.workspace import Workspace
 
 
@@ -16,7 +17,7 @@ class ReviewApp(App[None]):
     CSS_PATH = "curator.tcss"
     TITLE = "curator review"
     ENABLE_COMMAND_PALETTE = False
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]  # screen classes, by terminal width
+    HORIZONTAL_BREAKPOINTS = BREAKPOINTS
 
     def __init__(
         self, ws: Workspace, *, blink: bool = True, set_name: str | None = None, source: str = "all",

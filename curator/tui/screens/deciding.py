@@ -21,6 +21,8 @@ from curator.tui.screens.modals import TextModal
 
 T = TypeVar("T")
 
+# screen classes by terminal width, for both apps: the cards stack below 110 columns
+BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
 APP_KEYS = ("app", [Binding("ctrl+q", "quit", "quit", id="app-quit", tooltip="Quit from any screen")])
 
 

@@ -17,7 +17,7 @@ from textual.widgets import Footer, OptionList, Static
 
 from curator.errors import CuratorError
 from curator.triage import CAUSES, TriageItem, TriageSession
-from curator.tui.screens.deciding import APP_KEYS, DecidingScreen, own_bindings
+from curator.tui.screens.deciding import APP_KEYS, BREAKPOINTS, DecidingScreen, own_bindings
 from curator.tui.widgets.triage_card import CauseKeys, EarlierRuns, ResultList, TriageFacts
 
 if TYPE_CHECKING:
@@ -98,9 +98,6 @@ class TriageScreen(DecidingScreen[TriageItem]):
         self.query_one(ResultList).focus()
         self.query_one(CauseKeys).show(self._cause_keys())
         self.post_message(self.ItemReady(self.session.next_item()))
-
-    def on_resize(self) -> None:
-        self.set_class(self.size.width < 110, "-narrow")
 
     def _cause_keys(self) -> dict[str, str]:
         return {b.id.removeprefix("cause-").replace("-", "_"): self.keymap.get(b.id, b.key)
@@ -277,6 +274,7 @@ class TriageApp(App[None]):
     CSS_PATH = "../curator.tcss"
     TITLE = "curator triage"
     ENABLE_COMMAND_PALETTE = False
+    HORIZONTAL_BREAKPOINTS = BREAKPOINTS
     CSS = """
     #triage-stats { height: 1; padding: 0 1; background: $panel; }
     #triage-card { height: auto; padding: 0 1; }
