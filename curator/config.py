@@ -84,6 +84,7 @@ class LogsConfig(_Section):
     min_length: int = Field(3, ge=1)
     max_length: int = Field(300, ge=1)
     redact_patterns: dict[str, str] = Field(default_factory=dict)  # KIND -> regex
+    redact_names: str | None = None  # file of names (one per line) to redact as <NAME>
     noise_patterns: list[str] = Field(default_factory=list)  # regexes of queries to drop
     # The defaults of `curator import-logs`; its flags override them. A field left unset
     # is guessed from the first records; "" means the log has none (--time-field "").
@@ -285,6 +286,7 @@ min_count = 1
 min_length = 3
 max_length = 300
 # noise_patterns = ["^test$", "^asdf"]
+# redact_names = "people.txt"     # names (one per line) redacted as <NAME>, e.g. from a directory
 # Defaults of `curator import-logs` (its flags override them):
 # sample = "top"                 # top | random | pps
 # limit = 500                    # review budget per import (0: no limit)

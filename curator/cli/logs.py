@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -62,6 +63,8 @@ def _pairs(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--max-length", type=click.IntRange(1), help="Longest query kept [logs.max_length].")
 @click.option("--noise", multiple=True, metavar="REGEX", help="Drop queries matching this (repeatable).")
 @click.option("--redact", multiple=True, metavar="KIND=REGEX", help="Also redact this pattern as <KIND> (repeatable).")
+@click.option("--redact-names", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Also redact these names (one per line, any case) as <NAME> [logs.redact_names].")
 @click.option("--sample", type=click.Choice(["top", "random", "pps"]),
               help="How to pick clusters: most asked, uniformly, or proportional to frequency "
                    "[logs.sample, default top].")
@@ -80,7 +83,7 @@ def import_logs_cmd(ws: Workspace, paths: tuple[str, ...], fmt: str, query_field
                     hits_field: str | None, clicks_field: str | None, param: str | None, since: str | None,
                     until: str | None, similarity: float | None, min_count: int | None,
                     min_length: int | None, max_length: int | None, noise: tuple[str, ...],
-                    redact: tuple[str, ...], sample: str | None, limit: int | None, seed: int | None,
+                    redact: tuple[str, ...], redact_names: str | None, sample: str | None, limit: int | None, seed: int | None,
                     dry_run: bool, force: bool, engine: str | None, as_json: bool) -> None:
     """Mine real queries from search logs into the review queue.
 
@@ -110,7 +113,8 @@ def import_logs_cmd(ws: Workspace, paths: tuple[str, ...], fmt: str, query_field
         format=fmt, query_field=query_field, count_field=count_field, time_field=time_field,
         user_field=user_field, hits_field=hits_field, clicks_field=clicks_field, param=param,
         since=since, until=until, similarity=similarity, min_count=min_count, min_length=min_length,
-        max_length=max_length, noise=list(noise), redact=_pairs(redact), sample=sample, limit=limit,
+        max_length=max_length, noise=list(noise), redact=_pairs(redact),
+        redact_names=str(Path(redact_names).resolve()) if redact_names else None, sample=sample, limit=limit,
         seed=seed, dry_run=dry_run, force=force, engine=engine,
     )
     typed = "-" in paths and sys.stdin.isatty()  # `-` at a prompt: say what it waits for, draw no bar over it

@@ -14,14 +14,20 @@ from curator.logs.normalise import normalize_query
 from curator.logs.redact import Redactor
 
 # Could redaction change this text? A superset of what any built-in redaction pattern
-# can match (tests check this): e-mail @, phone +1 / (0 / 1-2 / 20 79, IPv4 1.2, IPv6
-# hex:hex or ::, 13+ digits (cards), and the prefixes of tokens and keys (`api` alone,
-# common in queries, is not one). `CARRIER-E1042` does not match. One search per query
-# keeps the redaction patterns off most of them.
-_PERSONAL = (r"@|\+\d|\(\d|\d[ .-]\d|[0-9a-f]:[0-9a-f]|::|(?:\d[ -]?){12}\d"
-             r"|eyj|bearer|token|secret|passw|pwd|api[-_]?key|sk[-_]|pk[-_]|rk[-_]|gh[pousr]_|xox|aiza|akia|asia")
+# can match (tests check this): e-mail @, phone +1 / (0 / 1-2 / 20 79 / ten digits, IPv4
+# 1.2, IPv6 and MAC hex:hex, :: or 0a-1b-, 13+ digits (cards), two letters and two digits
+# (IBAN, NI number), a `:` or `=` (key: value), and the words and prefixes of tokens,
+# keys and the other kinds (`api` alone, common in queries, is not one). A name needs a
+# capital after its cue word, so it has its own case-sensitive search.
+# `CARRIER-E1042` matches neither. One search per query keeps the redaction patterns off
+# most of them.
+_PERSONAL = (r"@|\+\d|\(\d|\d[ .-]\d|\d{10}|[0-9a-f]:[0-9a-f]|::|[0-9a-f]{2}-[0-9a-f]{2}-|(?:\d[ -]?){12}\d"
+             r"|[a-z]{2} ?\d\d|[:=]|-----begin|mii[a-z0-9+/]{60}|hooks\.slack|/api/webhooks"
+             r"|eyj|bearer|token|secret|passw|pwd|key|basic\s|sid=|session|npm_|passport|born|dob|d\.o\.b|birth"
+             r"|sk[-_]|pk[-_]|rk[-_]|gh[pousr]_|xox|aiza|akia|asia")
 _MAYBE_PERSONAL = re.compile(_PERSONAL, re.I)
 _MAYBE_PERSONAL_LOWER = re.compile(_PERSONAL)  # for lower-cased ASCII: 3x faster than re.I
+_NAME_CUE = re.compile(r"\b(?:[Ff]or|[Ff]rom|[Cc]ustomer|[Uu]ser|[Cc]lient)\s+[A-Z]")
 # built-in noise: a pasted URL or one character repeated (aaaaaa), and injection probes
 _URL_OR_REPEATED = re.compile(r"(?:(?:https?://|www\.)\S*|(.)\1{3,})$", re.I)
 _PROBE = re.compile(r"(?=[<u'])(?:<script|\bunion\s+(?:all\s+)?select\b|'\s*or\s+'?1'?\s*=\s*'?1)", re.I)
@@ -33,6 +39,8 @@ NOISE = "noise (URL, probe or repeated character)"
 def maybe_personal(text: str) -> bool:
     """Could redaction change this (whitespace-collapsed) text? (For ASCII, lower() is
     exactly what re.I does.)"""
+    if _NAME_CUE.search(text):
+        return True
     if text.isascii():
         return _MAYBE_PERSONAL_LOWER.search(text.lower()) is not None
     return _MAYBE_PERSONAL.search(text) is not None
@@ -156,7 +164,7 @@ def cleaned(raws: list[str], weights: list[int], redactor: Redactor) -> list[str
     texts = []
     for raw, weight in zip(raws, weights, strict=True):
         text = " ".join(raw.split())
-        if redactor.extra or maybe_personal(text):  # user patterns: every query
+        if redactor.extra or redactor.names or maybe_personal(text):  # user patterns: every query
             text = redactor.redact(text, weight)
         texts.append(text)
     return texts

@@ -40,6 +40,7 @@ class ImportOptions:
     max_length: int | None = None
     noise: list[str] = field(default_factory=list)
     redact: dict[str, str] = field(default_factory=dict)
+    redact_names: str | None = None  # a file of names to redact ([logs] redact_names, relative to the workspace)
     sample: str | None = None  # top | random | pps ([logs] sample, else top)
     limit: int | None = None  # 0: no limit ([logs] limit, else 500)
     seed: int | None = None

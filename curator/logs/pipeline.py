@@ -27,7 +27,7 @@ from curator.logs.imports import record as record_imports
 from curator.logs.options import FileSummary, ImportOptions, ImportSummary, Settings, settle
 from curator.logs.python_reader import FileRead
 from curator.logs.reading import read_source
-from curator.logs.redact import Redactor
+from curator.logs.redact import Redactor, read_names
 from curator.logs.sample import sample_order
 from curator.logs.sources import Progress, Source, blank_lines, expand
 from curator.text import sha256_hex
@@ -64,7 +64,8 @@ def import_logs(
     if overrides:
         opts = ImportOptions(**{**asdict(opts), **overrides})
     settings = settle(opts, ws.config.logs)
-    redactor = Redactor(settings.redact)  # a bad pattern fails before any file is read
+    names = read_names(ws.root / settings.opts.redact_names) if settings.opts.redact_names else ()
+    redactor = Redactor(settings.redact, names)  # a bad pattern fails before any file is read
     sources = expand(paths)
     if not sources:
         raise InputError(", ".join(map(str, paths)) or "(no paths)", "no log files to read")

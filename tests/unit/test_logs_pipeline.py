@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 SECRETS = [
     "anna.kowalski@example.com", "7946 0958", "203.0.113.42", "2001:db8::8a2e", "4111 1111 1111 1111",
     "sk-live-gLKOmxgJTeKdNnFRIBXuDL7DxtpYlSXp", "eyJhbGciOiJIUzI1NiJ9", "AKIAIOSFODNN7EXAMPLE",
-    "j.smith@merchant-example.org", "ops@example.net", "901820", "198.51.100.7", "billing@example.com",
+    "j.smith@merchant-example.org", "ops@example.net", "30 901820", "198.51.100.7", "billing@example.com",
     "anna@example.com",
 ]
 

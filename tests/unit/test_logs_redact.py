@@ -1,5 +1,5 @@
 """Redaction: every kind of personal data is caught, identifiers survive, and (property)
-nothing the detector recognises is ever left behind."""
+each generated piece of personal data is gone from the output, whatever surrounds it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from curator.logs.grouping import maybe_personal
-from curator.logs.redact import Redactor, detect
+from curator.logs.redact import Redactor, read_names
 
 
 @pytest.mark.parametrize(
@@ -31,13 +31,51 @@ from curator.logs.redact import Redactor, detect
         ("Authorization: Bearer abcdefghijklmnop123", "Authorization: Bearer <TOKEN>", "bearer"),
         ("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1In0.c2lnbmF0dXJl", "jwt <TOKEN>", "jwt"),
         ("password=hunter22", "password=<SECRET>", "secret"),
+        ("refund to DE89 3704 0044 0532 0130 00 please", "refund to <IBAN> please", "iban"),
+        ("iban DE89370400440532013000", "iban <IBAN>", "iban"),
+        ("payout GB82WEST12345698765432 failed", "payout <IBAN> failed", "iban"),
+        ("ssn 123-45-6789 lookup", "ssn <SSN> lookup", "ssn"),
+        ("NI number QQ 12 34 56 C", "NI number <NINO>", "national_insurance"),
+        ("nino AB123456C", "nino <NINO>", "national_insurance"),
+        ("passport no 533380006 expired", "passport no <PASSPORT> expired", "passport"),
+        ("passport: X1234567", "passport: <PASSPORT>", "passport"),
+        ("born 1990-05-17 account", "born <DOB> account", "birth_date"),
+        ("dob 17/05/1990", "dob <DOB>", "birth_date"),
+        ("born on 3 March 1985", "born on <DOB>", "birth_date"),
+        ("date of birth: May 17, 1990", "date of birth: <DOB>", "birth_date"),
+        ("device 00:1A:2B:3C:4D:5E offline", "device <MAC> offline", "mac"),
+        ("mac 00-1a-2b-3c-4d-5e", "mac <MAC>", "mac"),
+        ("clone https://anna:s3cretPw@git.example.com/repo",
+         "clone https://<USER>:<PASSWORD>@git.example.com/repo", "url_credentials"),
+        ("login.jsp;jsessionid=ABC123XYZ fails", "login.jsp;jsessionid=<SESSION> fails", "session"),
+        ("/search?q=x&sessionid=9f8e7d6c5b&page=2", "/search?q=x&sessionid=<SESSION>&page=2", "session"),
+        ("sid=abcdef123456 expired", "sid=<SESSION> expired", "session"),
+        ("-----BEGIN RSA PRIVATE KEY----- MIIEpAIBAAKCAQEA1234 -----END RSA PRIVATE KEY----- help",
+         "<PRIVATE_KEY> help", "private_key"),
+        ("pasted -----BEGIN OPENSSH PRIVATE KEY----- b3BlbnNzaC1rZXktdjEAAAAA", "pasted <PRIVATE_KEY>", "private_key"),
+        ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "aws_secret_access_key = <SECRET>",
+         "aws_secret"),
+        ("secret key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "secret key <SECRET>", "aws_secret"),
+        ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "Authorization: Basic <SECRET>", "basic_auth"),
+        ("curl basic dXNlcjpwYXNzd29yZA== 401", "curl basic <SECRET> 401", "basic_auth"),
+        ("post to https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX fails",
+         "post to <WEBHOOK> fails", "webhook"),
+        ("npm_abcdefghijklmnopqrstuvwxyz0123456789 leaked", "<KEY> leaked", "api_key"),
+        ("key: qnUD8abwfnr10w0t7UXl2LiD", "key: <SECRET>", "secret"),
+        ("config=b26aXEpe2jIxCuwSu8rSq8Pm", "config=<SECRET>", "secret"),
+        ("call 4155550134 now", "call <PHONE> now", "phone"),
+        ("ring 0207946095 tomorrow", "ring <PHONE> tomorrow", "phone"),
+        ("refund for Anna Schmidt", "refund for <NAME>", "name"),
+        ("order from Maria", "order from <NAME>", "name"),
+        ("customer John Smith refund", "customer <NAME> refund", "name"),
+        ("user Kim cannot log in", "user <NAME> cannot log in", "name"),
+        ("write to ops@example.de now", "write to <EMAIL> now", "email"),
     ],
 )
 def test_each_kind_is_redacted_and_counted(text: str, expected: str, kind: str) -> None:
     r = Redactor()
     assert r.redact(text, weight=3) == expected
     assert r.counts[kind] == 3
-    assert detect(expected) == []
 
 
 @pytest.mark.parametrize(
@@ -59,6 +97,26 @@ def test_each_kind_is_redacted_and_counted(text: str, expected: str, kind: str) 
         "sscc 0034 0434 1612 3456 7891",  # a tracking number in groups of four: no phone inside
         "pallet 1234 0161 496 0000",
         "rates 2026 0130 1500",
+        # over-redacted once: a network range, UTC offsets, four-part versions after a version word
+        "route 10.128.0.0/14 through the gateway",
+        "logs at 2026-11-03 10:00:00 +0000 and +0100",
+        "cron at 09:00 +0530",
+        "upgrade to release 1.2.3.4",
+        "version 10.0.0.1 notes",
+        "errors since 1700000000",  # epoch seconds: ten digits, but not a phone
+        # identifiers and digests are not tokens; capitalised words that are not given names stay
+        "alert: ODFNodeMTULessThan9000",
+        "etcdGRPCRequestsSlow vs etcdGRPCWriteRequestsSlow",
+        "sha256:3b4c5d6e7f8a9b0c1d2e3f4a5b6c7d8e",
+        "commit 4f2a9c1e7b3d5f6a8c0e1b2d3f4a5b6c7d8e9f01",
+        "error: ConnectionRefused at port 8080",
+        "basic troubleshooting guide",
+        "runbook for Prometheus Operator",
+        "docs for Kubernetes",
+        "updated in 2026 01 a",
+        "password reset link expired",
+        "token expired after 2fa",
+        "secret rotation",
     ],
 )
 def test_identifiers_survive(text: str) -> None:
@@ -71,6 +129,21 @@ def test_extra_patterns_from_config() -> None:
     assert r.counts["ticket"] == 1
 
 
+def test_names_from_a_directory_are_redacted_in_any_case_and_spacing(tmp_path) -> None:
+    people = tmp_path / "people.txt"
+    people.write_text("# our directory\nZbigniew Nowak\n\nOla\n", encoding="utf-8")
+    r = Redactor(names=read_names(people))
+    assert r.redact("ticket from zbigniew  nowak and OLA, not Olaf") == "ticket from <NAME> and <NAME>, not Olaf"
+    assert r.counts["name"] == 2
+
+
+def test_an_unreadable_names_file_is_a_clear_error(tmp_path) -> None:
+    from curator.errors import CuratorError
+
+    with pytest.raises(CuratorError, match="people.txt: cannot read the names to redact"):
+        read_names(tmp_path / "people.txt")
+
+
 def test_bad_extra_pattern_is_a_clear_error() -> None:
     from curator.errors import ConfigError
 
@@ -78,7 +151,7 @@ def test_bad_extra_pattern_is_a_clear_error() -> None:
         Redactor({"TICKET": "INC-("})
 
 
-# ---- property: whatever the surrounding text, nothing detectable is left -------------
+# ---- property: whatever the surrounding words, each piece of personal data is gone --
 
 _word = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._:/+@ ", max_size=12)
 _email = st.builds(
@@ -108,22 +181,67 @@ _secret = st.builds(
     st.sampled_from(["=", ": ", " "]),
     st.from_regex(r"[A-Za-z0-9._~+/=-]{12,24}", fullmatch=True),
 )
-_pii = st.one_of(_email, _ipv4, _ipv6, _phone, _key, _jwt, _aws, _card, _secret)
+_iban = st.sampled_from(["DE89 3704 0044 0532 0130 00", "GB82WEST12345698765432", "FR1420041010050500013M02606"])
+_ssn = st.from_regex(r"[1-5][0-9]{2}-[1-9][0-9]-[1-9][0-9]{3}", fullmatch=True)
+_nino = st.from_regex(r"[A-Z]{2} ?[0-9]{2} ?[0-9]{2} ?[0-9]{2} ?[A-D]", fullmatch=True)
+_mac = st.builds(lambda sep, parts: sep.join(parts), st.sampled_from([":", "-"]),
+                 st.lists(st.from_regex(r"[0-9a-fA-F]{2}", fullmatch=True), min_size=6, max_size=6))
+_ten_digits = st.from_regex(r"[2-9][0-9]{2}[2-9][0-9]{6}", fullmatch=True)
+_npm = st.from_regex(r"npm_[A-Za-z0-9]{36}", fullmatch=True)
+_pii = st.one_of(_email, _ipv4, _ipv6, _phone, _key, _jwt, _aws, _card, _iban, _ssn, _nino, _mac, _ten_digits, _npm)
+# (cue, value): the value is personal only after its cue word
+_cued = st.one_of(
+    st.tuples(st.sampled_from(["passport", "passport no", "passport number:"]),
+              st.from_regex(r"[A-Z][0-9]{7,8}", fullmatch=True)),
+    st.tuples(st.sampled_from(["born", "born on", "dob", "date of birth:"]),
+              st.from_regex(r"(19|20)[0-9]{2}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])", fullmatch=True)),
+    st.tuples(st.sampled_from(["for", "from", "customer", "user"]), st.sampled_from(["Anna", "John Smith", "Maria Garcia"])),
+    st.tuples(st.sampled_from(["api_key", "API-KEY", "apikey", "Secret", "password", "passwd", "pwd", "token", "Bearer"]),
+              st.from_regex(r"[A-Za-z0-9._~+/=-]{12,24}", fullmatch=True)),
+    st.tuples(st.sampled_from(["Authorization: Basic"]), st.sampled_from(["dXNlcjpwYXNzd29yZA==", "YWRtaW46aHVudGVyMg=="])),
+    st.tuples(st.sampled_from(["aws_secret_access_key =", "AKIAIOSFODNN7EXAMPLE"]),
+              st.from_regex(r"[A-Za-z0-9/+]{40}", fullmatch=True)),
+)
+# the words around them: ordinary query words, as a log has them (a bare number right
+# beside a phone number makes a longer run of groups, a tracking number: see
+# test_identifiers_survive)
+_filler = st.sampled_from(["reset", "password", "login", "error", "how", "to", "the", "cluster", "refund",
+                           "order", "v2", "CARRIER-E1042", "parser.max_retries", "?", "DHL", "2fa"])
+
+
+def _leftovers(value: str, out: str) -> list[str]:
+    """The parts of `value` (4+ characters, split at spaces) still in `out`."""
+    return [part for part in value.split() if len(part) >= 4 and part in out] or ([value] if value in out else [])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_filler, max_size=4), _pii, st.lists(_filler, max_size=4))
+def test_each_generated_piece_of_personal_data_is_gone(before: list[str], value: str, after: list[str]) -> None:
+    out = Redactor().redact(" ".join([*before, value, *after]))
+    assert not _leftovers(value, out), (value, out)
+    assert "<" in out
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_filler, max_size=3), _cued, st.lists(_filler, max_size=3))
+def test_a_value_after_its_cue_word_is_gone(before: list[str], cued: tuple[str, str], after: list[str]) -> None:
+    cue, value = cued
+    out = Redactor().redact(" ".join([*before, cue, value, *after]))
+    assert not _leftovers(value, out), (cue, value, out)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.one_of(_word, _pii), min_size=1, max_size=8))
-def test_redaction_leaves_nothing_the_detector_finds(parts: list[str]) -> None:
-    text = " ".join(parts)
-    out = Redactor().redact(text)
-    assert detect(out) == [], (text, out)
-    assert Redactor().redact(out) == out  # a fixed point
+def test_redaction_is_a_fixed_point(parts: list[str]) -> None:
+    out = Redactor().redact(" ".join(parts))
+    assert Redactor().redact(out) == out
 
 
 @settings(max_examples=100, deadline=None)
 @given(st.text(max_size=60))
-def test_redaction_of_any_text_leaves_nothing_detectable(text: str) -> None:
-    assert detect(Redactor().redact(text)) == []
+def test_redaction_of_any_text_never_fails_and_settles(text: str) -> None:
+    out = Redactor().redact(text)
+    assert Redactor().redact(out) == out
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
