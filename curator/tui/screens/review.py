@@ -177,8 +177,8 @@ class ReviewScreen(DecidingScreen[Card]):
         except WriteFailed as exc:
             again = {"keep": "k", "bin": "x", "skip": "s", "undo": "u"}[action]
             self.post_message(self.DecisionFailed(
-                f"not {_DONE[action]}: {exc.message}. The card and its labels are kept: "
-                f"fix it and press {again} to retry, or q to quit"))
+                f"not {_DONE[action]}: {exc.message}; card and labels kept: fix it, then "
+                f"press {again} to retry (q quits)"))
             return
         except (CuratorError, OSError, sqlite3.Error) as exc:
             self.post_message(self.DecisionFailed(_reason(exc)))
@@ -453,7 +453,7 @@ class ReviseScreen(ReviewScreen):
             case = self.session.save_case(card, reason)
         except WriteFailed as exc:
             self.post_message(self.DecisionFailed(
-                f"not saved: {exc.message}. The labels are kept: fix it and press k to retry, or escape"))
+                f"not saved: {exc.message}; labels kept: fix it, then press k to retry (escape: back)"))
             return
         except (CuratorError, OSError, sqlite3.Error) as exc:
             self.post_message(self.DecisionFailed(_reason(exc)))
