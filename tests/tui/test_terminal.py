@@ -93,7 +93,8 @@ def test_sigkill_right_after_keep_loses_nothing(tmp_path):
 
 def test_a_crash_exits_non_zero(tmp_path):
     """An app that dies on an error (here the benchmark's trace file cannot be written at
-    quit: its path is a directory) must not exit 0, so a script or CI sees it."""
+    quit: its path is a directory) must not exit 0, so a script or CI sees it. (An error
+    inside the running app takes `app.return_code`, which `curator review` passes on.)"""
     root = tmp_path / "ws"
     build_workspace(root).close()
     (tmp_path / "trace").mkdir()
