@@ -209,3 +209,23 @@ def test_browser_edit_records_the_original(rws):
     assert once.source.model_dump()["original"]["query"] == "what does CARRIER-E1042 mean"
     assert twice.source.model_dump()["original"]["query"] == "what does CARRIER-E1042 mean"  # the first
     assert twice.source.candidate_id == 1
+
+
+async def test_failed_undo_is_retried_without_a_second_retire(rws):
+    app = ReviewApp(rws, blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("p", "k")
+        await settle(pilot)
+        rws.db.execute("PRAGMA query_only = ON")  # the retire reaches the file, the decision not
+        await pilot.press("u")
+        await settle(pilot)
+        assert app.is_running and "not undone" in message(app) and "press u to retry" in message(app)
+        rws.db.execute("PRAGMA query_only = OFF")
+        await pilot.press("u")
+        await settle(pilot)
+        assert "undone" in message(app) and "CARRIER-E1042" in question(app)
+    cases, changes = set_files(rws)
+    assert [(c["rev"], c["status"]) for c in cases] == [(1, "active"), (2, "retired")]
+    assert [e["action"] for e in changes] == ["add", "retire"]
+    assert rws.candidate(1).state == "pending"
