@@ -65,7 +65,7 @@ class CaseSource(BaseModel):
     """Where a case came from. Known keys are typed; others are kept as they are."""
 
     model_config = ConfigDict(extra="allow", cache_strings="keys")
-    kind: SourceKind = "manual"
+    kind: SourceKind | Literal["edited"] = "manual"  # edited: the original is nested
     count: int | None = None
     first_seen: str | None = None
     last_seen: str | None = None

@@ -9,20 +9,38 @@ repairs on the next start (docs/review.md).
 
 from __future__ import annotations
 
+import secrets
+import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from curator.errors import CuratorError
-from curator.models import GRADE_FOR_ROLE, Candidate, Case
+from curator.models import GRADE_FOR_ROLE, Candidate, CandidateIn, Case
+from curator.slicerules import slice_problems
 from curator.workspace import Workspace
 
 SNIPPET_CHARS = 160
+T = TypeVar("T")
 
 
 class IncompleteCase(CuratorError):
     """Keep was refused: the case lacks a slice, a primary passage or the negative mark."""
+
+
+class WriteFailed(CuratorError):
+    """A decision could not be written (disk full, permission denied, read-only file
+    system): nothing of it stands half-done, and the same call may be retried."""
+
+
+# What to press to satisfy each slice's rule (curator.slicerules), shown after the reason.
+SLICE_HINTS = {
+    "multi_hop": "p on two or more passages, r requires them all",
+    "freshness": "f pins the revision shown, a sets a max age",
+    "negative": "n marks the question negative",
+}
 
 
 @dataclass
@@ -93,7 +111,8 @@ class Card:
             self.tags.append(tag)
 
     def problems(self) -> list[str]:
-        """Why this card cannot be kept yet (empty when it can)."""
+        """Why this card cannot be kept yet (empty when it can): the card's own checks,
+        then its slice's rule (`curator.slicerules`, the one `verify` applies)."""
         out = []
         if not self.slice:
             out.append("choose a slice (1-9)")
@@ -104,7 +123,32 @@ class Card:
             out.append("mark a primary passage (p) or mark the question negative (n)")
         if not self.query.strip():
             out.append("the question is empty (e to edit)")
+        if self.slice:
+            rule = {
+                "slice": self.slice,
+                "relevant": [{"role": role} for role in self.labels.values()],
+                "expect_empty": self.expect_empty,
+                "require_all": self.require_all,
+                "freshness": self.freshness(),
+            }
+            broken = [p for p in slice_problems(rule) if "needs a primary passage" not in p]
+            if broken:
+                hint = SLICE_HINTS.get(self.slice)
+                out.append("; ".join(broken) + (f" ({hint})" if hint else ""))
         return out
+
+    def apply_slice(self, name: str) -> None:
+        """Put the card in slice `name` with that slice's defaults: multi_hop requires all
+        primaries, freshness pins the revision shown, negative expects no passage (and
+        drops the labels); any other slice is not negative."""
+        self.slice = name
+        self.require_all = name == "multi_hop"
+        self.expect_empty = name == "negative"
+        if name == "negative":
+            self.labels.clear()
+            self.grades.clear()
+        if name == "freshness" and self.max_age_days is None:
+            self.pinned = True
 
     def relevant(self) -> list[dict[str, Any]]:
         out = []
@@ -152,6 +196,7 @@ class Step:
     action: str  # keep | bin | skip
     card: Card
     query_id: str | None = None
+    retired_rev: int | None = None  # an undo whose retiring rev was written (then retried)
 
 
 @dataclass
@@ -203,6 +248,10 @@ class ReviewSession:
         self.ws = ws
         self.set_name = set_name or ws.config.default_set
         self.reviewer = reviewer or ws.config.reviewer_name
+        # Leases belong to this running session, not to the name: two terminals of the same
+        # reviewer are never served the same card.
+        self.session_id = secrets.token_hex(4)
+        self.lease_owner = f"{self.reviewer}@{self.session_id}"
         self.source = source
         self.slice_filter = slice
         self.prefetch = prefetch
@@ -219,6 +268,8 @@ class ReviewSession:
         self._lock = threading.RLock()
         self.stats = Stats(targets={n: s.target for n, s in ws.config.slices.items()})
         self.reconciled: list[str] = []
+        self._kept_from: dict[int, str] = {}  # candidate id -> query_id of its active case
+        self._failed_keeps: set[int] = set()  # a keep whose write failed: retry finishes it
 
     # ---- start and stop ------------------------------------------------------------------
 
@@ -237,7 +288,7 @@ class ReviewSession:
         """Give back every lease this session still holds."""
         with self._lock:
             for cid in sorted(self._held):
-                self.ws.release(cid, self.reviewer)
+                self.ws.release(cid, self.lease_owner)
             self._held.clear()
             self._queue.clear()
             if self._reader is not None:
@@ -246,15 +297,19 @@ class ReviewSession:
 
     def _count_set(self) -> None:
         per_slice = dict.fromkeys(self.slices, 0)
+        kept_from: dict[int, str] = {}
         if self.qs.exists():
             for case in self.qs.read().cases.values():
                 if case.status == "active":
                     per_slice[case.slice] = per_slice.get(case.slice, 0) + 1
+                    if case.source.candidate_id is not None:
+                        kept_from[case.source.candidate_id] = case.query_id
         self.stats.per_slice = per_slice
+        self._kept_from = kept_from
 
     def _remaining(self) -> int:
         return self.ws.count_reviewable(
-            self.reviewer, source_kind=self.source, slice=self.slice_filter, exclude=self._shown
+            self.lease_owner, source_kind=self.source, slice=self.slice_filter, exclude=self._shown
         ) + len(self._queue)
 
     # ---- the queue -----------------------------------------------------------------------
@@ -266,7 +321,7 @@ class ReviewSession:
         if want <= 0:
             return
         leased = self.ws.lease_next(
-            self.reviewer,
+            self.lease_owner,
             n=want,
             source_kind=self.source,
             slice=self.slice_filter,
@@ -289,7 +344,39 @@ class ReviewSession:
             self.stats.remaining = max(0, self.stats.remaining - 1)
             card = self._cards.pop(cand.id, None)
         # Not prefetched yet (the reviewer outran the prefetch): build it now.
-        return card or self.prepare(cand)
+        return card or self.new_card(cand)
+
+    def new_card(self, cand: Candidate) -> Card:
+        """The candidate's card (`prepare`) with its pre-selected slice's defaults applied;
+        a candidate marked negative goes to the negative slice."""
+        card = self.prepare(cand)
+        if card.expect_empty and "negative" in self.slices:
+            card.slice = "negative"
+        if card.slice is not None:
+            card.apply_slice(card.slice)
+        return card
+
+    def add_question(self, text: str) -> Card:
+        """A question typed in place by the reviewer: queued as a manual candidate, leased
+        to this session and returned as a card. Refused when the same question (normalised)
+        is queued already."""
+        text = " ".join(text.split())
+        if not text:
+            raise CuratorError("the new question is empty")
+        with self._lock:
+            added = _writing(lambda: self.ws.add_candidates(
+                [CandidateIn(query=text, source_kind="manual", provenance={"typed_by": self.reviewer})]))
+            if not added.added:
+                cand = self.ws.candidate(added.existing[0])
+                state = cand.state if cand else "queued"
+                raise CuratorError(f"that question is already a candidate (#{added.existing[0]}, {state})")
+            cid = added.added[0]
+            _writing(lambda: self.ws.lease_candidate(cid, self.lease_owner))
+            self._held.add(cid)
+            self._shown.add(cid)
+            cand = self.ws.candidate(cid)
+            assert cand is not None
+        return self.new_card(cand)
 
     def requeue(self, card: Card) -> None:
         """Put a card that was on screen back at the front of the queue (undo shows an
@@ -309,7 +396,7 @@ class ReviewSession:
             self.stats.remaining = self._remaining()
             upcoming = [c for c in self._queue[: self.prefetch] if c.id not in self._cards]
         for cand in upcoming:
-            card = self.prepare(cand)
+            card = self.new_card(cand)
             with self._lock:
                 self._cards[cand.id] = card
 
@@ -371,24 +458,27 @@ class ReviewSession:
     # ---- decisions -----------------------------------------------------------------------
 
     def keep(self, card: Card) -> Case:
-        """Append the case to the set (fsynced), then record the keep. Raises IncompleteCase."""
+        """Append the case to the set (fsynced), then record the keep. Raises IncompleteCase
+        (the card or its slice's rule), CuratorError (the candidate has an active case
+        already) or WriteFailed (then the same keep may be retried: a case whose line did
+        reach the file is not written twice)."""
         _refuse_incomplete(card, "not kept")
         cand = card.candidate
         assert cand is not None
-        source: dict[str, Any] = {"kind": cand.source_kind, "candidate_id": cand.id}
-        prov = cand.provenance or {}
-        if cand.source_kind == "log":
-            source.update(count=cand.count, first_seen=prov.get("first_seen"), last_seen=prov.get("last_seen"))
-        elif cand.source_kind == "generated":
-            source.update({k: prov[k] for k in ("model", "prompt", "prompt_version") if k in prov})
-        data = {**card.case_fields(), "source": {k: v for k, v in source.items() if v is not None}}
         with self._lock:
             started = time.perf_counter()
-            case = self.qs.add(data, reviewer=self.reviewer, versions=self.ws.versions())
-            self.ws.decide(
+            case = self._retried_keep(cand.id) if cand.id in self._failed_keeps else None
+            if case is None:
+                self._refuse_second_case(cand)
+                data = {**card.case_fields(), "source": _source(card, cand)}
+                self._failed_keeps.add(cand.id)
+                case = _writing(lambda: self.qs.add(data, reviewer=self.reviewer, versions=self.ws.versions()))
+            _writing(lambda: self.ws.decide(
                 cand.id, "keep", self.reviewer, state="kept", set_name=self.set_name,
                 query_id=case.query_id, detail={"rev": case.rev},
-            )
+            ))
+            self._failed_keeps.discard(cand.id)
+            self._kept_from[cand.id] = case.query_id
             self.stats.write_ms.append((time.perf_counter() - started) * 1000)
             self.undo_stack.append(Step("keep", card, case.query_id))
             self._held.discard(cand.id)
@@ -396,6 +486,34 @@ class ReviewSession:
             self.stats.kept += 1
             self.stats.per_slice[case.slice] = self.stats.per_slice.get(case.slice, 0) + 1
         return case
+
+    def _retried_keep(self, candidate_id: int) -> Case | None:
+        """After a failed keep: finish the append the failure interrupted (its journal), and
+        return the case if its line reached the file (None: nothing was written)."""
+        def finish() -> None:
+            with self.qs.locked():
+                pass
+
+        _writing(finish)
+        if not self.qs.exists():
+            return None
+        for case in self.qs.read().cases.values():
+            if case.status == "active" and case.source.candidate_id == candidate_id:
+                return case
+        return None
+
+    def _refuse_second_case(self, cand: Candidate) -> None:
+        """One case per candidate: refuse a keep of a candidate that has an active case
+        (kept in another session, or in this one before)."""
+        query_id = self._kept_from.get(cand.id)
+        now = self.ws.candidate(cand.id)
+        if query_id is None and now is not None and now.state == "kept":
+            query_id = now.query_id
+        if query_id is not None:
+            raise CuratorError(
+                f"not kept: candidate #{cand.id} already has an active case, {query_id}; "
+                "change it in the set browser (b), or bin this card (x)"
+            )
 
     def bin(self, card: Card) -> None:
         self._drop(card, "bin", "binned")
@@ -406,8 +524,9 @@ class ReviewSession:
 
     def _drop(self, card: Card, action: str, state: str) -> None:
         assert card.candidate is not None
+        cid = card.candidate.id
         with self._lock:
-            self.ws.decide(card.candidate.id, action, self.reviewer, state=state)
+            _writing(lambda: self.ws.decide(cid, action, self.reviewer, state=state))
             self.undo_stack.append(Step(action, card))
             self._held.discard(card.candidate.id)
             self.stats.reviewed += 1
@@ -425,22 +544,27 @@ class ReviewSession:
         with self._lock:
             if not self.undo_stack:
                 return self._undo_earlier()
-            step = self.undo_stack.pop()
+            step = self.undo_stack[-1]  # popped once every write of the undo is done
             cand = step.card.candidate
             assert cand is not None
             detail: dict[str, Any] = {"undid": step.action}
             if step.action == "keep" and step.query_id:
-                retired = self.qs.retire(
-                    step.query_id, reason="undo", reviewer=self.reviewer, versions=self.ws.versions()
-                )
-                detail.update(query_id=step.query_id, rev=retired.rev)
+                query_id = step.query_id
+                if step.retired_rev is None:  # not written by an earlier, failed try
+                    retired = _writing(lambda: self.qs.retire(
+                        query_id, reason="undo", reviewer=self.reviewer, versions=self.ws.versions()))
+                    step.retired_rev = retired.rev
+                    self._kept_from.pop(cand.id, None)
+                    self.stats.per_slice[retired.slice] = max(0, self.stats.per_slice.get(retired.slice, 1) - 1)
+                detail.update(query_id=query_id, rev=step.retired_rev)
+            self._reopen(cand.id, detail)
+            self.undo_stack.pop()
+            if step.action == "keep":
                 self.stats.kept -= 1
-                self.stats.per_slice[retired.slice] = max(0, self.stats.per_slice.get(retired.slice, 1) - 1)
             elif step.action == "bin":
                 self.stats.binned -= 1
             else:
                 self.stats.skipped -= 1
-            self._reopen(cand.id, detail)
             self.stats.reviewed -= 1
             return step.card
 
@@ -465,14 +589,15 @@ class ReviewSession:
                     f"{decision.query_id} was changed after it was kept; change or retire it "
                     "in the set browser (b)"
                 )
-            retired = qs.retire(decision.query_id, reason="undo", reviewer=self.reviewer,
-                                versions=self.ws.versions())
+            query_id = decision.query_id
+            retired = _writing(lambda: qs.retire(query_id, reason="undo", reviewer=self.reviewer,
+                                                 versions=self.ws.versions()))
             detail.update(query_id=decision.query_id, rev=retired.rev)
             card = self.card_for_case(case)  # back with the labels it was kept with
             card.candidate, card.case = cand, None
             self._count_set()
         else:
-            card = self.prepare(cand)
+            card = self.new_card(cand)
         self._shown.add(cand.id)  # on screen now: not served again by the queue
         self._reopen(cand.id, detail)
         return card
@@ -480,9 +605,9 @@ class ReviewSession:
     def _reopen(self, candidate_id: int, detail: dict[str, Any]) -> None:
         """Record the undo and put the candidate back (pending, or skipped if it was),
         leased to this reviewer."""
-        self.ws.decide(candidate_id, "undo", self.reviewer, state=_previous_state(self.ws, candidate_id),
-                       detail=detail)
-        if self.ws.lease_candidate(candidate_id, self.reviewer):
+        state = _previous_state(self.ws, candidate_id)
+        _writing(lambda: self.ws.decide(candidate_id, "undo", self.reviewer, state=state, detail=detail))
+        if self.ws.lease_candidate(candidate_id, self.lease_owner):
             self._held.add(candidate_id)
         self.stats.remaining = self._remaining()
 
@@ -537,13 +662,27 @@ class ReviewSession:
         return self.revise(old.query_id, changes, action=action, reason=reason)
 
     def revise(self, query_id: str, changes: dict[str, Any], *, action: str, reason: str) -> Case:
+        """Append rev+1 of a case. A changed question text records the original text and its
+        provenance (`source.kind = "edited"`); a change that would break the slice's rule
+        (curator.slicerules) is refused; an edit of the text or a retire never is."""
         if not reason.strip():
             raise CuratorError("a reason is required for every change to a kept case")
+
+        def change(latest: Case) -> dict[str, Any]:
+            updates = dict(changes)
+            if "query" in updates and updates["query"] != latest.query:
+                updates["source"] = edited_source(latest)
+            if action in ("reslice", "relabel"):
+                after = {**latest.model_dump(), **updates}
+                if problems := slice_problems(after):
+                    raise IncompleteCase(f"not saved: {query_id}: " + "; ".join(problems))
+            return updates
+
         with self._lock:
-            case = self.qs.revise(
-                query_id, changes, action=action, reason=reason.strip(),  # type: ignore[arg-type]
+            case = _writing(lambda: self.qs.revise(
+                query_id, change, action=action, reason=reason.strip(),  # type: ignore[arg-type]
                 reviewer=self.reviewer, versions=self.ws.versions(),
-            )
+            ))
             self._count_set()
         return case
 
@@ -573,6 +712,47 @@ def reconcile(ws: Workspace, set_name: str, reviewer: str) -> list[str]:
                       detail={"undid": "keep", "query_id": query_id, "reconciled": True})
             fixed.append(query_id)
     return fixed
+
+
+def edited_source(case: Case) -> dict[str, Any]:
+    """The `source` of a case whose question was edited: kind "edited", the first original
+    text and its provenance nested under `original` (an edit of an edit keeps the first)."""
+    before = case.source.model_dump(exclude_none=True)
+    if before.get("kind") == "edited":
+        return before
+    edited: dict[str, Any] = {"kind": "edited", "original": {"query": case.query, **before}}
+    if case.source.candidate_id is not None:
+        edited["candidate_id"] = case.source.candidate_id
+        del edited["original"]["candidate_id"]
+    return edited
+
+
+def _source(card: Card, cand: Candidate) -> dict[str, Any]:
+    """A kept case's `source`: the candidate's provenance, nested under `original` with the
+    text as asked when the reviewer edited the question on the card."""
+    source: dict[str, Any] = {"kind": cand.source_kind, "candidate_id": cand.id}
+    prov = cand.provenance or {}
+    if cand.source_kind == "log":
+        source.update(count=cand.count, first_seen=prov.get("first_seen"), last_seen=prov.get("last_seen"))
+    elif cand.source_kind == "generated":
+        source.update({k: prov[k] for k in ("model", "prompt", "prompt_version") if k in prov})
+    source = {k: v for k, v in source.items() if v is not None}
+    if " ".join(card.query.split()) != " ".join(cand.query.split()):
+        original = {k: v for k, v in source.items() if k != "candidate_id"}
+        return {"kind": "edited", "candidate_id": cand.id, "original": {"query": cand.query, **original}}
+    return source
+
+
+def _writing(write: Callable[[], T]) -> T:
+    """Run one write; an I/O failure (disk full, permission denied, read-only file system,
+    a database that cannot be written) becomes a WriteFailed that says so."""
+    try:
+        return write()
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise WriteFailed(f"could not write: {exc.strerror or exc}{where}") from exc
+    except sqlite3.Error as exc:
+        raise WriteFailed(f"could not write the workspace database: {exc}") from exc
 
 
 def _previous_state(ws: Workspace, candidate_id: int) -> str:

@@ -39,4 +39,7 @@ def review(ws: Workspace, set_name: str | None, source: str, slice_name: str | N
         )
     from curator.tui.app import ReviewApp  # textual only now: the other commands start fast
 
-    ReviewApp(ws, set_name=set_name, source=source, slice=slice_name, reviewer=reviewer).run()
+    app = ReviewApp(ws, set_name=set_name, source=source, slice=slice_name, reviewer=reviewer)
+    app.run()
+    if app.return_code:  # the app crashed (textual printed why): CI and scripts see it
+        raise SystemExit(app.return_code)

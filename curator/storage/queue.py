@@ -98,7 +98,8 @@ class QueueStorage(Storage):
     ) -> list[Candidate]:
         """Lease the next `n` reviewable candidates to `reviewer`, so that a second reviewer
         on the same workspace is served different ones. Leases expire after
-        `[review] lease_minutes`."""
+        `[review] lease_minutes`. The review app passes its session's lease owner
+        (`name@random-id`), not the bare name: two terminals of one person are two owners."""
         where, args = _reviewable(reviewer, source_kind, slice, states, exclude)
         until = self._lease_until()
         with self.transaction():

@@ -195,9 +195,9 @@ async def test_freshness_pin_and_max_age(rws):
     app = ReviewApp(rws, blink=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("p", "5", "f", "k")
+        await pilot.press("p", "5", "k")  # choosing freshness pins the revision shown
         await settle(pilot)
-        await pilot.press("p", "5", "a")
+        await pilot.press("p", "5", "a")  # a max age replaces the pin
         await type_text(pilot, "abc")
         await pilot.press("enter")  # refused: not a number
         await pilot.press("ctrl+u")

@@ -89,3 +89,22 @@ def test_sigkill_right_after_keep_loses_nothing(tmp_path):
     assert 1 not in served
     session.close()
     ws.close()
+
+
+def test_a_crash_exits_non_zero(tmp_path):
+    """An app that dies on an error (here the benchmark's trace file cannot be written at
+    quit: its path is a directory) must not exit 0, so a script or CI sees it. (An error
+    inside the running app takes `app.return_code`, which `curator review` passes on.)"""
+    root = tmp_path / "ws"
+    build_workspace(root).close()
+    (tmp_path / "trace").mkdir()
+    env = {**os.environ, "TERM": "xterm-256color", "CURATOR_REVIEWER": "pty-user",
+           "CURATOR_REVIEW_TRACE": str(tmp_path / "trace")}
+    env = {k: v for k, v in env.items() if k not in ("COLUMNS", "LINES")}
+    child = pexpect.spawn(CURATOR, ["review"], cwd=str(root), env=env, dimensions=(24, 80),
+                          encoding="utf-8", codec_errors="replace", timeout=20)
+    child.expect("CARRIER-E1042")
+    child.send("q")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus not in (0, None)

@@ -79,7 +79,7 @@ class BrowserScreen(Screen[None]):
         table.focus()
         self._load()
 
-    @work(thread=True, exclusive=True, group="browser")
+    @work(thread=True, exclusive=True, group="browser", exit_on_error=False)
     def _load(self, note: str = "") -> None:
         self.post_message(self.Loaded(self.session.cases(), note))
 
@@ -147,7 +147,7 @@ class BrowserScreen(Screen[None]):
         if case is not None:
             self._open_revise(case)
 
-    @work(thread=True, exclusive=True, group="browser-open")
+    @work(thread=True, exclusive=True, group="browser-open", exit_on_error=False)
     def _open_revise(self, case: Case) -> None:
         """The case on the card screen; its passages are read here, off the UI thread."""
         from curator.tui.screens.review import ReviseScreen
@@ -203,7 +203,7 @@ class BrowserScreen(Screen[None]):
 
         self.app.push_screen(reason_modal(f"this {action}", blink=self.blink), got)
 
-    @work(thread=True, exclusive=True, group="browser-write")
+    @work(thread=True, exclusive=True, group="browser-write", exit_on_error=False)
     def _revise(self, query_id: str, changes: dict[str, str], action: str, reason: str) -> None:
         try:
             case = self.session.revise(query_id, changes, action=action, reason=reason)

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +18,7 @@ from textual.message import Message
 from textual.widgets import Footer, Static
 
 from curator.errors import CuratorError
-from curator.review import Card, ReviewSession
+from curator.review import Card, ReviewSession, WriteFailed
 from curator.tui.screens.deciding import APP_KEYS, DecidingScreen, own_bindings
 from curator.tui.screens.help import HelpScreen
 from curator.tui.screens.modals import TextModal, reason_modal
@@ -26,6 +28,16 @@ from curator.tui.widgets.preview import PassageText, Preview
 from curator.tui.widgets.stats import StatsBar
 
 PREFETCH_AFTER = 0.05  # seconds: a card's frame takes 10-20 ms; a reviewer's next key, longer
+_DONE = {"keep": "kept", "bin": "binned", "skip": "skipped", "undo": "undone"}
+
+
+def _reason(exc: Exception) -> str:
+    """What went wrong, in one line for the card (never a traceback)."""
+    if isinstance(exc, CuratorError):
+        return exc.message
+    if isinstance(exc, OSError):
+        return f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else "")
+    return str(exc)
 
 
 def _slice_bindings() -> list[Binding]:
@@ -54,7 +66,10 @@ class ReviewScreen(DecidingScreen[Card]):
         Binding("r", "toggle_require_all", "all", show=False, id="require-all", tooltip="Multi-hop: every primary is required"),
         Binding("f", "toggle_pin", "pin", show=False, id="pin", tooltip="Freshness: pin primaries to the revision shown"),
         Binding("a", "set_max_age", "max age", show=False, id="max-age", tooltip="Freshness: the answer must be newer than N days"),
-        Binding("e", "edit_question", "edit", show=False, id="edit", tooltip="Edit the question text"),
+        Binding("e", "edit_question", "edit", show=False, id="edit",
+                tooltip="Edit the question text (the original is kept in the case's source)"),
+        Binding("i", "new_question", "new question", show=False, id="new-question",
+                tooltip="Type a new question in place (a negative, or one nobody asked yet)"),
         Binding("w", "write_explanation", "why", show=False, id="explain", tooltip="Write the explanation: why these labels"),
         Binding("slash", "search_corpus", "search", id="search", tooltip="Search the corpus with your own words"),
         Binding("t", "toggle_regression", "regression", show=False, id="regression", tooltip="Tag regression (frozen subset)"),
@@ -113,10 +128,14 @@ class ReviewScreen(DecidingScreen[Card]):
 
     # ---- workers -----------------------------------------------------------------------
 
-    @work(thread=True, exclusive=True, group="decide")
+    @work(thread=True, exclusive=True, group="decide", exit_on_error=False)
     def _start(self) -> None:
-        self.session.start()
-        card = self.session.next_card()
+        try:
+            self.session.start()
+            card = self.session.next_card()
+        except (CuratorError, OSError, sqlite3.Error) as exc:
+            self.post_message(self.DecisionFailed(f"could not open the queue: {_reason(exc)}; q quits"))
+            return
         # What startup built (widgets, caches, the session) lives as long as the app: keep
         # it out of the collector's full passes, which otherwise stall a frame by tens of ms.
         gc.freeze()
@@ -125,11 +144,13 @@ class ReviewScreen(DecidingScreen[Card]):
             note = f"recovered {len(self.session.reconciled)} keep(s) a crash had not recorded"
         self.post_message(self.CardReady(card, note))
 
-    @work(thread=True, exclusive=True, group="prefetch")
+    @work(thread=True, exclusive=True, group="prefetch", exit_on_error=False)
     def _prefetch(self) -> None:
-        self.session.prefetch_cards()
+        # Only a head start: next_card leases and builds the card itself if this fails.
+        with contextlib.suppress(CuratorError, OSError, sqlite3.Error):
+            self.session.prefetch_cards()
 
-    @work(thread=True, exclusive=True, group="decide")
+    @work(thread=True, exclusive=True, group="decide", exit_on_error=False)
     def _decide(self, action: str, card: Card) -> None:
         try:
             note = ""
@@ -153,14 +174,35 @@ class ReviewScreen(DecidingScreen[Card]):
                 self.post_message(self.CardReady(back, "undone"))
                 return
             nxt = self.session.next_card()
-        except CuratorError as exc:
-            self.post_message(self.DecisionFailed(exc.message))
+        except WriteFailed as exc:
+            again = {"keep": "k", "bin": "x", "skip": "s", "undo": "u"}[action]
+            self.post_message(self.DecisionFailed(
+                f"not {_DONE[action]}: {exc.message}; card and labels kept: fix it, then "
+                f"press {again} to retry (q quits)"))
+            return
+        except (CuratorError, OSError, sqlite3.Error) as exc:
+            self.post_message(self.DecisionFailed(_reason(exc)))
             return
         self.post_message(self.CardReady(nxt, note))
 
-    @work(thread=True, exclusive=True, group="search")
+    @work(thread=True, exclusive=True, group="decide", exit_on_error=False)
+    def _new_question(self, text: str, current: Card | None) -> None:
+        try:
+            card = self.session.add_question(text)
+        except (CuratorError, OSError, sqlite3.Error) as exc:
+            self.post_message(self.DecisionFailed(f"not added: {_reason(exc)}"))
+            return
+        if current is not None and current.candidate is not None:
+            self.session.requeue(current)  # the card it replaces comes next
+        self.post_message(self.CardReady(card, "new question: label it, then k keeps it"))
+
+    @work(thread=True, exclusive=True, group="search", exit_on_error=False)
     def _search(self, card: Card, text: str) -> None:
-        found = self.session.add_search(card, text)
+        try:
+            found = self.session.add_search(card, text)
+        except (CuratorError, OSError, sqlite3.Error) as exc:
+            self.post_message(self.DecisionFailed(f"search failed: {_reason(exc)}"))
+            return
         self.post_message(self.SearchDone(card, text, len(found)))
 
     # ---- messages ----------------------------------------------------------------------
@@ -257,19 +299,25 @@ class ReviewScreen(DecidingScreen[Card]):
         if number > len(self.session.slices):
             self._say(f"no slice {number}: there are {len(self.session.slices)}", error=True)
             return
-        card.slice = self.session.slices[number - 1]
-        card.require_all = card.require_all or card.slice == "multi_hop"
+        card.apply_slice(self.session.slices[number - 1])
+        self.query_one(PassageList).show_card(card, keep_index=True)
         self._labels()
 
     def action_toggle_negative(self) -> None:
+        """Negative: the negative slice with its defaults (no passages, expect_empty);
+        pressed again, back to no slice (choose one with 1-9)."""
         if (card := self._ready()) is None:
             return
-        card.expect_empty = not card.expect_empty
         if card.expect_empty:
+            card.expect_empty = False
+            if card.slice == "negative":
+                card.slice = None
+        elif "negative" in self.session.slices:
+            card.apply_slice("negative")
+        else:
+            card.expect_empty = True
             card.labels.clear()
-            if card.slice is None and "negative" in self.session.slices:
-                card.slice = "negative"
-            self.query_one(PassageList).show_card(card, keep_index=True)
+        self.query_one(PassageList).show_card(card, keep_index=True)
         self._labels()
 
     def action_toggle_require_all(self) -> None:
@@ -291,10 +339,11 @@ class ReviewScreen(DecidingScreen[Card]):
 
     def action_set_max_age(self) -> None:
         self._ask_number("max_age_days", "Maximum age of the answer, in days (empty clears it)",
-                         0, "a whole number of days (empty clears the max age)")
+                         0, "a whole number of days (empty clears the max age)", unpin=True)
 
-    def _ask_number(self, field: str, title: str, least: int, error: str) -> None:
-        """Ask for the card's whole-number `field` (at least `least`) in a modal; empty clears it."""
+    def _ask_number(self, field: str, title: str, least: int, error: str, unpin: bool = False) -> None:
+        """Ask for the card's whole-number `field` (at least `least`) in a modal; empty clears
+        it. `unpin`: a value set replaces the revision pin (a max age instead of a pin)."""
 
         def check(text: str) -> str | None:
             return None if text == "" or (text.isdigit() and int(text) >= least) else error
@@ -302,11 +351,27 @@ class ReviewScreen(DecidingScreen[Card]):
         if card := self._ready():
             current = getattr(card, field)
             self._ask(title, "" if current is None else str(current),
-                      lambda text: self._set(card, **{field: int(text) if text else None}), check=check)
+                      lambda text: self._set(card, **{field: int(text) if text else None},
+                                             **({"pinned": False} if unpin and text else {})), check=check)
 
     def action_edit_question(self) -> None:
         if card := self._ready():
             self._ask("Edit the question", card.query, lambda text: self._set(card, query=text or card.query))
+
+    def action_new_question(self) -> None:
+        """A question typed in place: queued as a manual candidate and shown as the card
+        (the card on screen comes back next)."""
+        if self._ready() is None:
+            return
+        current = self.current
+
+        def add(text: str) -> None:
+            if text:
+                self.busy = True
+                self._new_question(text, current)
+
+        self._ask("A new question (typed in place; n then makes it a negative)", "", add,
+                  placeholder="the question")
 
     def action_write_explanation(self) -> None:
         if card := self._ready():
@@ -382,12 +447,16 @@ class ReviseScreen(ReviewScreen):
 
         self.app.push_screen(reason_modal("this change", blink=self.blink), done)
 
-    @work(thread=True, exclusive=True, group="decide")
+    @work(thread=True, exclusive=True, group="decide", exit_on_error=False)
     def _save(self, card: Card, reason: str) -> None:
         try:
             case = self.session.save_case(card, reason)
-        except CuratorError as exc:
-            self.post_message(self.DecisionFailed(exc.message))
+        except WriteFailed as exc:
+            self.post_message(self.DecisionFailed(
+                f"not saved: {exc.message}; labels kept: fix it, then press k to retry (escape: back)"))
+            return
+        except (CuratorError, OSError, sqlite3.Error) as exc:
+            self.post_message(self.DecisionFailed(_reason(exc)))
             return
         self.app.call_from_thread(self.dismiss, case)
 
@@ -395,7 +464,7 @@ class ReviseScreen(ReviewScreen):
         """Bin, skip, undo and the browser do not apply to a case being relabelled."""
         self._say("in the browser, retire a case with x there", error=True)
 
-    action_undo_decision = action_open_browser = action_decide
+    action_undo_decision = action_open_browser = action_new_question = action_decide
 
     def action_back(self) -> None:
         self.dismiss(None)
