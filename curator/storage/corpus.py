@@ -15,6 +15,7 @@ from typing import Any
 
 from curator.models import DocRevision, ImportReport, Passage, utcnow
 from curator.storage.base import Storage
+from curator.storage.terms import ident_terms, path_terms
 from curator.text import fingerprint, sha256_hex, slugify
 
 _ATX_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
@@ -23,8 +24,9 @@ _FLUSH_ROWS = 25_000  # rows per transaction: fewer, larger FTS segments
 
 _PASSAGE_COLUMNS = (
     "id", "revision", "doc_id", "path", "url", "title", "heading", "heading_path", "text",
-    "fingerprint", "tokens", "committed_at", "is_current", "ordinal",
+    "fingerprint", "tokens", "committed_at", "is_current", "ordinal", "ident_terms", "path_terms",
 )
+_FTS_COLUMNS = "heading, text, ident_terms, path_terms"
 _IS_CURRENT = _PASSAGE_COLUMNS.index("is_current")
 _INSERT_PASSAGE = (
     f"INSERT INTO passages ({', '.join(_PASSAGE_COLUMNS)}) "
@@ -62,8 +64,8 @@ class CorpusStorage(Storage):
                 start = self.db.execute("SELECT coalesce(max(rowid), 0) FROM passages").fetchone()[0]
                 self.db.conn.executemany(_INSERT_PASSAGE, rows)
                 self.db.execute(
-                    "INSERT INTO passages_fts(rowid, heading, text) "
-                    "SELECT rowid, heading, text FROM passages WHERE rowid > ? AND is_current = 1",
+                    f"INSERT INTO passages_fts(rowid, {_FTS_COLUMNS}) "
+                    f"SELECT rowid, {_FTS_COLUMNS} FROM passages WHERE rowid > ? AND is_current = 1",
                     [start],
                 )
                 self.db.table("documents").upsert_all(doc_rows.values(), pk="id")
@@ -104,12 +106,16 @@ class CorpusStorage(Storage):
                 }
             rev_rows.append({"doc_id": doc.doc_id, "revision": doc.revision, "committed_at": doc.committed_at,
                              "imported_at": now, "passages": len(doc.passages)})
-            added = [
-                [p.id, doc.revision, doc.doc_id, doc.path, doc.url, p.title or doc.title,
-                 " › ".join(p.heading_path), json.dumps(p.heading_path, ensure_ascii=False), p.text,
-                 fingerprint(p.text), p.tokens, doc.committed_at, int(becomes_current), p.ordinal]
-                for p in doc.passages
-            ]
+            doc_terms = path_terms(doc.path or doc.doc_id)
+            added = []
+            for p in doc.passages:
+                heading = " › ".join(p.heading_path)
+                added.append(
+                    [p.id, doc.revision, doc.doc_id, doc.path, doc.url, p.title or doc.title,
+                     heading, json.dumps(p.heading_path, ensure_ascii=False), p.text,
+                     fingerprint(p.text), p.tokens, doc.committed_at, int(becomes_current), p.ordinal,
+                     ident_terms(heading, p.text), doc_terms]
+                )
             rows.extend(added)
             if becomes_current:
                 current_rows[doc.doc_id] = added
@@ -132,8 +138,8 @@ class CorpusStorage(Storage):
             row[_IS_CURRENT] = 0
         with self.transaction():
             self.db.execute(
-                "INSERT INTO passages_fts(passages_fts, rowid, heading, text) "
-                "SELECT 'delete', rowid, heading, text FROM passages WHERE doc_id = ? AND is_current = 1",
+                f"INSERT INTO passages_fts(passages_fts, rowid, {_FTS_COLUMNS}) "
+                f"SELECT 'delete', rowid, {_FTS_COLUMNS} FROM passages WHERE doc_id = ? AND is_current = 1",
                 [doc_id],
             )
             self.db.execute("UPDATE passages SET is_current = 0 WHERE doc_id = ? AND is_current = 1", [doc_id])
@@ -227,4 +233,5 @@ class CorpusStorage(Storage):
 def _passage(row: dict[str, Any]) -> Passage:
     """A `passages` row as a Passage (the row's rowid and joined heading are left out)."""
     heading_path = json.loads(row["heading_path"] or "[]")
+    row = {k: v for k, v in row.items() if k not in ("ident_terms", "path_terms")}
     return Passage(**{**row, "heading_path": heading_path, "tokens": row["tokens"] or 0, "ordinal": row["ordinal"] or 0})
