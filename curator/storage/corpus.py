@@ -214,6 +214,34 @@ class CorpusStorage(Storage):
                     resolved[f"{doc}#{anchor}"] = headings[anchor]
         return resolved
 
+    def current_passage_ids(self, ids: Iterable[str]) -> set[str]:
+        """Which of `ids` are passages of the current corpus (not only in history)."""
+        wanted = list(set(ids))
+        found: set[str] = set()
+        for i in range(0, len(wanted), 500):
+            chunk = wanted[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            found.update(r[0] for r in self.db.execute(
+                f"SELECT DISTINCT id FROM passages WHERE is_current = 1 AND id IN ({marks})", chunk))
+        return found
+
+    def passage_listing(self, doc_prefix: str = "", *, history: bool = False) -> list[dict[str, Any]]:
+        """Passage ids with their document, revision, commit time and whether current, by
+        document and position (`curator corpus list`); only current ones unless `history`."""
+        where = "doc_id LIKE ? ESCAPE '\\'"
+        args: list[Any] = [doc_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"]
+        if not history:
+            where += " AND is_current = 1"
+        return [
+            {"id": r[0], "doc_id": r[1], "revision": r[2], "committed_at": r[3], "current": bool(r[4]),
+             "heading_path": json.loads(r[5] or "[]")}
+            for r in self.db.execute(
+                f"SELECT id, doc_id, revision, committed_at, is_current, heading_path FROM passages WHERE {where} "
+                "ORDER BY doc_id, is_current DESC, committed_at DESC, ordinal",
+                args,
+            )
+        ]
+
     def document_titles(self) -> list[str]:
         """Every document's title (its id where it has none)."""
         return [row[0] for row in self.db.execute("SELECT coalesce(title, id) FROM documents")]
