@@ -1,4 +1,4 @@
-"""`curator corpus add|search|show`."""
+"""`curator corpus add|search|show|list`."""
 
 from __future__ import annotations
 
@@ -149,3 +149,41 @@ def corpus_show(ws: Workspace, passage_id: str, revision: str | None, list_revis
                   f"{'' if passage.is_current else '  [yellow](not current)[/]'}")
     console.print(f"[dim]{escape(passage.heading)}[/]\n")
     console.print(escape(passage.text), highlight=False)
+
+
+@corpus.command("list")
+@click.argument("path", required=False, default="")
+@click.option("--history", is_flag=True, help="Also list ids that exist only in older revisions.")
+@json_option
+@pass_ws
+def corpus_list(ws: Workspace, path: str, history: bool, as_json: bool) -> None:
+    """List passage ids with their document, revision and whether they are current.
+
+    PATH limits the list to documents whose id starts with it (a file or a folder).
+    With --history every stored revision of every passage is listed, so you can see
+    which ids a change removed or added.
+
+    \b
+    Example:
+        curator corpus list runbooks/etcd/
+        curator corpus list runbooks/etcd/etcdNoLeader.md --history
+        curator corpus list --history --json | jq '.[] | select(.current | not) | .id'
+    """
+    rows = ws.passage_listing(path, history=history)
+    if as_json:
+        print_json(rows)
+        return
+    if not rows:
+        console.print(f"No passages{f' under {escape(path)}' if path else ''}.")
+        return
+    table = Table()
+    table.add_column("passage", overflow="fold")
+    table.add_column("revision")
+    table.add_column("committed")
+    table.add_column("")
+    for row in rows:
+        state = "[green]current[/]" if row["current"] else "[yellow]history[/]"
+        table.add_row(escape(row["id"]), row["revision"][:12], row["committed_at"] or "-", state)
+    console.print(table)
+    current = sum(1 for row in rows if row["current"])
+    console.print(f"{current} current, {len(rows) - current} older passage revisions.")
