@@ -48,7 +48,10 @@ def corpus_add(ws: Workspace, paths: tuple[Path, ...], history: bool, prefix: st
         curator corpus add beir/corpus.jsonl
     """
     from curator.corpus import add_paths
+    from curator.corpus.migrate import needs_upgrade
 
+    if needs_upgrade(ws):
+        _upgrade(ws, as_json)
     with Progress(
         SpinnerColumn(), TextColumn("{task.description}"), TextColumn("[dim]{task.completed} files"),
         TimeElapsedColumn(), console=err_console, transient=True, disable=as_json or not sys.stderr.isatty(),
@@ -187,3 +190,35 @@ def corpus_list(ws: Workspace, path: str, history: bool, as_json: bool) -> None:
     console.print(table)
     current = sum(1 for row in rows if row["current"])
     console.print(f"{current} current, {len(rows) - current} older passage revisions.")
+
+
+@corpus.command("upgrade")
+@json_option
+@pass_ws
+def corpus_upgrade(ws: Workspace, as_json: bool) -> None:
+    """Re-cut the stored corpus with this curator's chunker and relabel cases whose ids changed.
+
+    A workspace imported by an older curator keeps its passage ids until this runs
+    (`corpus add` runs it first by itself). Each case labelled with an id that changed
+    gets a `relabel` revision with reason `id change`; older revisions are mapped too.
+
+    \b
+    Example:
+        curator corpus upgrade
+        curator corpus upgrade --json
+    """
+    _upgrade(ws, as_json)
+
+
+def _upgrade(ws: Workspace, as_json: bool) -> None:
+    from curator.corpus.migrate import upgrade_ids
+
+    with err_console.status("Re-cutting stored documents with the current chunker", spinner="dots"):
+        result = upgrade_ids(ws)
+    if as_json:
+        if click.get_current_context().info_name == "upgrade":
+            print_json({"revisions": result.revisions, "changed": result.changed, "mapping": result.mapping,
+                        "relabelled": [{"set": s, "query_id": q} for s, q in result.relabelled]})
+        return
+    console.print(f"Passage ids: {result.revisions} document revisions re-cut, {result.changed} with new ids, "
+                  f"{len(result.mapping)} ids renamed, {len(result.relabelled)} cases relabelled (reason 'id change').")

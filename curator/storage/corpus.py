@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from curator.models import DocRevision, ImportReport, Passage, utcnow
+from curator.models import DocRevision, ImportReport, Passage, PassageRecord, utcnow
 from curator.storage.base import Storage
 from curator.storage.terms import ident_terms, path_terms
 from curator.text import fingerprint, sha256_hex, slugify
@@ -213,6 +213,54 @@ class CorpusStorage(Storage):
                 if anchor in headings:
                     resolved[f"{doc}#{anchor}"] = headings[anchor]
         return resolved
+
+    def stored_revisions(self) -> Iterator[tuple[str, str, str | None, list[Passage]]]:
+        """(doc_id, revision, document format, passages in order) of every stored document
+        revision, for re-chunking (the passages of a chunked revision tile its body)."""
+        formats = {r[0]: r[1] for r in self.db.execute("SELECT id, format FROM documents")}
+        current: tuple[str, str] | None = None
+        batch: list[Passage] = []
+        for row in self.db.query("SELECT * FROM passages ORDER BY doc_id, revision, ordinal"):
+            key = (row["doc_id"], row["revision"])
+            if key != current and current is not None:
+                yield current[0], current[1], formats.get(current[0]), batch
+                batch = []
+            current = key
+            batch.append(_passage(row))
+        if current is not None:
+            yield current[0], current[1], formats.get(current[0]), batch
+
+    def replace_passages(self, doc_id: str, revision: str, records: list[PassageRecord]) -> None:
+        """Store `records` as the passages of one stored revision in place of the old ones
+        (a new chunker's ids); the revision stays current or history as it was."""
+        with self.transaction():
+            old = self.db.execute(
+                "SELECT rowid, is_current, path, url, title, committed_at FROM passages "
+                "WHERE doc_id = ? AND revision = ? ORDER BY ordinal", [doc_id, revision]).fetchall()
+            if not old:
+                return
+            current = old[0][1]
+            path, url, title, committed = old[0][2], old[0][3], old[0][4], old[0][5]
+            if current:
+                self.db.execute(
+                    f"INSERT INTO passages_fts(passages_fts, rowid, {_FTS_COLUMNS}) "
+                    f"SELECT 'delete', rowid, {_FTS_COLUMNS} FROM passages WHERE doc_id = ? AND revision = ?",
+                    [doc_id, revision])
+            self.db.execute("DELETE FROM passages WHERE doc_id = ? AND revision = ?", [doc_id, revision])
+            start = self.db.execute("SELECT coalesce(max(rowid), 0) FROM passages").fetchone()[0]
+            doc_terms = path_terms(path or doc_id)
+            rows = []
+            for p in records:
+                heading = " › ".join(p.heading_path)
+                rows.append([p.id, revision, doc_id, path, url, p.title or title, heading,
+                             json.dumps(p.heading_path, ensure_ascii=False), p.text, fingerprint(p.text), p.tokens,
+                             committed, current, p.ordinal, ident_terms(heading, p.text), doc_terms])
+            self.db.conn.executemany(_INSERT_PASSAGE, rows)
+            if current:
+                self.db.execute(
+                    f"INSERT INTO passages_fts(rowid, {_FTS_COLUMNS}) "
+                    f"SELECT rowid, {_FTS_COLUMNS} FROM passages WHERE rowid > ?", [start])
+        self.set_meta("term_stats", "stale")
 
     def current_passage_ids(self, ids: Iterable[str]) -> set[str]:
         """Which of `ids` are passages of the current corpus (not only in history)."""

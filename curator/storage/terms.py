@@ -28,14 +28,18 @@ _COMPOUND = re.compile(r"\w+(?:[-_./:]\w+)*", re.UNICODE)
 # capitalised or lower-case run, an all-caps run, or digits.
 _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+|[^\W\d_]+", re.UNICODE)
 _SEPARATORS = re.compile(r"[-_./:]+")
+_CASE_CHANGE = re.compile(r"[a-z0-9][A-Z]|[A-Z][A-Z][a-z]")
 
 
 def identifier_parts(token: str) -> list[str]:
     """The lower-cased parts of an identifier, in order (`VirtAPIDown` -> virt api down,
-    `etcdNoLeader` -> etcd no leader, `max_retries` -> max retries). A plain word is its
-    own single part."""
+    `etcdNoLeader` -> etcd no leader, `max_retries` -> max retries). A piece with no case
+    change (`E1042`, `http2`, `status`) stays whole."""
     parts: list[str] = []
     for piece in _SEPARATORS.split(token):
+        if not _CASE_CHANGE.search(piece):
+            parts.append(piece.lower())
+            continue
         parts.extend(m.group().lower() for m in _PART.finditer(piece))
     return [p for p in parts if p]
 
