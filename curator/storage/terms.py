@@ -44,6 +44,12 @@ def identifier_parts(token: str) -> list[str]:
     return [p for p in parts if p]
 
 
+def _plain(token: str) -> bool:
+    """A word that cannot be a compound (most words: `the`, `Storage`): checked first, as
+    it is much cheaper than splitting."""
+    return token.isalnum() and (token.islower() or token[1:].islower() or token.isupper() or token.isdigit())
+
+
 def _is_compound(token: str) -> bool:
     return len(identifier_parts(token)) > 1
 
@@ -54,9 +60,8 @@ def ident_terms(*texts: str) -> str:
     seen: set[str] = set()
     out: list[str] = []
     for text in texts:
-        for match in _COMPOUND.finditer(text):
-            token = match.group()
-            if token in seen or not _is_compound(token):
+        for token in dict.fromkeys(_COMPOUND.findall(text)):  # each distinct word once
+            if token in seen or _plain(token) or not _is_compound(token):
                 continue
             seen.add(token)
             parts = identifier_parts(token)
