@@ -14,6 +14,8 @@ the end of this file. They run in file order, which is not the order of their nu
 5. `m006_triage`: triage_decisions.
 6. `m007_log_import_windows`: log_imports.windows, the --since/--until windows a log
    file was imported for.
+7. `m008_identifier_search`: passages.ident_terms and passages.path_terms (identifier
+   parts, path words); `passages_fts` and its vocabulary rebuilt with those columns.
 """
 
 from __future__ import annotations
@@ -264,3 +266,34 @@ def m007_log_import_windows(db: Database) -> None:
     # pairs, merged; null: an open end). NULL: imported whole, as every earlier row was
     # taken to be.
     db.table("log_imports").add_column("windows", str)
+
+
+@migrations()
+def m008_identifier_search(db: Database) -> None:
+    # Identifier-aware search (issue 20): each passage also indexes its identifiers' parts
+    # (`ident_terms`) and its document path's words (`path_terms`, a weighted column).
+    # FTS5 tables cannot gain columns, so the index and its vocabulary are rebuilt.
+    from curator.storage.terms import ident_terms, path_terms  # pure functions, no SQL
+
+    passages = db.table("passages")
+    passages.add_column("ident_terms", str)
+    passages.add_column("path_terms", str)
+    rows = db.execute("SELECT rowid, heading, text, coalesce(path, doc_id) FROM passages").fetchall()
+    db.conn.executemany(
+        "UPDATE passages SET ident_terms = ?, path_terms = ? WHERE rowid = ?",
+        [(ident_terms(heading or "", text or ""), path_terms(path), rowid) for rowid, heading, text, path in rows],
+    )
+    db.execute("DROP TABLE passages_fts_vocab")
+    db.execute("DROP TABLE passages_fts")
+    db.execute(
+        "CREATE VIRTUAL TABLE passages_fts USING fts5("
+        "heading, text, ident_terms, path_terms, content='passages', content_rowid='rowid', "
+        "tokenize='unicode61 remove_diacritics 2')"
+    )
+    db.execute(
+        "INSERT INTO passages_fts(rowid, heading, text, ident_terms, path_terms) "
+        "SELECT rowid, heading, text, ident_terms, path_terms FROM passages WHERE is_current = 1"
+    )
+    db.execute("CREATE VIRTUAL TABLE passages_fts_vocab USING fts5vocab(passages_fts, 'row')")
+    db.execute("DELETE FROM term_stats")
+    db.execute("INSERT INTO term_stats SELECT term, doc FROM passages_fts_vocab")

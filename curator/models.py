@@ -22,7 +22,7 @@ GRADE_FOR_ROLE: dict[str, int] = {"primary": 2, "secondary": 1}
 
 # Recorded in every change-log entry (`Workspace.versions`); bump when the chunker cuts
 # the same input into other chunks or gives them other ids.
-CHUNKER_VERSION = "1"
+CHUNKER_VERSION = "2"
 
 
 def validation_problems(exc: ValidationError, whole: str = "", limit: int | None = None) -> str:

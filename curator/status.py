@@ -6,6 +6,8 @@ from collections import Counter
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from curator.corpus.labels import stale_labels
+
 if TYPE_CHECKING:
     from curator.workspace import Workspace
 
@@ -19,6 +21,7 @@ def summary(ws: Workspace) -> dict[str, Any]:
         result = ws.question_set(name).read()
         active = [c for c in result.cases.values() if c.status == "active"]
         per_slice = Counter(c.slice for c in active)
+        stale = stale_labels(ws, active)  # labelled ids the current corpus lacks (corpus/labels.py)
         slices: dict[str, dict[str, int | None]] = {
             slice_name: {"cases": per_slice.get(slice_name, 0), "target": cfg.target}
             for slice_name, cfg in ws.config.slices.items()
@@ -30,7 +33,8 @@ def summary(ws: Workspace) -> dict[str, Any]:
             "retired": len(result.cases) - len(active),
             "lines": result.lines,
             "slices": slices,
-            "problems": [str(p) for p in result.problems],
+            "problems": [str(p) for p in result.problems] + [s.describe() for s in stale],
+            "stale_labels": [s.to_dict() for s in stale],
         }
     return {
         "workspace": str(ws.root),

@@ -84,10 +84,13 @@ class VerifyReport:
 def verify_workspace(ws: Workspace, names: list[str], *, strict: bool = False) -> list[VerifyReport]:
     """`verify` each named set against the workspace's corpus; record a checkpoint of each
     set that passes."""
+    from curator.corpus.labels import stale_label_problems
+
     reports = []
     for name in names:
         qs = ws.question_set(name)
         report = verify(qs, known_ids=ws.existing_passage_ids, strict=strict)
+        report.problems.extend(stale_label_problems(ws, qs))  # labels on ids only in history
         if report.ok and report.scan is not None:
             save_checkpoint(qs, report.scan)
         reports.append(report)

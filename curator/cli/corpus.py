@@ -1,4 +1,4 @@
-"""`curator corpus add|search|show`."""
+"""`curator corpus add|search|show|list`."""
 
 from __future__ import annotations
 
@@ -48,7 +48,10 @@ def corpus_add(ws: Workspace, paths: tuple[Path, ...], history: bool, prefix: st
         curator corpus add beir/corpus.jsonl
     """
     from curator.corpus import add_paths
+    from curator.corpus.migrate import needs_upgrade
 
+    if needs_upgrade(ws):
+        _upgrade(ws, as_json)
     with Progress(
         SpinnerColumn(), TextColumn("{task.description}"), TextColumn("[dim]{task.completed} files"),
         TimeElapsedColumn(), console=err_console, transient=True, disable=as_json or not sys.stderr.isatty(),
@@ -149,3 +152,73 @@ def corpus_show(ws: Workspace, passage_id: str, revision: str | None, list_revis
                   f"{'' if passage.is_current else '  [yellow](not current)[/]'}")
     console.print(f"[dim]{escape(passage.heading)}[/]\n")
     console.print(escape(passage.text), highlight=False)
+
+
+@corpus.command("list")
+@click.argument("path", required=False, default="")
+@click.option("--history", is_flag=True, help="Also list ids that exist only in older revisions.")
+@json_option
+@pass_ws
+def corpus_list(ws: Workspace, path: str, history: bool, as_json: bool) -> None:
+    """List passage ids with their document, revision and whether they are current.
+
+    PATH limits the list to documents whose id starts with it (a file or a folder).
+    With --history every stored revision of every passage is listed, so you can see
+    which ids a change removed or added.
+
+    \b
+    Example:
+        curator corpus list runbooks/etcd/
+        curator corpus list runbooks/etcd/etcdNoLeader.md --history
+        curator corpus list --history --json | jq '.[] | select(.current | not) | .id'
+    """
+    rows = ws.passage_listing(path, history=history)
+    if as_json:
+        print_json(rows)
+        return
+    if not rows:
+        console.print(f"No passages{f' under {escape(path)}' if path else ''}.")
+        return
+    table = Table()
+    table.add_column("passage", overflow="fold")
+    table.add_column("revision")
+    table.add_column("committed")
+    table.add_column("")
+    for row in rows:
+        state = "[green]current[/]" if row["current"] else "[yellow]history[/]"
+        table.add_row(escape(row["id"]), row["revision"][:12], row["committed_at"] or "-", state)
+    console.print(table)
+    current = sum(1 for row in rows if row["current"])
+    console.print(f"{current} current, {len(rows) - current} older passage revisions.")
+
+
+@corpus.command("upgrade")
+@json_option
+@pass_ws
+def corpus_upgrade(ws: Workspace, as_json: bool) -> None:
+    """Re-cut the stored corpus with this curator's chunker and relabel cases whose ids changed.
+
+    A workspace imported by an older curator keeps its passage ids until this runs
+    (`corpus add` runs it first by itself). Each case labelled with an id that changed
+    gets a `relabel` revision with reason `id change`; older revisions are mapped too.
+
+    \b
+    Example:
+        curator corpus upgrade
+        curator corpus upgrade --json
+    """
+    _upgrade(ws, as_json)
+
+
+def _upgrade(ws: Workspace, as_json: bool) -> None:
+    from curator.corpus.migrate import upgrade_ids
+
+    with err_console.status("Re-cutting stored documents with the current chunker", spinner="dots"):
+        result = upgrade_ids(ws)
+    if as_json:
+        if click.get_current_context().info_name == "upgrade":
+            print_json({"revisions": result.revisions, "changed": result.changed, "mapping": result.mapping,
+                        "relabelled": [{"set": s, "query_id": q} for s, q in result.relabelled]})
+        return
+    console.print(f"Passage ids: {result.revisions} document revisions re-cut, {result.changed} with new ids, "
+                  f"{len(result.mapping)} ids renamed, {len(result.relabelled)} cases relabelled (reason 'id change').")

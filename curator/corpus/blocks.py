@@ -118,7 +118,25 @@ def _markdown_heading(level: int, raw: str) -> dict[str, Any]:
     if m:  # `{#custom-id}` (Pandoc, kramdown, MkDocs attr_list) is the site's own anchor
         raw = raw[: m.start()]
         return {"level": level, "title": plain(strip_markdown(raw)), "slug": m.group(1)}
-    return {"level": level, "title": plain(strip_markdown(raw)), "slug": slugify(raw)}
+    return {"level": level, "title": plain(strip_markdown(raw)), "slug": heading_slug(raw)}
+
+
+# Status words a heading gains or loses without becoming another section: "[Deprecated]",
+# "(beta)", "[WIP]" around a title do not rename its passage id.
+_STATUS = (
+    r"deprecated|obsolete|legacy|removed|unsupported|outdated|archived|experimental|beta|alpha|"
+    r"preview|wip|draft|new|updated|eol|end of life"
+)
+_STATUS_RE = re.compile(rf"^\s*[\[(]\s*(?:{_STATUS})\s*[\])]\s*[-:]?\s*|\s*[-:]?\s*[\[(]\s*(?:{_STATUS})\s*[\])]\s*$", re.I)
+
+
+def heading_slug(raw: str) -> str:
+    """The id slug of a heading: GitHub-style, with bracketed status words dropped
+    (`CephClusterNearFull [Deprecated]` -> `cephclusternearfull`)."""
+    stripped = raw
+    while (cut := _STATUS_RE.sub("", stripped, count=1)) != stripped and cut.strip():
+        stripped = cut
+    return slugify(stripped)
 
 
 def _fence_end(lines: list[str], i: int, char: str, length: int) -> int:
@@ -238,7 +256,7 @@ def scan_rst(body: str) -> list[Block]:
     def heading(first: int, last: int, char: str, overlined: bool, title: str) -> None:
         level = styles.setdefault((char, overlined), len(styles) + 1)
         text = plain(_strip_rst(title))
-        blocks.add(offsets[first], offsets[last], HEADING, level=level, title=text, slug=slugify(text))
+        blocks.add(offsets[first], offsets[last], HEADING, level=level, title=text, slug=heading_slug(text))
 
     while i < n:
         s = stripped[i]

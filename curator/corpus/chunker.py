@@ -105,6 +105,7 @@ class _Piece:
     last: int
     section: _Section
     part: int  # 1 for a section's first piece
+    lead: _Section | None = None  # a bare heading carried in front: it names the piece
 
 
 class _Layout:
@@ -176,13 +177,15 @@ class _Layout:
             self._place(section, None, 0)
         return self._chunks()
 
-    def _place(self, section: _Section, carry_from: int | None, carry: int) -> None:
+    def _place(self, section: _Section, carry_from: int | None, carry: int, lead: _Section | None = None) -> None:
         """Lay out ``section``; ``carry`` tokens of blocks from ``carry_from`` (an empty
-        parent heading or a short intro) go in front of its first chunk."""
+        parent heading or a short intro) go in front of its first chunk. ``lead``, the
+        bare heading carried in, names that first chunk: a chunk's id is the slug of the
+        first heading it holds, so a document that grows past the size limits keeps it."""
         first = section.start if carry_from is None else carry_from
         own = carry + self._tokens(section.start, section.own_end)
         if own < self.min and carry + self._tokens(section.start, section.end) <= self.max:
-            self.pieces.append(_Piece(first, section.end, section, 1))
+            self.pieces.append(_Piece(first, section.end, section, 1, lead))
             return
         size, last, taken = own, section.own_end, 0
         for child in section.children:
@@ -192,14 +195,14 @@ class _Layout:
             size, last, taken = size + child_tokens, child.end, taken + 1
         if not taken and section.children and section.own_end == section.start + 1:
             # A bare heading makes a useless passage: it leads its first subsection instead.
-            self._place(section.children[0], first, own)
+            self._place(section.children[0], first, own, lead or section)
             taken = 1
         else:
-            self._split(first, last, section, section.start)
+            self._split(first, last, section, section.start, lead)
         for child in section.children[taken:]:
             self._place(child, None, 0)
 
-    def _split(self, first: int, last: int, section: _Section, glue_until: int) -> None:
+    def _split(self, first: int, last: int, section: _Section, glue_until: int, lead: _Section | None = None) -> None:
         """Cut blocks [first, last) into pieces of at most max tokens at block boundaries.
 
         Headings, and anything before ``glue_until``, stay with the block after them."""
@@ -232,13 +235,16 @@ class _Layout:
             # one piece, so a last piece never fits together with the one before it.
         bounds.append(last)
         for part, (a, b) in enumerate(pairwise(bounds), start=1):
-            self.pieces.append(_Piece(a, b, section, part))
+            self.pieces.append(_Piece(a, b, section, part, lead if part == 1 else None))
 
     def _chunks(self) -> list[Chunk]:
         chunks = []
         for piece in self.pieces:
             section = piece.section
-            slug = section.slug if piece.part == 1 else self._claim(f"{section.slug}-part-{piece.part}")
+            if piece.part > 1:
+                slug = self._claim(f"{section.slug}-part-{piece.part}")
+            else:
+                slug = (piece.lead or section).slug
             start = self.blocks[piece.first].start
             end = self.blocks[piece.last - 1].end
             chunks.append(

@@ -20,7 +20,7 @@ from curator.corpus.sources import (
     walk,
 )
 from curator.errors import InputError
-from curator.models import DocRevision, ImportReport, PassageRecord
+from curator.models import CHUNKER_VERSION, DocRevision, ImportReport, PassageRecord
 
 if TYPE_CHECKING:
     from curator.workspace import Workspace
@@ -42,6 +42,8 @@ def add_paths(
     sniffed: pre-chunked passages (`id`, `text`), BEIR (`_id`), or document revisions
     (`path`, `revision`, `committed_at`, `text`)."""
     report = ImportReport()
+    if ws.meta("chunker_version") is None and ws.corpus_stats().passages_all == 0:
+        ws.set_meta("chunker_version", CHUNKER_VERSION)  # a new corpus: cut by this chunker
     for raw in paths:
         path = Path(raw)
         if not path.exists():

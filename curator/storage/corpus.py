@@ -13,8 +13,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from curator.models import DocRevision, ImportReport, Passage, utcnow
+from curator.models import DocRevision, ImportReport, Passage, PassageRecord, utcnow
 from curator.storage.base import Storage
+from curator.storage.terms import ident_terms, path_terms
 from curator.text import fingerprint, sha256_hex, slugify
 
 _ATX_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
@@ -23,8 +24,9 @@ _FLUSH_ROWS = 25_000  # rows per transaction: fewer, larger FTS segments
 
 _PASSAGE_COLUMNS = (
     "id", "revision", "doc_id", "path", "url", "title", "heading", "heading_path", "text",
-    "fingerprint", "tokens", "committed_at", "is_current", "ordinal",
+    "fingerprint", "tokens", "committed_at", "is_current", "ordinal", "ident_terms", "path_terms",
 )
+_FTS_COLUMNS = "heading, text, ident_terms, path_terms"
 _IS_CURRENT = _PASSAGE_COLUMNS.index("is_current")
 _INSERT_PASSAGE = (
     f"INSERT INTO passages ({', '.join(_PASSAGE_COLUMNS)}) "
@@ -62,8 +64,8 @@ class CorpusStorage(Storage):
                 start = self.db.execute("SELECT coalesce(max(rowid), 0) FROM passages").fetchone()[0]
                 self.db.conn.executemany(_INSERT_PASSAGE, rows)
                 self.db.execute(
-                    "INSERT INTO passages_fts(rowid, heading, text) "
-                    "SELECT rowid, heading, text FROM passages WHERE rowid > ? AND is_current = 1",
+                    f"INSERT INTO passages_fts(rowid, {_FTS_COLUMNS}) "
+                    f"SELECT rowid, {_FTS_COLUMNS} FROM passages WHERE rowid > ? AND is_current = 1",
                     [start],
                 )
                 self.db.table("documents").upsert_all(doc_rows.values(), pk="id")
@@ -104,12 +106,16 @@ class CorpusStorage(Storage):
                 }
             rev_rows.append({"doc_id": doc.doc_id, "revision": doc.revision, "committed_at": doc.committed_at,
                              "imported_at": now, "passages": len(doc.passages)})
-            added = [
-                [p.id, doc.revision, doc.doc_id, doc.path, doc.url, p.title or doc.title,
-                 " › ".join(p.heading_path), json.dumps(p.heading_path, ensure_ascii=False), p.text,
-                 fingerprint(p.text), p.tokens, doc.committed_at, int(becomes_current), p.ordinal]
-                for p in doc.passages
-            ]
+            doc_terms = path_terms(doc.path or doc.doc_id)
+            added = []
+            for p in doc.passages:
+                heading = " › ".join(p.heading_path)
+                added.append(
+                    [p.id, doc.revision, doc.doc_id, doc.path, doc.url, p.title or doc.title,
+                     heading, json.dumps(p.heading_path, ensure_ascii=False), p.text,
+                     fingerprint(p.text), p.tokens, doc.committed_at, int(becomes_current), p.ordinal,
+                     ident_terms(heading, p.text), doc_terms]
+                )
             rows.extend(added)
             if becomes_current:
                 current_rows[doc.doc_id] = added
@@ -132,8 +138,8 @@ class CorpusStorage(Storage):
             row[_IS_CURRENT] = 0
         with self.transaction():
             self.db.execute(
-                "INSERT INTO passages_fts(passages_fts, rowid, heading, text) "
-                "SELECT 'delete', rowid, heading, text FROM passages WHERE doc_id = ? AND is_current = 1",
+                f"INSERT INTO passages_fts(passages_fts, rowid, {_FTS_COLUMNS}) "
+                f"SELECT 'delete', rowid, {_FTS_COLUMNS} FROM passages WHERE doc_id = ? AND is_current = 1",
                 [doc_id],
             )
             self.db.execute("UPDATE passages SET is_current = 0 WHERE doc_id = ? AND is_current = 1", [doc_id])
@@ -208,6 +214,82 @@ class CorpusStorage(Storage):
                     resolved[f"{doc}#{anchor}"] = headings[anchor]
         return resolved
 
+    def stored_revisions(self) -> Iterator[tuple[str, str, str | None, list[Passage]]]:
+        """(doc_id, revision, document format, passages in order) of every stored document
+        revision, for re-chunking (the passages of a chunked revision tile its body)."""
+        formats = {r[0]: r[1] for r in self.db.execute("SELECT id, format FROM documents")}
+        current: tuple[str, str] | None = None
+        batch: list[Passage] = []
+        for row in self.db.query("SELECT * FROM passages ORDER BY doc_id, revision, ordinal"):
+            key = (row["doc_id"], row["revision"])
+            if key != current and current is not None:
+                yield current[0], current[1], formats.get(current[0]), batch
+                batch = []
+            current = key
+            batch.append(_passage(row))
+        if current is not None:
+            yield current[0], current[1], formats.get(current[0]), batch
+
+    def replace_passages(self, doc_id: str, revision: str, records: list[PassageRecord]) -> None:
+        """Store `records` as the passages of one stored revision in place of the old ones
+        (a new chunker's ids); the revision stays current or history as it was."""
+        with self.transaction():
+            old = self.db.execute(
+                "SELECT rowid, is_current, path, url, title, committed_at FROM passages "
+                "WHERE doc_id = ? AND revision = ? ORDER BY ordinal", [doc_id, revision]).fetchall()
+            if not old:
+                return
+            current = old[0][1]
+            path, url, title, committed = old[0][2], old[0][3], old[0][4], old[0][5]
+            if current:
+                self.db.execute(
+                    f"INSERT INTO passages_fts(passages_fts, rowid, {_FTS_COLUMNS}) "
+                    f"SELECT 'delete', rowid, {_FTS_COLUMNS} FROM passages WHERE doc_id = ? AND revision = ?",
+                    [doc_id, revision])
+            self.db.execute("DELETE FROM passages WHERE doc_id = ? AND revision = ?", [doc_id, revision])
+            start = self.db.execute("SELECT coalesce(max(rowid), 0) FROM passages").fetchone()[0]
+            doc_terms = path_terms(path or doc_id)
+            rows = []
+            for p in records:
+                heading = " › ".join(p.heading_path)
+                rows.append([p.id, revision, doc_id, path, url, p.title or title, heading,
+                             json.dumps(p.heading_path, ensure_ascii=False), p.text, fingerprint(p.text), p.tokens,
+                             committed, current, p.ordinal, ident_terms(heading, p.text), doc_terms])
+            self.db.conn.executemany(_INSERT_PASSAGE, rows)
+            if current:
+                self.db.execute(
+                    f"INSERT INTO passages_fts(rowid, {_FTS_COLUMNS}) "
+                    f"SELECT rowid, {_FTS_COLUMNS} FROM passages WHERE rowid > ?", [start])
+        self.set_meta("term_stats", "stale")
+
+    def current_passage_ids(self, ids: Iterable[str]) -> set[str]:
+        """Which of `ids` are passages of the current corpus (not only in history)."""
+        wanted = list(set(ids))
+        found: set[str] = set()
+        for i in range(0, len(wanted), 500):
+            chunk = wanted[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            found.update(r[0] for r in self.db.execute(
+                f"SELECT DISTINCT id FROM passages WHERE is_current = 1 AND id IN ({marks})", chunk))
+        return found
+
+    def passage_listing(self, doc_prefix: str = "", *, history: bool = False) -> list[dict[str, Any]]:
+        """Passage ids with their document, revision, commit time and whether current, by
+        document and position (`curator corpus list`); only current ones unless `history`."""
+        where = "doc_id LIKE ? ESCAPE '\\'"
+        args: list[Any] = [doc_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"]
+        if not history:
+            where += " AND is_current = 1"
+        return [
+            {"id": r[0], "doc_id": r[1], "revision": r[2], "committed_at": r[3], "current": bool(r[4]),
+             "heading_path": json.loads(r[5] or "[]")}
+            for r in self.db.execute(
+                f"SELECT id, doc_id, revision, committed_at, is_current, heading_path FROM passages WHERE {where} "
+                "ORDER BY doc_id, is_current DESC, committed_at DESC, ordinal",
+                args,
+            )
+        ]
+
     def document_titles(self) -> list[str]:
         """Every document's title (its id where it has none)."""
         return [row[0] for row in self.db.execute("SELECT coalesce(title, id) FROM documents")]
@@ -227,4 +309,5 @@ class CorpusStorage(Storage):
 def _passage(row: dict[str, Any]) -> Passage:
     """A `passages` row as a Passage (the row's rowid and joined heading are left out)."""
     heading_path = json.loads(row["heading_path"] or "[]")
+    row = {k: v for k, v in row.items() if k not in ("ident_terms", "path_terms")}
     return Passage(**{**row, "heading_path": heading_path, "tokens": row["tokens"] or 0, "ordinal": row["ordinal"] or 0})

@@ -11,12 +11,15 @@ import unicodedata
 
 from curator.models import SearchHit
 from curator.storage.base import Storage
+from curator.storage.terms import query_words
 
 # Highlight marks around matched terms in search snippets (rendered bold by the CLI/app).
 HL_START, HL_END = "\x02", "\x03"
 _FTS_WORD = re.compile(r"\w+", re.UNICODE)
 _FTS_COMPOUND = re.compile(r"\w+(?:[-_./:]\w+)+", re.UNICODE)
 SEARCH_POSTINGS = 1_000  # see SearchStorage.search
+# BM25 column weights: heading, text, identifier parts (storage/terms.py), document path.
+_WEIGHTS = "2.0, 1.0, 1.0, 3.0"
 
 
 class SearchStorage(Storage):
@@ -55,7 +58,7 @@ class SearchStorage(Storage):
             top: list[tuple[int, float]] = []
             for match in matches:
                 top = self.db.execute(
-                    "SELECT rowid, bm25(passages_fts, 2.0, 1.0) FROM passages_fts "
+                    f"SELECT rowid, bm25(passages_fts, {_WEIGHTS}) FROM passages_fts "
                     "WHERE passages_fts MATCH ? ORDER BY 2 LIMIT ?",
                     [match, limit],
                 ).fetchall()
@@ -134,9 +137,11 @@ def snippet(text: str, words: set[str], size: int = 24) -> str:
 
 
 def _fts_terms(text: str) -> tuple[list[str], list[str]]:
-    """(words, phrases) of free text as FTS5 sees them: words lower-cased like the
-    unicode61 tokenizer, compound identifiers as space-joined phrases."""
-    words = list(dict.fromkeys(_fold(w) for w in _FTS_WORD.findall(text)))
+    """(words, phrases) of free text as the index holds them: words lower-cased like the
+    unicode61 tokenizer plus identifier parts and joined runs (`terms.query_words`; the
+    ones the corpus lacks are dropped by their frequency), compound identifiers as
+    space-joined phrases."""
+    words = list(dict.fromkeys(_fold(w) for w in query_words(text)))
     phrases = list(
         dict.fromkeys(" ".join(_fold(w) for w in _FTS_WORD.findall(c)) for c in _FTS_COMPOUND.findall(text))
     )

@@ -268,13 +268,17 @@ def test_parent_with_enough_own_text_keeps_subsections_separate() -> None:
     assert [c.slug for c in doc.chunks] == ["p", "one"]
 
 
-def test_bare_heading_leads_its_first_subsection() -> None:
-    # "Cutoff times" is too big to merge into "DHL", which has no text of its own.
+def test_bare_heading_leads_its_first_subsection_and_names_it() -> None:
+    # "Cutoff times" is too big to merge into "DHL", which has no text of its own. The
+    # chunk starts at "# DHL", so it keeps the id the whole document had while it was small.
     cutoff = "## Cutoff times\n\n" + para(60, "alpha") + "\n" + para(60, "bravo")
     text = "# DHL\n\n" + cutoff + "\n## Pickup\n\n" + para(5)
     doc = chunk_document(text, "markdown", min_tokens=20, max_tokens=100)
+    small = chunk_document("# DHL\n\n## Cutoff times\n\n" + para(5) + "\n## Pickup\n\n" + para(5), "markdown",
+                           min_tokens=20, max_tokens=100)
+    assert [c.slug for c in small.chunks] == ["dhl"]
     assert [(c.slug, c.heading_path) for c in doc.chunks] == [
-        ("cutoff-times", ("DHL", "Cutoff times")),
+        ("dhl", ("DHL", "Cutoff times")),
         ("cutoff-times-part-2", ("DHL", "Cutoff times")),
         ("pickup", ("DHL", "Pickup")),
     ]
