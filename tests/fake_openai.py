@@ -8,6 +8,7 @@ passage ids and identifiers curator puts in it). Faults are injected on demand:
     server.fail("500")                               # server error
     server.fail("slow", seconds=2)                   # slower than the client's timeout
     server.fail("malformed") / ("truncated") / ("invalid") / ("refusal") / ("auth")
+    server.fail("not_json") / ("html")               # HTTP 200, but a cut-off body / a proxy's HTML page
     server.fail("malformed", times=None, match="faq.md#")  # always, for matching prompts
     server.json_schema = False                       # reject response_format json_schema
 
@@ -39,6 +40,14 @@ cactus dormouse eclipse falcon gecko hammock iris jackal kestrel lemur mistral n
 orchid puffin quince reindeer sparrow toucan urchin vulture wren yak alpaca badger
 coyote dingo egret ferret gopher heron ibis jaguar koala lynx marmot newt ocelot"""
 WORDS = _WORDS.split()
+
+
+@dataclass
+class RawBody:
+    """A reply body that is not the JSON a chat completion is (a proxy's page, a cut-off body)."""
+
+    data: bytes
+    content_type: str
 
 
 @dataclass
@@ -112,7 +121,7 @@ class FakeOpenAI:
 
     # ---- chat completions --------------------------------------------------------------
 
-    def chat(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, Any], dict[str, str]]:
+    def chat(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, Any] | RawBody, dict[str, str]]:
         """(status, JSON body, extra headers) for one chat completion request."""
         if self.latency:
             time.sleep(self.latency)
@@ -132,6 +141,10 @@ class FakeOpenAI:
             key = headers.get("api-key") or headers.get("authorization", "").removeprefix("Bearer ")
             # Real servers echo (part of) the key: curator must not let it through.
             return 401, _error(f"Incorrect API key provided: {key}.", "invalid_api_key"), {}
+        if kind == "not_json":
+            return 200, RawBody(b'{"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"ind', "application/json"), {}
+        if kind == "html":
+            return 200, RawBody(b"<html><body><h1>502 Bad Gateway</h1><p>nginx</p></body></html>", "text/html"), {}
         if kind == "slow":
             time.sleep(fault.seconds)
         answer = self.responder(body)
@@ -300,11 +313,12 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             pass
 
         def _send(self, status: int, body: Any, headers: dict[str, str] | None = None,
-                  raw: bytes | None = None) -> None:
+                  raw: bytes | None = None, content_type: str | None = None) -> None:
             data = raw if raw is not None else json.dumps(body).encode()
             try:
                 self.send_response(status)
-                self.send_header("content-type", "application/json" if raw is None else "application/octet-stream")
+                self.send_header("content-type", content_type or (
+                    "application/json" if raw is None else "application/octet-stream"))
                 self.send_header("content-length", str(len(data)))
                 for k, v in (headers or {}).items():
                     self.send_header(k, v)
@@ -340,7 +354,10 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             path, headers = self._record(body)
             if path.endswith("/chat/completions"):
                 status, payload, extra = fake.chat(body, headers)
-                self._send(status, payload, extra)
+                if isinstance(payload, RawBody):
+                    self._send(status, None, extra, raw=payload.data, content_type=payload.content_type)
+                else:
+                    self._send(status, payload, extra)
             elif path.endswith("/batches"):
                 self._send(200, fake.create_batch(body))
             else:

@@ -270,18 +270,25 @@ class ModelClient:
                 return None
             attempt += 1
             result.calls += 1
-            params = log_params(self.options, self.mode)
-            kwargs = request_body(self.options, task, messages, self.mode)
+            sent_mode = self.mode
+            params = log_params(self.options, sent_mode)
+            kwargs = request_body(self.options, task, messages, sent_mode)
             start = time.perf_counter()
             row: dict[str, Any] = {"attempt": attempt, "kind": kind}
             try:
                 # the body as built: `chat.completions.create` re-walks the schema per call
                 response = await self.client.post("/chat/completions", body=kwargs, cast_to=ChatCompletion)
-            except (openai.APIStatusError, openai.APIConnectionError) as exc:  # timeouts included
+                if not isinstance(response, ChatCompletion):  # a body that is not JSON, e.g. a proxy's page
+                    raise NotACompletion(str(response))
+            except (openai.APIStatusError, openai.APIConnectionError, openai.APIResponseValidationError,
+                    NotACompletion, ValueError) as exc:  # timeouts included; ValueError: a cut-off JSON body
                 self.budget.settle(estimate, 0.0)
                 row["latency_ms"] = (time.perf_counter() - start) * 1000
                 headers, status, retryable = None, None, True
-                if isinstance(exc, openai.APIStatusError):
+                if not isinstance(exc, (openai.APIStatusError, openai.APIConnectionError)):
+                    row["status_code"] = 200
+                    error = f"the server answered HTTP 200 with a body that is not a chat completion: {_excerpt(exc)}"
+                elif isinstance(exc, openai.APIStatusError):
                     headers, status = exc.response.headers, exc.status_code
                     row["status_code"] = status
                     retryable = status in (408, 429) or status >= 500
@@ -290,9 +297,12 @@ class ModelClient:
                     error = f"timed out after {self.options.timeout:g}s"
                 else:
                     error = f"could not connect to {self.client.base_url}: {self.redact(str(exc))}"
-                if status == 400 and self.auto and self.mode != "text" and _format_rejected(error):
+                if status == 400 and self.auto and sent_mode != "text" and _format_rejected(error):
                     self.log.write(task, params, **row, outcome="unsupported", error=error)
-                    self.mode = RESPONSE_FORMATS[RESPONSE_FORMATS.index(self.mode) + 1]
+                    # Step down once per refused format: under concurrency several calls
+                    # sent in the same mode come back refused, and only the first steps.
+                    if self.mode == sent_mode:
+                        self.mode = RESPONSE_FORMATS[RESPONSE_FORMATS.index(sent_mode) + 1]
                     messages = self._messages(task) + messages[2:]
                     attempt -= 1
                     continue
@@ -368,6 +378,18 @@ def request_body(options: ClientOptions, task: Task, messages: list[dict[str, st
     elif mode == "json_object":
         body["response_format"] = {"type": "json_object"}
     return body
+
+
+class NotACompletion(Exception):
+    """The server answered 200 with something that is not a chat completion."""
+
+
+def _excerpt(exc: Exception) -> str:
+    """The start of what came back instead of a completion (an HTML title, a cut-off
+    JSON body), on one line."""
+    body = getattr(exc, "body", None) or getattr(exc, "doc", None) or str(exc)
+    text = " ".join(str(body).split())
+    return text[:120] + ("..." if len(text) > 120 else "")
 
 
 def _error_text(exc: openai.APIStatusError) -> str:

@@ -184,6 +184,23 @@ def test_truncated_and_invalid_replies_get_one_repair(gws, fake_openai):
     assert "did not match the required JSON schema" in repair["body"]["messages"][3]["content"]
 
 
+@pytest.mark.parametrize("fault", ["not_json", "html"])
+def test_a_200_whose_body_is_not_a_completion_is_retried_then_recorded(gws, fake_openai, fault):
+    """A proxy's HTML page or a cut-off body with HTTP 200: retried like a server error;
+    when it persists the task fails with the reason, and every other task still ends."""
+    fake_openai.fail(fault, times=1, match="errors.md#")
+    fake_openai.fail(fault, times=None, match="limits.md#")
+    summary = run(gws, fake_openai, concurrency=2, max_retries=1)
+    rows = list(gws.db.query("SELECT passages, outcome, error FROM model_calls WHERE run_id = ?", [summary.run_id]))
+    errors_md = [r["outcome"] for r in rows if "errors.md#" in r["passages"]]
+    assert errors_md[:2] == ["retry", "ok"]
+    assert all("not a chat completion" in r["error"] for r in rows if r["outcome"] in ("retry", "error"))
+    failed = [f for f in summary.failures if "limits.md#limits" in f.passages]
+    assert failed and "not a chat completion" in failed[0].error
+    assert summary.tasks_not_run == 0  # every other task ran to its end
+    assert {r["status"] for r in task_rows(gws, summary.run_id)} <= {"ok", "cached", "failed"}
+
+
 def test_refusal_is_recorded_without_a_repair(gws, fake_openai):
     fake_openai.fail("refusal", times=None, match="errors.md#")
     summary = run(gws, fake_openai)
@@ -203,6 +220,18 @@ def test_falls_back_to_json_mode_when_json_schema_is_unsupported(gws, fake_opena
     assert formats[0] == "json_schema" and set(formats[1:]) == {"json_object"}
     # the schema travels in the prompt instead
     assert "JSON schema" in fake_openai.requests[1]["body"]["messages"][0]["content"]
+
+
+def test_refusals_in_flight_together_step_the_format_down_once(gws, fake_openai):
+    """Under concurrency, every call sent as json_schema comes back 400; only the first
+    refusal steps down, so nothing falls through to plain text."""
+    fake_openai.json_schema = False
+    fake_openai.latency = 0.05  # keep several calls in flight at once
+    summary = run(gws, fake_openai, concurrency=6)
+    assert summary.complete and summary.tasks_failed == 0
+    formats = [(r["body"].get("response_format") or {}).get("type") for r in fake_openai.requests]
+    assert formats.count("json_schema") > 1  # several were refused together
+    assert set(formats) == {"json_schema", "json_object"}
 
 
 def test_max_cost_stops_cleanly_and_needs_a_price(gws, fake_openai):
