@@ -381,3 +381,36 @@ def _line_hashes(cases: JsonLines, checkpoint: dict[str, Any] | None, trusted: i
         hashes = []
     sha1 = hashlib.sha1  # line_hash, inlined: 200k calls
     return hashes + [sha1(line).hexdigest()[:16] for line in cases.lines[len(hashes):]]
+
+
+def require_sound(ws: Workspace, names: list[str] | None = None) -> None:
+    """Refuse to build on a set that fails verify: raise CuratorError naming the first
+    problem (file:line) of the first failing set among `names` (every set if None). Uses
+    the checkpoint, so only lines after the last verified one are parsed in full."""
+    from curator.errors import CuratorError
+
+    for name in names if names is not None else ws.set_names():
+        qs = ws.question_set(name)
+        if not qs.exists():
+            continue
+        report = verify(qs)
+        problem = report.first_problem
+        if problem is not None:
+            raise CuratorError(
+                f"set {name!r} fails verify: {problem}",
+                "Run `curator verify` for every problem, fix them, or pass --no-verify to go ahead anyway.",
+            )
+        if report.scan is not None:
+            save_checkpoint(qs, report.scan)
+
+
+def repair(qs: QuestionSet) -> bool:
+    """Complete a write a crash interrupted (the `.pending.json` journal); True if there was one.
+    The journal's lines are appended as they were written, so they credit the reviewer who
+    made the decision."""
+    pending = qs.root / ".pending.json"
+    if not pending.exists():
+        return False
+    with qs.locked():
+        pass
+    return True
