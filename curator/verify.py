@@ -30,7 +30,7 @@ from pydantic import ValidationError
 from curator import __version__
 from curator._process import paused_gc
 from curator.appendonly import JsonLines, first_change, is_subsequence, write_durably
-from curator.freeze import check_freezes
+from curator.freeze import FREEZES, check_freezes
 from curator.githistory import check_appended, file_history
 from curator.models import Case, ChangeEntry, utcnow, validation_problems
 from curator.problems import Problem
@@ -281,10 +281,10 @@ def _check_appended(
 ) -> None:
     """The append-only rule: against git when the set is in a repository with commits of
     its files (curator.githistory), else against the local checkpoint."""
-    history = file_history(qs.root, [cases.path.name, changelog.path.name])
+    history = file_history(qs.root, [cases.path.name, changelog.path.name, FREEZES])
     if history is not None and history.head:
         report.history = f"checked against {history.commits} commit(s)"
-        for file in (cases, changelog):
+        for file in (cases, changelog, JsonLines.read(qs.root / FREEZES)):
             report.problems.extend(check_appended(history, file.path.name, file.path, file.lines))
         report.notes.append(f"append-only: {report.history}")
         return

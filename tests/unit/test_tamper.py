@@ -264,3 +264,69 @@ def test_a_pending_journal_fails_verify_until_repaired(clone: Path) -> None:
     assert "completed the interrupted write" in repaired.stdout
     assert not (clone / SET / ".pending.json").exists()
     assert json.loads(_lines(clone / SET / "changelog.jsonl")[-1])["reviewer"] == "erin"
+
+
+@pytest.fixture
+def frozen_clone(origin: Path, tmp_path: Path) -> Path:
+    work = tmp_path / "frozen-work"
+    git(origin, "clone", "-q", str(origin), str(work))
+    made = subprocess.run([CURATOR, "export", "--freeze", "regression", "--all"], cwd=work, capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "freeze")
+    fresh = tmp_path / "frozen-clone"
+    git(work, "clone", "-q", str(work), str(fresh))
+    assert verify(fresh).returncode == 0, verify(fresh).stderr
+    return fresh
+
+
+def _manifest(root: Path) -> Path:
+    (path,) = sorted((root / SET / "frozen").glob("*.json"))
+    return path
+
+
+def _rehash(manifest_path: Path, frozen: Path) -> None:
+    import hashlib
+
+    from curator.appendonly import line_hash
+
+    manifest = json.loads(manifest_path.read_text())
+    body = frozen.read_bytes()
+    manifest["sha256"] = hashlib.sha256(body).hexdigest()
+    manifest["line_hashes"] = [line_hash(line) for line in body.split(b"\n")[:-1]]
+    manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
+
+
+def test_fresh_clone_catches_a_deleted_freeze(frozen_clone: Path) -> None:
+    manifest = _manifest(frozen_clone)
+    (manifest.parent / json.loads(manifest.read_text())["file"]).unlink()
+    manifest.unlink()
+    _assert_caught(verify(frozen_clone), "freezes.jsonl", 1)
+
+
+def test_fresh_clone_catches_a_deleted_frozen_folder(frozen_clone: Path) -> None:
+    shutil.rmtree(frozen_clone / SET / "frozen")
+    _assert_caught(verify(frozen_clone), "freezes.jsonl", 1)
+
+
+def test_fresh_clone_catches_an_edited_manifest_count(frozen_clone: Path) -> None:
+    path = _manifest(frozen_clone)
+    manifest = json.loads(path.read_text())
+    manifest["cases"] += 1
+    path.write_text(json.dumps(manifest, indent=1) + "\n")
+    result = verify(frozen_clone)
+    assert result.returncode == 1 and "the frozen file has" in result.stderr.replace("\n", "")
+    _assert_caught(result, "freezes.jsonl", 1)  # the manifest changed since it was recorded
+
+
+def test_fresh_clone_catches_an_edited_frozen_file_with_hashes_recomputed(frozen_clone: Path) -> None:
+    manifest = _manifest(frozen_clone)
+    frozen = manifest.parent / json.loads(manifest.read_text())["file"]
+    _edit_file = frozen.read_bytes().split(b"\n")
+    case = json.loads(_edit_file[1])
+    case["query"] += " (edited)"
+    _edit_file[1] = json.dumps(case, separators=(",", ":")).encode()
+    frozen.write_bytes(b"\n".join(_edit_file))
+    _rehash(manifest, frozen)
+    result = verify(frozen_clone)
+    _assert_caught(result, frozen.name, 2)
