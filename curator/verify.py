@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import subprocess
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -343,7 +344,7 @@ def save_checkpoint(qs: QuestionSet, scan: SetScan) -> dict[str, Any] | None:
     changes, changes_digest = scan.changelog.digest()
     record = {
         "at": utcnow(), "curator": __version__, "lines": count, "sha256": digest, "line_hashes": scan.line_hashes,
-        "changelog_lines": changes, "changelog_sha256": changes_digest,
+        "changelog_lines": changes, "changelog_sha256": changes_digest, "seal": _seal(qs),
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     write_durably(path, json.dumps(record))
@@ -393,6 +394,8 @@ def require_sound(ws: Workspace, names: list[str] | None = None) -> None:
         qs = ws.question_set(name)
         if not qs.exists():
             continue
+        if _unchanged(qs):
+            continue
         report = verify(qs)
         problem = report.first_problem
         if problem is not None:
@@ -414,3 +417,37 @@ def repair(qs: QuestionSet) -> bool:
     with qs.locked():
         pass
     return True
+
+
+def _seal(qs: QuestionSet) -> dict[str, Any]:
+    """What else a passing verify depended on: the git HEAD, freezes.jsonl and frozen/."""
+    from curator.freeze import FREEZES, FROZEN_DIR, git
+
+    try:
+        head = git(qs.root, "rev-parse", "--verify", "--quiet", "HEAD").strip()
+    except (OSError, subprocess.CalledProcessError):
+        head = ""
+    frozen = qs.root / FROZEN_DIR
+    listing = sorted(
+        (p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in frozen.iterdir()
+    ) if frozen.is_dir() else []
+    freezes = qs.root / FREEZES
+    return {
+        "head": head, "frozen": [list(item) for item in listing],
+        "freezes": hashlib.sha256(freezes.read_bytes()).hexdigest() if freezes.exists() else "",
+        "pending": (qs.root / ".pending.json").exists(),
+    }
+
+
+def _unchanged(qs: QuestionSet) -> bool:
+    """The gate's fast path: the set's files are byte for byte what the last passing verify
+    (its checkpoint) saw, and so are HEAD and the freezes. Costs one read and hash of each file."""
+    checkpoint = load_checkpoint(qs)
+    if not checkpoint or checkpoint.get("curator") != __version__ or "seal" not in checkpoint:
+        return False
+    for path, lines_key, sha_key in ((qs.cases_path, "lines", "sha256"),
+                                     (qs.changelog_path, "changelog_lines", "changelog_sha256")):
+        data = path.read_bytes() if path.exists() else b""
+        if hashlib.sha256(data).hexdigest() != checkpoint[sha_key] or data.count(b"\n") != checkpoint[lines_key]:
+            return False
+    return bool(_seal(qs) == checkpoint["seal"])

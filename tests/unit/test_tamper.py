@@ -330,3 +330,12 @@ def test_fresh_clone_catches_an_edited_frozen_file_with_hashes_recomputed(frozen
     _rehash(manifest, frozen)
     result = verify(frozen_clone)
     _assert_caught(result, frozen.name, 2)
+
+
+def test_the_gate_fast_path_never_hides_a_later_tamper(clone: Path, tmp_path: Path) -> None:
+    out = tmp_path / "q.json"
+    args = [CURATOR, "export", "-f", "ranx", "-o", str(out)]
+    assert subprocess.run(args, cwd=clone, capture_output=True).returncode == 0  # records the checkpoint
+    _edit(clone, "cases.jsonl", swap_label)
+    refused = subprocess.run(args, cwd=clone, capture_output=True, text=True)
+    assert refused.returncode == 1 and "cases.jsonl:2" in refused.stderr
