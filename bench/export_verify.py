@@ -152,9 +152,30 @@ def _new_case(rng: random.Random, n: int, at: str):
     )
 
 
+def gate_cost(repeats: int = 5) -> float:
+    """Median seconds of `require_sound` (the gate export/score/... run first) on the 50k
+    set after a passing verify recorded its checkpoint: only lines after it are parsed."""
+    import time
+
+    from curator.verify import require_sound
+    from curator.workspace import Workspace
+
+    ws = Workspace.open(WS)
+    require_sound(ws, ["main"])  # records the checkpoint, as a passing verify does
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        require_sound(ws, ["main"])
+        times.append(time.perf_counter() - start)
+    return median(times)
+
+
 def main() -> int:
     need_shared()
     generate()
+    if "--gate" in sys.argv:
+        print(f"verify gate on {CASES:,} cases (checkpoint present): {gate_cost():.3f} s median (bound 0.5 s)")
+        return 0
     OUT.mkdir(exist_ok=True)
     cases_path = WS / "datasets" / "main" / "cases.jsonl"
     changelog = WS / "datasets" / "main" / "changelog.jsonl"

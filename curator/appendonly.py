@@ -167,12 +167,16 @@ class JsonLines:
     lines: list[bytes]
     torn: bool
     _digests: dict[int, str] = field(default_factory=dict, repr=False)
+    bad_bytes: list[tuple[int, str]] = field(default_factory=list)  # (line, what): see byte_problems
 
     @classmethod
     def read(cls, path: Path) -> JsonLines:
         data = path.read_bytes() if path.exists() else b""
-        blob = _as_read(data[: data.rfind(b"\n") + 1])
-        return cls(path, blob, blob.split(b"\n")[:-1], bool(data) and not data.endswith(b"\n"))
+        whole = data[: data.rfind(b"\n") + 1]
+        blob = _as_read(whole)
+        file = cls(path, blob, blob.split(b"\n")[:-1], bool(data) and not data.endswith(b"\n"))
+        file.bad_bytes = byte_problems(whole)
+        return file
 
     @property
     def count(self) -> int:
@@ -185,6 +189,29 @@ class JsonLines:
             end = len(self.blob) if count == self.count else sum(len(line) + 1 for line in self.lines[:count])
             self._digests[count] = hashlib.sha256(memoryview(self.blob)[:end]).hexdigest()
         return count, self._digests[count]
+
+
+def byte_problems(data: bytes) -> list[tuple[int, str]]:
+    """(line number, what) for each byte-level fault: a BOM, CRLF line ends, NUL bytes,
+    invalid UTF-8. curator writes none of these; a reader would see other bytes than git.
+    A clean ASCII file costs three scans."""
+    if data.isascii() and b"\r" not in data and b"\0" not in data:
+        return []
+    found: list[tuple[int, str]] = []
+    if data.startswith(b"\xef\xbb\xbf"):
+        found.append((1, "starts with a byte-order mark (BOM); curator files are plain UTF-8"))
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if line.endswith(b"\r"):
+            found.append((number, "CRLF line end; curator files use LF only (was the file rewritten?)"))
+        column = line.find(b"\0") + 1
+        if column:
+            found.append((number, f"NUL byte at column {column}"))
+        if not line.isascii():
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                found.append((number, f"invalid UTF-8 at byte {exc.start + 1} of the line"))
+    return found
 
 
 def _as_read(blob: bytes) -> bytes:

@@ -26,6 +26,7 @@ from curator import __version__
 from curator._process import paused_gc
 from curator.appendonly import (
     JsonLines,
+    append_line,
     create_once,
     file_sha256,
     first_change,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 
 MANIFEST_FORMAT = "curator-freeze/1"
 FROZEN_DIR = "frozen"
+FREEZES = "freezes.jsonl"  # in the set folder: one line per freeze, append-only like cases.jsonl
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 
@@ -184,6 +186,9 @@ def freeze(
         create_once(frozen_path, body)
         manifest_path = folder / f"{stem}.json"
         create_once(manifest_path, json.dumps(manifest, indent=1) + "\n")
+        record = {"manifest": manifest_path.name, "sha256": file_sha256(manifest_path), "cases": len(chosen),
+                  "created_at": manifest["created_at"]}
+        append_line(qs.root / FREEZES, json.dumps(record, separators=(",", ":")))
     return FreezeResult(name, frozen_path, manifest_path, manifest, carried_retired, carried_untagged)
 
 
@@ -289,7 +294,8 @@ def check_freezes(
     infos: list[FreezeInfo] = []
     notes: list[str] = []
     listed = manifests(qs)
-    if not listed and not folder.is_dir():
+    records = _freeze_records(qs)
+    if not listed and not folder.is_dir() and not records:
         return infos, notes
     file = cases or JsonLines.read(qs.cases_path)
     if line_hashes is None:
@@ -308,6 +314,7 @@ def check_freezes(
         claimed.add(manifest["file"])
         merged |= _check_one(qs, path, manifest, (file, line_hashes, query_ids), info, by_name.get(manifest["name"], []))
         by_name.setdefault(manifest["name"], []).append((path, manifest))
+    _check_records(qs, records, infos)
     for orphan in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
         if orphan.name not in claimed:
             problem = Problem(
@@ -361,6 +368,10 @@ def _check_one(
             index, verb = first_change(old, hashes)
             message = f"line {index} as of freeze {path.name} was {verb}; cases.jsonl is append-only"
             problems.append(Problem(str(qs.cases_path), index, message))
+    # 3b. Its counts are recomputed from the frozen file, and each frozen line is a case
+    #     revision of cases.jsonl (byte for byte, or the same record).
+    if frozen.is_file():
+        _check_counts(qs, path, manifest, frozen, set(hashes), file, problems)
     # 4. A later freeze never drops what an earlier one of the same name held.
     held = set(manifest["query_ids"])
     for earlier_path, earlier_manifest in earlier:
@@ -403,3 +414,75 @@ def list_freezes(ws: Workspace, set_name: str | None = None) -> list[FreezeInfo]
     """Every freeze of a set, oldest first, each with its verify status."""
     qs = ws.existing_set(set_name)
     return check_freezes(qs)[0]
+
+
+def _freeze_records(qs: QuestionSet) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, record) of each line of the set's freezes.jsonl."""
+    path = qs.root / FREEZES
+    out = []
+    for number, line in enumerate(JsonLines.read(path).lines, start=1):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = {}
+        out.append((number, record if isinstance(record, dict) else {}))
+    return out
+
+
+def _check_records(qs: QuestionSet, records: list[tuple[int, dict[str, Any]]], infos: list[FreezeInfo]) -> None:
+    """Every freeze freezes.jsonl records still has its manifest, unchanged, and its file:
+    deleting the newest freeze, any freeze or frozen/ is caught."""
+    where = str(qs.root / FREEZES)
+    folder = qs.root / FROZEN_DIR
+    problems: list[Problem] = []
+    for number, record in records:
+        name = record.get("manifest")
+        if not isinstance(name, str) or "sha256" not in record:
+            problems.append(Problem(where, number, "not a freeze record (expected manifest and sha256)"))
+            continue
+        path = folder / name
+        if not path.is_file():
+            problems.append(Problem(where, number, f"the freeze {name} recorded here is missing from {folder}"))
+        elif file_sha256(path) != record["sha256"]:
+            problems.append(Problem(where, number, f"the manifest {name} changed since it was recorded here"))
+    if problems:
+        infos.append(FreezeInfo(qs.root / FREEZES, None, problems))
+
+
+def _check_counts(
+    qs: QuestionSet, path: Path, manifest: dict[str, Any], frozen: Path, case_hashes: set[str],
+    cases: JsonLines, problems: list[Problem],
+) -> None:
+    file = JsonLines.read(frozen)
+    slices: Counter[str] = Counter()
+    by_key: dict[tuple[str, int], bytes] | None = None
+    for number, line in enumerate(file.lines, start=1):
+        try:
+            case = Case.model_validate_json(line)
+        except ValueError:
+            problems.append(Problem(str(frozen), number, "not a valid case"))
+            continue
+        slices[case.slice] += 1
+        if line_hash(line) in case_hashes:
+            continue
+        if by_key is None:
+            by_key = {}
+            for raw in cases.lines:
+                match = re.match(rb'^\{"query_id":"([a-z0-9-]+)","rev":([0-9]+),', raw)
+                if match:
+                    by_key[(match.group(1).decode(), int(match.group(2)))] = raw
+        original = by_key.get((case.query_id, case.rev))
+        same = False
+        if original is not None:
+            try:
+                same = Case.model_validate_json(original) == case
+            except ValueError:
+                same = False
+        if not same:
+            problems.append(Problem(
+                str(frozen), number, f"{case.query_id} rev {case.rev} is not that case revision of {qs.cases_path}"
+            ))
+    if manifest.get("cases") != file.count:
+        problems.append(Problem(str(path), None, f"says {manifest.get('cases')} cases; the frozen file has {file.count}"))
+    if manifest.get("count_per_slice") != dict(sorted(slices.items())):
+        problems.append(Problem(str(path), None, "count_per_slice does not match the frozen file"))

@@ -35,6 +35,7 @@ def summary(ws: Workspace) -> dict[str, Any]:
             "slices": slices,
             "problems": [str(p) for p in result.problems] + [s.describe() for s in stale],
             "stale_labels": [s.to_dict() for s in stale],
+            "verify": _verify_state(ws, name),
         }
     return {
         "workspace": str(ws.root),
@@ -43,3 +44,12 @@ def summary(ws: Workspace) -> dict[str, Any]:
         "default_set": ws.config.default_set,
         "sets": sets,
     }
+
+
+def _verify_state(ws: Workspace, name: str) -> dict[str, Any]:
+    """Whether the set passes verify, and its first problem (file:line) if not."""
+    from curator.verify import verify
+
+    report = verify(ws.question_set(name))
+    problem = report.first_problem
+    return {"ok": problem is None, "first_problem": str(problem) if problem else None, "append_only": report.history}

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import subprocess
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -30,10 +31,20 @@ from pydantic import ValidationError
 from curator import __version__
 from curator._process import paused_gc
 from curator.appendonly import JsonLines, first_change, is_subsequence, write_durably
-from curator.freeze import check_freezes
+from curator.freeze import FREEZES, check_freezes
+from curator.githistory import check_appended, file_history
 from curator.models import Case, ChangeEntry, utcnow, validation_problems
 from curator.problems import Problem
 from curator.questionset import QuestionSet
+from curator.setchecks import (
+    Duplicate,
+    check_actions,
+    check_bytes,
+    check_candidates,
+    check_conflicts,
+    check_pending,
+    check_slices,
+)
 
 if TYPE_CHECKING:
     from curator.workspace import Workspace
@@ -63,6 +74,14 @@ class VerifyReport:
     unknown_ids: dict[str, list[str]] = field(default_factory=dict)  # passage id -> query_ids
     notes: list[str] = field(default_factory=list)
     scan: SetScan | None = field(default=None, repr=False)  # what verify read (None if no set)
+    history: str = "not checked: no history"  # what the append-only check rested on
+    duplicates: list[Duplicate] = field(default_factory=list, repr=False)
+    latest_cases: dict[str, Case] = field(default_factory=dict, repr=False)  # checked here, by query_id
+    latest_lines: dict[int, str] = field(default_factory=dict, repr=False)  # line number -> query_id
+
+    @property
+    def first_problem(self) -> Problem | None:
+        return next((p for p in self.problems if p.fatal), None)
 
     @property
     def ok(self) -> bool:
@@ -78,6 +97,7 @@ class VerifyReport:
             "problems": [asdict(p) for p in self.problems],
             "unknown_passage_ids": self.unknown_ids,
             "notes": self.notes,
+            "append_only": self.history,
         }
 
 
@@ -108,14 +128,23 @@ def verify(qs: QuestionSet, *, known_ids: KnownIds | None = None, strict: bool =
         return report
     checkpoint = load_checkpoint(qs)
     cases, changelog = JsonLines.read(qs.cases_path), JsonLines.read(qs.changelog_path)
+    check_pending(report.problems, qs.root / ".pending.json")
+    check_bytes(report.problems, cases)
+    check_bytes(report.problems, changelog)
     trusted = _trusted_keys(checkpoint, cases, "lines", "sha256", _KEY)
     hashes = _line_hashes(cases, checkpoint, len(trusted))
     case_keys, latest = _check_cases(report, cases, trusted)
-    change_keys = _check_changelog(report, changelog, _trusted_keys(
-        checkpoint, changelog, "changelog_lines", "changelog_sha256", _CHANGE_KEY))
+    change_trusted = _trusted_keys(checkpoint, changelog, "changelog_lines", "changelog_sha256", _CHANGE_KEY)
+    change_keys = _check_changelog(report, changelog, change_trusted)
     _check_pairing(report, str(qs.cases_path), str(qs.changelog_path), case_keys, change_keys)
+    retired = {key: line_retired(cases.lines[i]) for i, key in enumerate(case_keys) if key and i >= len(trusted)}
+    check_actions(report.problems, str(qs.changelog_path), changelog, len(change_trusted), retired)
+    check_conflicts(report.problems, str(qs.cases_path), report.duplicates, changelog)
+    lines_of = {query_id: number for number, query_id in report.latest_lines.items()}
+    check_candidates(report.problems, str(qs.cases_path), report.latest_cases, lines_of)
+    check_slices(report.problems, str(qs.cases_path), report.latest_cases, lines_of)
     _check_labels(report, str(qs.cases_path), latest, known_ids, strict)
-    _check_history(report, checkpoint, cases, hashes)
+    _check_appended(report, qs, checkpoint, cases, changelog, hashes)
     report.scan = SetScan(cases, changelog, hashes, set(latest))
     infos, notes = check_freezes(qs, cases, line_hashes=hashes, query_ids=report.scan.query_ids)
     for info in infos:
@@ -140,6 +169,7 @@ def _check_cases(
     labels: dict[str, Labels] = {}  # query_id -> labels of its latest valid line checked here
     latest: dict[str, int] = {}  # query_id -> index of its latest valid line
     last_rev: dict[str, int] = {}
+    seen_at: dict[Key, int] = {}  # (query_id, rev) -> its first line number
     validate = Case.__pydantic_validator__.validate_json  # Case.model_validate_json, minus a call
     for index, line in enumerate(cases.lines):
         if index < len(trusted):
@@ -153,10 +183,14 @@ def _check_cases(
                 continue
             query_id, rev = case.query_id, case.rev
             labels[query_id] = (case.status, [rel.id for rel in case.relevant])
+            report.latest_cases[query_id] = case
         keys.append((query_id, rev))
         latest[query_id] = index
         previous = last_rev.get(query_id, 0)
-        if rev != previous + 1:
+        first = seen_at.setdefault((query_id, rev), index + 1)
+        if first != index + 1:  # a second line with this rev: a merge conflict, reported as one
+            report.duplicates.append(Duplicate(query_id, rev, first, index + 1))
+        elif rev != previous + 1:
             report.problems.append(Problem(path, index + 1, f"{query_id}: rev {rev} where {previous + 1} was expected"))
         if rev > previous:
             last_rev[query_id] = rev
@@ -174,6 +208,8 @@ def _check_cases(
                 report.problems.append(Problem(path, index + 1, f"not a valid case: {validation_problems(exc, 'record')}"))
                 continue
             labels[query_id] = (case.status, [rel.id for rel in case.relevant])
+            report.latest_cases[query_id] = case
+    report.latest_lines = {index + 1: query_id for query_id, index in latest.items()}
     return keys, {query_id: labels[query_id] for query_id in latest if query_id in labels}
 
 
@@ -239,6 +275,29 @@ def _check_labels(
         )
 
 
+def line_retired(line: bytes) -> bool:
+    return b'"status":"retired"' in line
+
+
+def _check_appended(
+    report: VerifyReport, qs: QuestionSet, checkpoint: dict[str, Any] | None,
+    cases: JsonLines, changelog: JsonLines, hashes: list[str],
+) -> None:
+    """The append-only rule: against git when the set is in a repository with commits of
+    its files (curator.githistory), else against the local checkpoint."""
+    history = file_history(qs.root, [cases.path.name, changelog.path.name, FREEZES])
+    if history is not None and history.head:
+        report.history = f"checked against {history.commits} commit(s)"
+        for file in (cases, changelog, JsonLines.read(qs.root / FREEZES)):
+            report.problems.extend(check_appended(history, file.path.name, file.path, file.lines))
+        report.notes.append(f"append-only: {report.history}")
+        return
+    if checkpoint:
+        report.history = "checked against the local checkpoint"
+    _check_history(report, checkpoint, cases, hashes)
+    report.notes.append(f"append-only: {report.history}")
+
+
 def _check_history(
     report: VerifyReport, checkpoint: dict[str, Any] | None, cases: JsonLines, hashes: list[str]
 ) -> None:
@@ -288,7 +347,7 @@ def save_checkpoint(qs: QuestionSet, scan: SetScan) -> dict[str, Any] | None:
     changes, changes_digest = scan.changelog.digest()
     record = {
         "at": utcnow(), "curator": __version__, "lines": count, "sha256": digest, "line_hashes": scan.line_hashes,
-        "changelog_lines": changes, "changelog_sha256": changes_digest,
+        "changelog_lines": changes, "changelog_sha256": changes_digest, "seal": _seal(qs),
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     write_durably(path, json.dumps(record))
@@ -326,3 +385,72 @@ def _line_hashes(cases: JsonLines, checkpoint: dict[str, Any] | None, trusted: i
         hashes = []
     sha1 = hashlib.sha1  # line_hash, inlined: 200k calls
     return hashes + [sha1(line).hexdigest()[:16] for line in cases.lines[len(hashes):]]
+
+
+def require_sound(ws: Workspace, names: list[str] | None = None) -> None:
+    """Refuse to build on a set that fails verify: raise CuratorError naming the first
+    problem (file:line) of the first failing set among `names` (every set if None). Uses
+    the checkpoint, so only lines after the last verified one are parsed in full."""
+    from curator.errors import CuratorError
+
+    for name in names if names is not None else ws.set_names():
+        qs = ws.question_set(name)
+        if not qs.exists():
+            continue
+        if _unchanged(qs):
+            continue
+        report = verify(qs)
+        problem = report.first_problem
+        if problem is not None:
+            raise CuratorError(
+                f"set {name!r} fails verify: {problem}",
+                "Run `curator verify` for every problem, fix them, or pass --no-verify to go ahead anyway.",
+            )
+        if report.scan is not None:
+            save_checkpoint(qs, report.scan)
+
+
+def repair(qs: QuestionSet) -> bool:
+    """Complete a write a crash interrupted (the `.pending.json` journal); True if there was one.
+    The journal's lines are appended as they were written, so they credit the reviewer who
+    made the decision."""
+    pending = qs.root / ".pending.json"
+    if not pending.exists():
+        return False
+    with qs.locked():
+        pass
+    return True
+
+
+def _seal(qs: QuestionSet) -> dict[str, Any]:
+    """What else a passing verify depended on: the git HEAD, freezes.jsonl and frozen/."""
+    from curator.freeze import FREEZES, FROZEN_DIR, git
+
+    try:
+        head = git(qs.root, "rev-parse", "--verify", "--quiet", "HEAD").strip()
+    except (OSError, subprocess.CalledProcessError):
+        head = ""
+    frozen = qs.root / FROZEN_DIR
+    listing = sorted(
+        (p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in frozen.iterdir()
+    ) if frozen.is_dir() else []
+    freezes = qs.root / FREEZES
+    return {
+        "head": head, "frozen": [list(item) for item in listing],
+        "freezes": hashlib.sha256(freezes.read_bytes()).hexdigest() if freezes.exists() else "",
+        "pending": (qs.root / ".pending.json").exists(),
+    }
+
+
+def _unchanged(qs: QuestionSet) -> bool:
+    """The gate's fast path: the set's files are byte for byte what the last passing verify
+    (its checkpoint) saw, and so are HEAD and the freezes. Costs one read and hash of each file."""
+    checkpoint = load_checkpoint(qs)
+    if not checkpoint or checkpoint.get("curator") != __version__ or "seal" not in checkpoint:
+        return False
+    for path, lines_key, sha_key in ((qs.cases_path, "lines", "sha256"),
+                                     (qs.changelog_path, "changelog_lines", "changelog_sha256")):
+        data = path.read_bytes() if path.exists() else b""
+        if hashlib.sha256(data).hexdigest() != checkpoint[sha_key] or data.count(b"\n") != checkpoint[lines_key]:
+            return False
+    return bool(_seal(qs) == checkpoint["seal"])

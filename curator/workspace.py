@@ -48,6 +48,7 @@ GITATTRIBUTES = """\
 # accepts a union merge (each side's lines keep their order after the shared prefix).
 datasets/*/cases.jsonl merge=union
 datasets/*/changelog.jsonl merge=union
+datasets/*/freezes.jsonl merge=union
 """
 
 

@@ -9,6 +9,7 @@ import click
 from rich.markup import escape
 
 from curator.cli.main import cli, console, err_console, json_option, pass_ws, print_json, rel
+from curator.cli.sets import check_sets, no_verify_option
 from curator.errors import EXIT_FAILED, EXIT_PARTIAL
 
 if TYPE_CHECKING:
@@ -31,12 +32,13 @@ FORMATS = ("jsonl", "beir", "trec", "ranx", "ir_measures")
               help="Freeze the active cases with this tag (usually `regression`) instead of exporting.")
 @click.option("--name", help="Freeze name (default: the tag); earlier freezes of this name are kept.")
 @click.option("--all", "all_active", is_flag=True, help="With --freeze: every active case, whatever its tags.")
+@no_verify_option
 @json_option
 @pass_ws
 def export(
     ws: Workspace, set_name: str | None, fmt: str | None, out: str | None, slices: tuple[str, ...],
     tags: tuple[str, ...], status: str, as_of: str | None, with_corpus: bool, freeze_tag: str | None,
-    name: str | None, all_active: bool, as_json: bool,
+    name: str | None, all_active: bool, no_verify: bool, as_json: bool,
 ) -> None:
     """Export a question set for other evaluators, or freeze its regression subset.
 
@@ -51,6 +53,7 @@ def export(
         curator export --freeze regression          # frozen/regression-<YYYYMMDD>.jsonl
         curator export --freeze regression --all --name everything
     """
+    check_sets(ws, [ws.existing_set(set_name).name], no_verify)
     if freeze_tag or all_active or name:
         if not freeze_tag:
             raise click.UsageError("--name and --all only go with --freeze TAG")

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from curator.cli.main import cli, console, err_console, json_option, pass_ws, print_json
+from curator.cli.sets import check_sets, no_verify_option  # the verify gate (issue 19)
 from curator.errors import EXIT_FAILED, EXIT_PARTIAL
 
 if TYPE_CHECKING:
@@ -62,9 +63,10 @@ if TYPE_CHECKING:
               help="Drop questions this similar (rapidfuzz 0-100) to an existing one "
                    "([generate] duplicate_similarity, 90).")
 @json_option
+@no_verify_option
 @pass_ws
 def generate_cmd(ws: Workspace, slices: tuple[str, ...], only: tuple[str, ...], list_batches: bool, no_wait: bool,
-                 as_json: bool, **options: Any) -> None:
+                 as_json: bool, no_verify: bool, **options: Any) -> None:
     """Generate candidate questions for every slice and queue them for review.
 
     Draws passages stratified across documents (skipping ones that candidates or cases
@@ -83,6 +85,7 @@ def generate_cmd(ws: Workspace, slices: tuple[str, ...], only: tuple[str, ...], 
         curator generate --backend identifiers -n 40     # offline, no model
         curator generate -n 5000 --batch --no-wait && curator generate --resume-batch ID
     """
+    check_sets(ws, None, no_verify or list_batches)  # de-duplication reads every set
     from curator.generate import generate
     from curator.generate.batch import list_batches as batches
 

@@ -23,6 +23,7 @@ from rich.progress import (
 from rich.table import Table
 
 from curator.cli.main import cli, console, err_console, json_option, pass_ws, print_json
+from curator.cli.sets import check_sets, no_verify_option  # the verify gate (issue 19)
 from curator.errors import EXIT_PARTIAL, CuratorError
 
 if TYPE_CHECKING:
@@ -77,14 +78,16 @@ def _pairs(values: tuple[str, ...]) -> dict[str, str]:
               help="Who reads JSON Lines and Parquet: DuckDB (fast), the python readers, or auto "
                    "(DuckDB where the input allows) [logs.engine, default auto].")
 @json_option
+@no_verify_option
 @pass_ws
 def import_logs_cmd(ws: Workspace, paths: tuple[str, ...], fmt: str, query_field: str | None,
                     count_field: str | None, time_field: str | None, user_field: str | None,
                     hits_field: str | None, clicks_field: str | None, param: str | None, since: str | None,
                     until: str | None, similarity: float | None, min_count: int | None,
                     min_length: int | None, max_length: int | None, noise: tuple[str, ...],
-                    redact: tuple[str, ...], redact_names: str | None, sample: str | None, limit: int | None, seed: int | None,
-                    dry_run: bool, force: bool, engine: str | None, as_json: bool) -> None:
+                    redact: tuple[str, ...], redact_names: str | None, sample: str | None, limit: int | None,
+                    seed: int | None, dry_run: bool, force: bool, engine: str | None, as_json: bool,
+                    no_verify: bool) -> None:
     """Mine real queries from search logs into the review queue.
 
     Reads JSON Lines (any field, auto-detected), CSV/TSV with a header, plain text
@@ -107,6 +110,7 @@ def import_logs_cmd(ws: Workspace, paths: tuple[str, ...], fmt: str, query_field
         curator import-logs lake/queries.parquet --count-field n --engine duckdb
         zcat search.jsonl.gz | curator import-logs - --format jsonl --json
     """
+    check_sets(ws, None, no_verify)  # de-duplication against every set
     from curator.logs import ImportOptions, import_logs
 
     options = ImportOptions(

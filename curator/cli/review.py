@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from curator.cli.main import cli, pass_ws
+from curator.cli.sets import check_sets, no_verify_option  # the verify gate (issue 19)
 from curator.errors import CuratorError
 
 if TYPE_CHECKING:
@@ -20,8 +21,10 @@ if TYPE_CHECKING:
               help="Which candidates to review.")
 @click.option("--slice", "slice_name", help="Only candidates suggested for this slice.")
 @click.option("--reviewer", help="Your name in the files (default: [reviewer] or $USER).")
+@no_verify_option
 @pass_ws
-def review(ws: Workspace, set_name: str | None, source: str, slice_name: str | None, reviewer: str | None) -> None:
+def review(ws: Workspace, set_name: str | None, source: str, slice_name: str | None, reviewer: str | None,
+           no_verify: bool) -> None:
     """Review candidates one card at a time: keep, bin or skip; label passages and slices.
 
     Every decision is written before the next card shows. Press ? in the app for every
@@ -37,6 +40,7 @@ def review(ws: Workspace, set_name: str | None, source: str, slice_name: str | N
             "curator review needs an interactive terminal (stdin and stdout are not a TTY).",
             "Run it in a terminal; `curator status` shows the queue without one.",
         )
+    check_sets(ws, [set_name or ws.config.default_set], no_verify)
     from curator.tui.app import ReviewApp  # textual only now: the other commands start fast
 
     app = ReviewApp(ws, set_name=set_name, source=source, slice=slice_name, reviewer=reviewer)

@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from curator.cli.main import cli, console, err_console, json_option, pass_ws, print_json, rel
+from curator.cli.sets import check_sets, no_verify_option  # the verify gate (issue 19)
 from curator.errors import EXIT_FAILED, EXIT_PARTIAL
 
 if TYPE_CHECKING:
@@ -47,10 +48,11 @@ def _fmt(value: Any) -> str:
 @click.option("--rescore", "rescore_ref", metavar="RUN_ARTEFACT",
               help="Recompute a stored run with the set's current labels (no retriever); see docs/triage.md.")
 @json_option
+@no_verify_option
 @pass_ws
 def score(ws: Workspace, run: str | None, set_name: str | None, k: int | None, label: str | None, fmt: str | None,
           rel_level: int | None, negative_threshold: float | None, gate_flags: tuple[str, ...], no_gates: bool,
-          no_write: bool, worst: int, rescore_ref: str | None, as_json: bool) -> None:
+          no_write: bool, worst: int, rescore_ref: str | None, as_json: bool, no_verify: bool) -> None:
     """Score a retriever's run against a question set, store the artefact, check gates.
 
     RUN is JSONL (`{"query_id", "results": [{"id", "score", "revision"}], "latency_ms"}`),
@@ -69,6 +71,7 @@ def score(ws: Workspace, run: str | None, set_name: str | None, k: int | None, l
     from curator.scoring import score
     from curator.scoring.gates import parse_gate_flag
 
+    check_sets(ws, [set_name or ws.config.default_set], no_verify)
     if (run is None) == (rescore_ref is None):
         raise click.UsageError("give a RUN file, or --rescore RUN_ARTEFACT (not both)")
     try:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from rich.markup import escape
@@ -14,29 +15,55 @@ from curator.errors import CuratorError
 if TYPE_CHECKING:
     from curator.workspace import Workspace
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def no_verify_option(func: F) -> F:
+    """`--no-verify`: build on the set even if it fails `curator verify`."""
+    return click.option(
+        "--no-verify", "no_verify", is_flag=True, help="Go ahead even if the set fails `curator verify`."
+    )(func)
+
+
+def check_sets(ws: Workspace, names: list[str] | None, no_verify: bool) -> None:
+    """The one-call hook of the commands that build on sets: refuse (exit 1, the first
+    problem as file:line) a set that fails verify, unless --no-verify."""
+    if no_verify:
+        return
+    from curator.verify import require_sound
+
+    require_sound(ws, names)
+
 
 @cli.command()
 @click.argument("set_names", nargs=-1, metavar="[SET]...")
 @click.option("--strict", is_flag=True, help="Passage ids missing from the corpus are errors, not warnings.")
+@click.option("--repair", is_flag=True, help="First complete a write a crash interrupted (.pending.json).")
 @json_option
 @pass_ws
-def verify(ws: Workspace, set_names: tuple[str, ...], strict: bool, as_json: bool) -> None:
+def verify(ws: Workspace, set_names: tuple[str, ...], strict: bool, repair: bool, as_json: bool) -> None:
     """Check question-set files: schema, revs, change log, passage ids, append-only history.
 
     Exits 1 (naming file and line) if a line is invalid, a rev skips, a change-log entry
-    is missing, or an earlier line was edited, removed or reordered since the last
-    checkpoint. A passing verify records a new checkpoint.
+    is missing or does not fit its case, bytes are not plain LF UTF-8, a write is pending,
+    or an earlier line was edited, removed or reordered: checked against every commit when
+    the set is in git, else against the local checkpoint (docs/export.md). A passing
+    verify records a new checkpoint.
 
     \b
     Example:
         curator verify            # every set
         curator verify main --strict
     """
+    from curator.verify import repair as repair_set
     from curator.verify import verify_workspace
 
     names = list(set_names) or ws.set_names()
     if not names:
         raise CuratorError("no question sets in this workspace yet", "Keep some candidates with `curator review`.")
+    for name in names if repair else []:
+        if repair_set(ws.question_set(name)):
+            console.print(f"set [bold]{escape(name)}[/]: completed the interrupted write")
     reports = verify_workspace(ws, names, strict=strict)
     failed = [r for r in reports if not r.ok]
     if as_json:
@@ -44,12 +71,15 @@ def verify(ws: Workspace, set_names: tuple[str, ...], strict: bool, as_json: boo
     else:
         for report in reports:
             mark = "[green]ok[/]" if report.ok else "[bold red]FAILED[/]"
-            console.print(f"{mark}  set [bold]{report.set_name}[/]: {report.active} active cases, {report.lines} lines")
+            console.print(f"{mark}  set [bold]{report.set_name}[/]: {report.active} active cases, {report.lines} lines; "
+                          f"append-only: {report.history}")
             for problem in report.problems:
                 colour = "red" if problem.fatal else "yellow"
                 label = "error" if problem.fatal else "warning"
                 err_console.print(f"  [{colour}]{label}:[/] {escape(str(problem))}", highlight=False)
             for note in report.notes:
+                if note.startswith("append-only:"):
+                    continue
                 console.print(f"  [dim]{escape(note)}[/]")
     if failed:
         sys.exit(1)
@@ -78,3 +108,30 @@ def list_sets(ws: Workspace, as_json: bool) -> None:
     for row in rows:
         default = " (default)" if row["set"] == ws.config.default_set else ""
         console.print(f"[bold]{row['set']}[/]{default}: {row['active']} active of {row['cases']} cases")
+
+
+@cli.command()
+@click.argument("query_id")
+@click.option("--line", "line", type=int, required=True, help="The cases.jsonl line of the revision to keep.")
+@click.option("--set", "set_name", help="The question set (default: the workspace's default set).")
+@click.option("--reviewer", default="", help="Who resolved it (recorded in the change log).")
+@json_option
+@pass_ws
+def resolve(ws: Workspace, query_id: str, line: int, set_name: str | None, reviewer: str, as_json: bool) -> None:
+    """Settle a merge conflict: append the revision at LINE of QUERY_ID as its next rev.
+
+    After a union merge of two branches that both revised a case, verify names the two
+    colliding lines; this appends the chosen one as rev+1 with a change-log entry, and
+    verify passes again. Nothing is rewritten.
+
+    \b
+    Example:
+        curator resolve how-to-rotate-keys --line 41
+    """
+    from curator.resolve import resolve_conflict
+
+    case = resolve_conflict(ws.existing_set(set_name), query_id, line, reviewer=reviewer)
+    if as_json:
+        print_json({"query_id": case.query_id, "rev": case.rev})
+    else:
+        console.print(f"{escape(case.query_id)}: line {line} kept as rev {case.rev}")

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from curator.cli.main import cli, console, json_option, pass_ws, print_json
+from curator.cli.sets import check_sets, no_verify_option  # the verify gate (issue 19)
 from curator.errors import CuratorError
 
 if TYPE_CHECKING:
@@ -24,9 +25,10 @@ if TYPE_CHECKING:
 @click.option("--all", "include_decided", is_flag=True, help="Also show failures already triaged.")
 @click.option("--reviewer", help="Your name in the files (default: [reviewer] or $USER).")
 @json_option
+@no_verify_option
 @pass_ws
 def triage(ws: Workspace, run: str | None, show_summary: bool, include_decided: bool, reviewer: str | None,
-           as_json: bool) -> None:
+           as_json: bool, no_verify: bool) -> None:
     """Triage a scored run's failures: name each cause, fix labels, grow the regression set.
 
     RUN_ARTEFACT is a path, a name (or unique part of one) in runs/, `latest` or
@@ -41,6 +43,7 @@ def triage(ws: Workspace, run: str | None, show_summary: bool, include_decided: 
         curator triage --summary latest       # count per cause and slice
         curator triage --summary latest --json
     """
+    check_sets(ws, None, no_verify or show_summary)
     from curator.triage import load_artefact, summary
 
     artefact = load_artefact(ws, run)

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from curator.cli.main import cli, console, json_option, pass_ws, print_json
@@ -84,6 +85,9 @@ def status(ws: Workspace, as_json: bool) -> None:
                 f"[green]{bar}[/]" if done else f"[yellow]{bar}[/]",
             )
         console.print(table)
+        state = info["verify"]
+        if not state["ok"]:
+            console.print(f"[bold red]FAILING verify:[/] {escape(state['first_problem'])}")
         for problem in info["problems"]:
             console.print(f"[yellow]warning:[/] {problem}")
 

@@ -1,0 +1,131 @@
+"""verify's checks beyond schema and pairing: bytes, a pending journal, merge conflicts,
+change-log actions, one case per candidate and the slice rules.
+
+Each is a plain function adding `Problem`s to a list; `curator.verify` calls them over what
+it read once. Merge conflicts are resolved with `curator resolve QUERY_ID` (a later rev
+whose change-log reason starts with `RESOLVE_REASON`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from curator.appendonly import JsonLines
+from curator.models import Case
+from curator.problems import Problem
+from curator.slicerules import slice_problems
+
+RESOLVE_REASON = "resolve merge conflict"
+_ACTION = re.compile(rb'"action":"([a-z]+)"')
+_CHANGE_ID = re.compile(rb'"query_id":"([a-z0-9][a-z0-9-]*)","rev":([1-9][0-9]*)')
+
+
+def check_bytes(problems: list[Problem], file: JsonLines) -> None:
+    """A BOM, CRLF line ends, NUL bytes and invalid UTF-8, with their lines."""
+    for number, what in file.bad_bytes:
+        problems.append(Problem(str(file.path), number, what))
+
+
+def check_pending(problems: list[Problem], pending: Path) -> None:
+    """A `.pending.json` journal is a write a crash interrupted: the case line, its
+    change-log line, or both are not appended yet. It is git-ignored, so committing now
+    would commit half a write."""
+    if pending.exists():
+        problems.append(Problem(
+            str(pending), None,
+            "an interrupted write is pending (a case and its change-log entry not both appended); "
+            "run `curator verify --repair` to complete it, then commit",
+        ))
+
+
+@dataclass
+class Duplicate:
+    """Two lines with the same (query_id, rev): two branches revised the same case."""
+
+    query_id: str
+    rev: int
+    first_line: int
+    second_line: int
+
+
+def check_conflicts(problems: list[Problem], path: str, duplicates: list[Duplicate], changelog: JsonLines) -> None:
+    """Report each duplicate rev as a merge conflict unless `curator resolve` settled it
+    (a later rev of the case whose change-log reason starts with RESOLVE_REASON)."""
+    if not duplicates:
+        return
+    resolved: dict[str, int] = {}  # query_id -> highest rev a resolve wrote
+    needle = RESOLVE_REASON.encode()
+    for line in changelog.lines:
+        if needle in line:
+            match = _CHANGE_ID.search(line)
+            if match:
+                query_id, rev = match.group(1).decode(), int(match.group(2))
+                resolved[query_id] = max(rev, resolved.get(query_id, 0))
+    for dup in duplicates:
+        if resolved.get(dup.query_id, 0) > dup.rev:
+            continue
+        problems.append(Problem(
+            path, dup.second_line,
+            f"merge conflict: {dup.query_id} rev {dup.rev} at line {dup.first_line} and rev {dup.rev} at line "
+            f"{dup.second_line} both revise rev {dup.rev - 1} (two branches changed the same case); "
+            f"keep one with `curator resolve {dup.query_id} --line {dup.first_line}` (or --line {dup.second_line}), "
+            "which appends it as the next rev",
+        ))
+
+
+def check_actions(
+    problems: list[Problem], path: str, changelog: JsonLines, start: int, retired: dict[tuple[str, int], bool]
+) -> None:
+    """Each change-log line from `start` (0-based) names an action that fits the case
+    revision it explains: `add` for rev 1 only, `retire` exactly where the case turns
+    retired. `retired` is (query_id, rev) -> whether that case line is retired."""
+    for index in range(start, changelog.count):
+        line = changelog.lines[index]
+        key, action = _CHANGE_ID.search(line), _ACTION.search(line)
+        if key is None or action is None:
+            continue  # not a valid entry: the schema check reports it
+        query_id, rev, verb = key.group(1).decode(), int(key.group(2)), action.group(1).decode()
+        number = index + 1
+        if (verb == "add") != (rev == 1):
+            expected = "add" if rev == 1 else "an action other than add"
+            problems.append(Problem(path, number, f"{query_id} rev {rev}: action {verb!r} where {expected} fits"))
+        is_retired = retired.get((query_id, rev))
+        was_retired = retired.get((query_id, rev - 1), False)
+        if is_retired is None:
+            continue
+        if verb == "retire" and not is_retired:
+            problems.append(Problem(path, number, f"{query_id} rev {rev}: action 'retire' but the case is active"))
+        if is_retired and not was_retired and verb != "retire":
+            problems.append(Problem(path, number, f"{query_id} rev {rev} retires the case but the action is {verb!r}"))
+
+
+def check_candidates(problems: list[Problem], path: str, latest: dict[str, Case], lines: dict[str, int]) -> None:
+    """Two active cases kept from the same candidate (a warning: candidate ids are one
+    workspace's, so cases merged from another clone may share one by chance)."""
+    seen: dict[tuple[str, int], str] = {}
+    for query_id, case in latest.items():
+        candidate = case.source.candidate_id
+        if case.status != "active" or candidate is None:
+            continue
+        key = (case.source.kind, candidate)
+        if key in seen:
+            problems.append(Problem(
+                path, lines.get(query_id),
+                f"{query_id} and {seen[key]} are both active and came from the same candidate {candidate}; "
+                f"retire one (`curator` review's retire, or a retire through the API)",
+                fatal=False,
+            ))
+        else:
+            seen[key] = query_id
+
+
+def check_slices(problems: list[Problem], path: str, latest: dict[str, Case], lines: dict[str, int]) -> None:
+    """The slice rules (curator.slicerules) over active cases, as warnings: cases written
+    before the rule may break it."""
+    for query_id, case in latest.items():
+        if case.status != "active":
+            continue
+        for reason in slice_problems(case):
+            problems.append(Problem(path, lines.get(query_id), f"{query_id}: {reason}", fatal=False))
