@@ -47,7 +47,7 @@ def put_vectors(ws: Workspace, model: str, rows: Iterable[tuple[str, int, bytes]
     """Store (text_hash, dim, float32 bytes) rows for `model`."""
     with ws.transaction():
         ws.db.execute(_CREATE)
-        ws.db.executemany(
+        ws.db.conn.executemany(
             f"INSERT OR REPLACE INTO {TABLE} (model, text_hash, dim, vector) VALUES (?, ?, ?, ?)",
             [(model, h, d, v) for h, d, v in rows],
         )
