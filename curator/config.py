@@ -154,6 +154,17 @@ class ReviewConfig(_Section):
     suggestions: int = Field(8, ge=1, le=50)
 
 
+class SuggestConfig(_Section):
+    """Pooled suggestions (docs/review.md, "Suggestions"): the sources and their fusion."""
+
+    dense: Literal["none", "openai", "local"] = "none"  # none: no dense retriever
+    embedding_model: str = ""  # e.g. text-embedding-3-small, or a sentence-transformers name/path
+    depth: int = Field(10, ge=1, le=1000)  # top-k taken from each stored run (TREC pooling)
+    rrf_k: int = Field(60, ge=1)  # reciprocal-rank fusion: 1 / (rrf_k + rank)
+    batch_size: int = Field(64, ge=1, le=2048)  # passages per embedding request
+    runs_dirs: list[str] = Field(default_factory=lambda: ["retriever-runs", "runs"])
+
+
 class Config(_Section):
     default_set: str = "main"
     reviewer: str | None = None
@@ -166,6 +177,7 @@ class Config(_Section):
     scoring: ScoringConfig = Field(default_factory=ScoringConfig)
     review: ReviewConfig = Field(default_factory=ReviewConfig)
     generate: GenerateConfig = Field(default_factory=GenerateConfig)
+    suggest: SuggestConfig = Field(default_factory=SuggestConfig)
     keymap: dict[str, str] = Field(default_factory=dict)  # binding id -> keys ("k,enter")
 
     @property
@@ -326,6 +338,15 @@ poll_interval = 30.0             # seconds between Batch API polls
 [review]
 lease_minutes = 30
 suggestions = 8
+
+[suggest]
+# Pooled suggestions: curator's BM25, log clicks/hits, the top `depth` of every stored run
+# (retriever-runs/, runs/) that has the query, and a dense retriever when configured.
+dense = "none"                   # none | openai ([model] client settings) | local (the "dense" extra)
+# embedding_model = "text-embedding-3-small"   # or a sentence-transformers model name or path
+depth = 10
+rrf_k = 60                       # reciprocal-rank fusion constant
+batch_size = 64                  # passages per embedding request
 
 # [keymap]                       # binding id = "keys"; see `?` in `curator review`
 # keep = "k"

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from curator.errors import CuratorError
-from curator.models import GRADE_FOR_ROLE, Candidate, CandidateIn, Case
+from curator.models import GRADE_FOR_ROLE, Candidate, CandidateIn, Case, Suggestion
 from curator.slicerules import slice_problems
+from curator.suggest.pool import Pool
 from curator.workspace import Workspace
 
 SNIPPET_CHARS = 160
@@ -56,6 +57,9 @@ class Row:
     text: str = ""  # the passage's full text, for the preview pane
     committed_at: str | None = None
     missing: bool = False  # named by the candidate but absent from the corpus
+    # (source, rank) of each source that proposed it: clicked, hit, bm25, dense, run:<file>,
+    # your search (docs/review.md, "Suggestions")
+    sources: list[tuple[str, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -265,6 +269,7 @@ class ReviewSession:
         # Searches and passage reads for cards use a second connection, so a prefetch in
         # flight never holds up the write of a decision (WAL: readers don't block writers).
         self._reader: Workspace | None = None
+        self._pool: Pool | None = None  # the suggestion sources, loaded on the first card
         self._lock = threading.RLock()
         self.stats = Stats(targets={n: s.target for n, s in ws.config.slices.items()})
         self.reconciled: list[str] = []
@@ -401,9 +406,9 @@ class ReviewSession:
                 self._cards[cand.id] = card
 
     def prepare(self, cand: Candidate) -> Card:
-        """Build a card: the candidate's own passages first, then search results."""
-        rows = [self._row(s.id, s.revision, s.reason or "suggested") for s in cand.suggestions]
-        rows = self._with_search(rows, cand.query)
+        """Build a card: the pooled suggestions (the candidate's own passages, BM25, the
+        dense retriever, stored runs) in reciprocal-rank-fusion order."""
+        rows = self.pooled_rows(cand.query, cand.suggestions)
         slice = cand.suggested_slice if cand.suggested_slice in self.ws.config.slices else None
         if cand.expect_empty and slice is None and "negative" in self.ws.config.slices:
             slice = "negative"
@@ -433,13 +438,44 @@ class ReviewSession:
                    snippet=" ".join(" ".join(body).split())[:SNIPPET_CHARS], reason=reason,
                    text=passage.text, committed_at=passage.committed_at)
 
+    @property
+    def pool(self) -> Pool:
+        with self._lock:
+            if self._pool is None or self._pool.ws is not self.reader:
+                self._pool = Pool(self.reader)
+            return self._pool
+
+    def pooled_rows(self, query: str, own: list[Suggestion], query_id: str | None = None) -> list[Row]:
+        """The card's rows: every passage the candidate names, then the other pooled
+        passages up to `[review] suggestions`, all in fused order."""
+        try:
+            pooled = self.pool.suggest(query, query_id=query_id, own=own)
+        except CuratorError:  # the dense endpoint is down: the card still shows the rest
+            pooled = Pool(self.reader, dense=False).suggest(query, query_id=query_id, own=own)
+        own_reason = {s.id: s.reason or "suggested" for s in own}
+        budget = self.ws.config.review.suggestions
+        rows = []
+        for p in pooled:
+            if p.id not in own_reason:
+                if budget <= 0:
+                    continue
+                budget -= 1
+            reason = own_reason.get(p.id) or ("search" if any(s == "bm25" for s, _ in p.sources) else p.sources[0][0])
+            row = self._row(p.id, p.revision, reason)
+            if p.snippet and not row.missing:
+                row.snippet = p.snippet
+            row.sources = list(p.sources)
+            rows.append(row)
+        return rows
+
     def search_rows(self, text: str, reason: str = "search") -> list[Row]:
         with self.reader.lock:
             hits = self.reader.search(text, limit=self.ws.config.review.suggestions)
         rows = []
-        for hit in hits:
+        for rank, hit in enumerate(hits, 1):
             row = self._row(hit.id, hit.revision, reason)
             row.snippet = hit.snippet
+            row.sources = [(reason, rank)]
             rows.append(row)
         return rows
 
@@ -449,10 +485,20 @@ class ReviewSession:
         return rows + [r for r in self.search_rows(query) if r.id not in known]
 
     def add_search(self, card: Card, text: str) -> list[Row]:
-        """Search the corpus with the reviewer's words; new rows go to the top of the card."""
+        """Search the corpus with the reviewer's words: every hit goes to the top of the
+        card in search order, rows already on the card included (they keep their labels and
+        sources, and gain `your search`)."""
         found = self.search_rows(text, reason="your search")
-        known = {r.id for r in card.rows}
-        card.rows[:0] = [r for r in found if r.id not in known]
+        existing = {r.id: r for r in card.rows}
+        top = []
+        for row in found:
+            old = existing.pop(row.id, None)
+            if old is not None:
+                old.sources = [s for s in old.sources if s[0] != "your search"] + row.sources
+                old.snippet = row.snippet or old.snippet
+                row = old
+            top.append(row)
+        card.rows[:] = top + [r for r in card.rows if r.id in existing]
         return found
 
     # ---- decisions -----------------------------------------------------------------------

@@ -14,6 +14,7 @@ from curator.cli import (  # noqa: F401
     review,
     score,
     sets,
+    suggest,
     triage,
     workspace,
 )

@@ -62,6 +62,7 @@ def corpus_add(ws: Workspace, paths: tuple[Path, ...], history: bool, prefix: st
             bar.update(task, advance=1, description=f"Importing {escape(name[-60:])}")
 
         report = add_paths(ws, paths, history=history, prefix=prefix, base=base, progress=progress)
+    _embed_new_passages(ws, as_json)  # [suggest] dense: only texts without a vector yet
     stats = ws.corpus_stats()
     if as_json:
         skipped = [{"path": p, "line": n, "reason": r} for p, n, r in report.skipped]
@@ -80,6 +81,25 @@ def corpus_add(ws: Workspace, paths: tuple[Path, ...], history: bool, prefix: st
         if not as_json:
             err_console.print(f"[yellow]{len(report.skipped)} input(s) skipped[/] (exit code {EXIT_PARTIAL}).")
         sys.exit(EXIT_PARTIAL)
+
+
+def _embed_new_passages(ws: Workspace, quiet: bool) -> None:
+    """Embed the passages that have no vector of the configured model yet (issue 20)."""
+    from rich.progress import BarColumn, MofNCompleteColumn
+
+    from curator.suggest.dense import embedder_for, index_corpus
+
+    embedder = embedder_for(ws.config)
+    if embedder is None:
+        return
+    with Progress(TextColumn("Embedding"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err_console, transient=True, disable=quiet or not sys.stderr.isatty()) as bar:
+        task = bar.add_task("Embedding", total=None)
+        report = index_corpus(ws, embedder, ws.config.suggest.batch_size,
+                              progress=lambda done, total: bar.update(task, completed=done, total=total))
+    if not quiet:
+        console.print(f"Embedded {report.embedded} passage texts with {escape(embedder.name)} "
+                      f"({report.cached} already had a vector).")
 
 
 @corpus.command("search")

@@ -4,6 +4,7 @@ de-duplicated and queued (`Intake`); the run's summary and failures are counted 
 
 from __future__ import annotations
 
+import weakref
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -60,6 +61,28 @@ class GenerateSummary:
         return not self.failures and not self.tasks_not_run and not self.stopped
 
 
+_DENSE: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()  # workspace -> DenseIndex | None
+
+
+def _dense_top(ws: Workspace, question: str) -> tuple[str, str | None] | None:
+    """The dense retriever's top hit for a negative's check, when one is configured; an
+    endpoint that fails leaves the check to BM25 (issue 20, point 5)."""
+    from curator.errors import CuratorError
+    from curator.suggest.dense import DenseIndex, embedder_for
+
+    if ws.config.suggest.dense == "none":
+        return None
+    try:
+        if ws not in _DENSE:
+            embedder = embedder_for(ws.config)
+            _DENSE[ws] = DenseIndex(ws, embedder) if embedder is not None else None
+        index = _DENSE[ws]
+        top = index.search(question, 1) if index is not None else []
+    except CuratorError:
+        return None
+    return (top[0][0], top[0][1]) if top else None
+
+
 def checked_candidate(
     ws: Workspace,
     settings: GenerateConfig,
@@ -100,7 +123,7 @@ def checked_candidate(
     elif template.slice == "negative":
         suggestions = []
         expect_empty = True
-        hit = sl.negative_match(ws, question, settings.negative_max_coverage)
+        hit = sl.negative_match(ws, question, settings.negative_max_coverage, _dense_top(ws, question))
         if hit is not None:
             problem = "negative answered by the corpus"
             provenance["answered_by"] = hit[0]

@@ -244,21 +244,60 @@ def paraphrase_overlap(question: str, passage_text: str) -> float:
     return fuzz.token_set_ratio(q, " ".join(set(content_words(passage_text))))
 
 
-def negative_match(ws: Workspace, question: str, max_coverage: float) -> tuple[str, float] | None:
-    """The passage that answers a supposedly unanswerable question, if the corpus's own
-    search finds one whose text holds most of the question's content words."""
-    words = set(content_words(question))
+def negative_match(ws: Workspace, question: str, max_coverage: float,
+                   dense_top: tuple[str, str | None] | None = None) -> tuple[str, float] | None:
+    """The passage that answers a supposedly unanswerable question, if any: one that quotes
+    an identifier the question names verbatim (coverage 1.0), or BM25's top hits (and the
+    dense retriever's top hit, `dense_top`) holding `max_coverage` of the question's salient
+    terms: its content words, CamelCase and snake/dotted identifiers split into their parts."""
+    for ident in question_identifiers(question):
+        for hit in ws.search(ident, limit=5):
+            passage = ws.passage(hit.id, hit.revision)
+            if passage is None:
+                continue
+            where = " ".join((passage.text, passage.heading, passage.title or "", hit.id))
+            if contains_verbatim(where, ident):
+                return hit.id, 1.0
+    words = salient_terms(question)
     if not words:
         return None
-    for hit in ws.search(question, limit=3):
-        passage = ws.passage(hit.id, hit.revision)
+    tops: list[tuple[str, str | None]] = [(hit.id, hit.revision) for hit in ws.search(question, limit=3)]
+    if dense_top is not None:
+        tops.append(dense_top)
+    for pid, revision in tops:
+        passage = ws.passage(pid, revision)
         if passage is None:
             continue
-        have = set(content_words(passage.text + " " + passage.heading))
+        have = salient_terms(passage.text + " " + passage.heading + " " + (passage.title or ""))
         coverage = len(words & have) / len(words)
         if coverage >= max_coverage:
-            return hit.id, coverage
+            return pid, coverage
     return None
+
+
+_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[._-][A-Za-z0-9]+)*")
+_IDENT_LIKE = re.compile(r"[a-z][A-Z]|[A-Z]{2,}[a-z]|[A-Za-z0-9][._][A-Za-z0-9]|[A-Za-z]\d")
+_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+
+
+def question_identifiers(text: str) -> list[str]:
+    """Identifiers a question names: those `identifiers.mine` finds, and CamelCase, snake,
+    dotted or digit-bearing tokens (`VirtApiRESTErrorsHigh`, `etcdNoLeader`, `max_retries`)."""
+    found = dict.fromkeys(i.text for i in mine(text))
+    for tok in _TOKEN.findall(text):
+        if len(tok) >= 5 and _IDENT_LIKE.search(tok):
+            found.setdefault(tok)
+    return list(found)
+
+
+def salient_terms(text: str) -> set[str]:
+    """Content words, plus each identifier-like token's parts (`CephClusterNearFull` ->
+    ceph, cluster, near, full) so a split-word question meets its alert name."""
+    terms = set(content_words(text))
+    for tok in _TOKEN.findall(text):
+        if _IDENT_LIKE.search(tok):
+            terms.update(p.lower() for p in _PARTS.findall(tok) if len(p) > 2 and p.lower() not in STOPWORDS)
+    return terms
 
 
 def freshness_problem(old_answer: str, new_answer: str, previous: str, current: str) -> str | None:

@@ -239,7 +239,10 @@ class ReviewScreen(DecidingScreen[Card]):
             return
         self.query_one(PassageList).show_card(message.card)
         self._preview(0)
-        self._say(f"{message.found} passage(s) for “{message.text}” at the top")
+        if message.found:
+            self._say(f"found {message.found} passage(s) for “{message.text}”: now at the top, in search order")
+        else:
+            self._say(f"found no passage for “{message.text}”")
 
     @on(PassageList.Highlighted)
     def highlighted(self, event: PassageList.Highlighted) -> None:

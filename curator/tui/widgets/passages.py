@@ -55,7 +55,7 @@ def row_lines(row: Row, card: Card, width: int) -> list[Content]:
     mark, style = MARK.get(card.labels.get(row.id) or "", NO_MARK)
     mark += str(card.grades.get(row.id, ""))  # a grade set by hand follows the mark: P3
     head = Content.assemble((mark, style), " ", (row.id, "b"), " ",
-                            (f"@{row.revision[:10]} · {row.reason}", "dim"))
+                            (f"@{row.revision[:10]} · {row.reason}{_sources(row)}", "dim"))
     heading = Content.assemble("  ", (row.heading, "i")) if row.heading else Content("")
     if row.missing:
         body = [Content.assemble("  ", ("not in the corpus", "$error"))]
@@ -63,6 +63,14 @@ def row_lines(row: Row, card: Card, width: int) -> list[Content]:
         body = [Content("  ") + line for line in _wrap(snippet_content(row.snippet), width - 2, SNIPPET_LINES)]
     body += [Content("")] * (SNIPPET_LINES - len(body))
     return [head, heading, *body]
+
+
+def _sources(row: Row) -> str:
+    """Which sources proposed the row and at which rank: ` · bm25 #2, dense #1` (the
+    reason's own source is left out when it is the only one)."""
+    shown = [f"{name.removeprefix('run:')} #{rank}" for name, rank in row.sources
+             if not (len(row.sources) == 1 and name in (row.reason, "bm25"))]
+    return f" · {', '.join(shown)}" if shown else ""
 
 
 ROW_HEIGHT = 2 + SNIPPET_LINES

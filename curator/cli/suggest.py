@@ -1,0 +1,49 @@
+"""`curator suggest QUERY`: the pooled suggestions a review card would show, with sources."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from curator.cli.main import cli, console, err_console, json_option, pass_ws, print_json
+
+if TYPE_CHECKING:
+    from curator.workspace import Workspace
+
+
+@cli.command("suggest")
+@click.argument("query", nargs=-1, required=True)
+@click.option("-n", "--limit", default=20, show_default=True, help="How many pooled passages to show.")
+@click.option("--no-dense", is_flag=True, help="Leave the dense retriever out even when configured.")
+@json_option
+@pass_ws
+def suggest_cmd(ws: Workspace, query: tuple[str, ...], limit: int, no_dense: bool, as_json: bool) -> None:
+    """Pooled suggestions for a query: BM25, the dense retriever ([suggest] dense), and the
+    top `depth` of every stored run in retriever-runs/ or runs/ that has the query, fused
+    by reciprocal rank. Each row names the sources that proposed it and at which rank.
+
+    \b
+    Example:
+        curator suggest "ceph cluster near full"
+        curator suggest "how do I rotate the api key" --json
+    """
+    from curator.suggest.pool import Pool
+
+    text = " ".join(query)
+    pool = Pool(ws, dense=not no_dense)
+    rows = pool.suggest(text, limit=limit)
+    for problem in pool.problems:
+        err_console.print(f"[yellow]skipped run[/] {escape(problem)}", highlight=False)
+    if as_json:
+        print_json({"query": text, "suggestions": [dict(rank=i, **p.as_json()) for i, p in enumerate(rows, 1)]})
+        return
+    if not rows:
+        console.print("No suggestions.")
+        return
+    table = Table("#", "passage", "score", "sources")
+    for i, p in enumerate(rows, 1):
+        table.add_row(str(i), escape(p.id), f"{p.score:.4f}", escape(", ".join(f"{s} #{r}" for s, r in p.sources)))
+    console.print(table)
