@@ -21,7 +21,8 @@ def summary(ws: Workspace) -> dict[str, Any]:
         result = ws.question_set(name).read()
         active = [c for c in result.cases.values() if c.status == "active"]
         per_slice = Counter(c.slice for c in active)
-        stale = stale_labels(ws, active)  # labelled ids the current corpus lacks (corpus/labels.py)
+        # labelled ids the current corpus lacks (corpus/labels.py); none to check without a corpus
+        stale = stale_labels(ws, active) if stats.passages else []
         slices: dict[str, dict[str, int | None]] = {
             slice_name: {"cases": per_slice.get(slice_name, 0), "target": cfg.target}
             for slice_name, cfg in ws.config.slices.items()

@@ -107,10 +107,15 @@ def verify_workspace(ws: Workspace, names: list[str], *, strict: bool = False) -
     from curator.corpus.labels import stale_label_problems
 
     reports = []
+    has_corpus = ws.corpus_stats().passages > 0  # a fresh clone has no workspace.db corpus yet
     for name in names:
         qs = ws.question_set(name)
-        report = verify(qs, known_ids=ws.existing_passage_ids, strict=strict)
-        report.problems.extend(stale_label_problems(ws, qs))  # labels on ids only in history
+        report = verify(qs, known_ids=ws.existing_passage_ids if has_corpus else None, strict=strict)
+        if has_corpus:
+            report.problems.extend(stale_label_problems(ws, qs))  # labels on ids only in history
+        else:
+            report.notes.append("labels not checked against the corpus: this workspace has none yet "
+                                "(curator corpus add)")
         if report.ok and report.scan is not None:
             save_checkpoint(qs, report.scan)
         reports.append(report)

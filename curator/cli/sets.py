@@ -73,7 +73,7 @@ def verify(ws: Workspace, set_names: tuple[str, ...], strict: bool, repair: bool
             mark = "[green]ok[/]" if report.ok else "[bold red]FAILED[/]"
             console.print(f"{mark}  set [bold]{report.set_name}[/]: {report.active} active cases, {report.lines} lines; "
                           f"append-only: {report.history}")
-            for problem in report.problems:
+            for problem in sorted(report.problems, key=lambda p: not p.fatal):  # errors first
                 colour = "red" if problem.fatal else "yellow"
                 label = "error" if problem.fatal else "warning"
                 err_console.print(f"  [{colour}]{label}:[/] {escape(str(problem))}", highlight=False)
