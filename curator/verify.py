@@ -113,6 +113,9 @@ def verify_workspace(ws: Workspace, names: list[str], *, strict: bool = False) -
         report = verify(qs, known_ids=ws.existing_passage_ids if has_corpus else None, strict=strict)
         if has_corpus:
             report.problems.extend(stale_label_problems(ws, qs))  # labels on ids only in history
+        elif strict:
+            report.problems.append(Problem(str(qs.cases_path), None, "--strict: the labels cannot be checked, this "
+                                           "workspace has no corpus yet (curator corpus add)"))
         else:
             report.notes.append("labels not checked against the corpus: this workspace has none yet "
                                 "(curator corpus add)")

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from curator.config import load_config
+from curator.corpus import add_paths
 from curator.workspace import Workspace
 from tests.conftest import write
 
@@ -78,6 +79,12 @@ def test_status_counts_cases_per_slice(run_cli, ws) -> None:
 def test_verify_exit_codes(run_cli, ws) -> None:
     qs = ws.question_set()
     qs.add({"query": "q one", "slice": "paraphrase", "relevant": [{"id": "missing.md#x"}]})
+    # no corpus yet (a fresh clone): the labels are not checked, and --strict says it cannot
+    fresh = run_cli(["verify"], cwd=ws.root)
+    assert fresh.exit_code == 0 and "labels not checked" in fresh.output and "missing.md#x" not in fresh.output
+    assert run_cli(["verify", "--strict"], cwd=ws.root).exit_code == 1
+    (ws.root / "docs.md").write_text("# Docs\n\nSome text about parsers.\n")
+    add_paths(ws, [ws.root / "docs.md"])
     ok = run_cli(["verify"], cwd=ws.root)
     assert ok.exit_code == 0 and "missing.md#x" in ok.output
     assert run_cli(["verify", "--strict"], cwd=ws.root).exit_code == 1
