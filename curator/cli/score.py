@@ -40,7 +40,8 @@ def _fmt(value: Any) -> str:
 @click.option("--rel-level", type=click.IntRange(1, 2), help="1: secondaries count as relevant; 2: primaries only.")
 @click.option("--negative-threshold", type=float, help="A negative case fails if a result scores at or above this.")
 @click.option("--gate", "gate_flags", multiple=True, metavar="GATE",
-              help="METRIC>=MIN[:SLICE,...] or p95<=MS; replaces the gates in curator.toml. Repeatable.")
+              help="METRIC>=MIN[:SLICE,...], METRIC<=MAX[:SLICE,...] (failures, failure_rate, stale_rate) or "
+              "p50|p95|p99<=MS[:SLICE,...]; replaces the gates in curator.toml. Repeatable.")
 @click.option("--no-gates", is_flag=True, help="Ignore the gates in curator.toml.")
 @click.option("--no-write", is_flag=True, help="Do not store an artefact in runs/.")
 @click.option("--worst", default=10, show_default=True, type=click.IntRange(0), help="Failures to list.")
@@ -63,6 +64,7 @@ def score(ws: Workspace, run: str | None, set_name: str | None, k: int | None, l
         curator score retriever-runs/bm25.jsonl
         curator score run.trec --set main --k 10 --name chunking-v2
         curator score run.jsonl --gate 'success@5>=0.8' --gate 'p95<=250' --json
+        curator score run.jsonl --gate 'stale_rate<=0:freshness' --gate 'p95<=120:exact_identifier'
         curator score --rescore latest        # after triage added labels
     """
     from curator.errors import CuratorError
@@ -160,7 +162,12 @@ def _print_report(ws: Workspace, result: ScoreResult, worst: int) -> None:
     console.print(table)
     lat = art["latency_ms"]
     if lat["n"]:
-        console.print(f"latency over {lat['n']} queries: p50 {lat['p50']:.1f} ms, p95 {lat['p95']:.1f} ms")
+        of = lat.get("of", lat["n"])
+        console.print(f"latency over {lat['n']} of {of} queries: p50 {lat['p50']:.1f} ms, "
+                      f"p95 {lat['p95']:.1f} ms" + (f", p99 {lat['p99']:.1f} ms" if lat.get("p99") is not None else ""))
+    if art.get("failed"):
+        console.print(f"[red]{len(art['failed'])} requests failed (scored 0):[/] "
+                      + escape(", ".join(art["failed"][:10])) + (" …" if len(art["failed"]) > 10 else ""))
     if art["missing"]:
         console.print(f"[yellow]{len(art['missing'])} cases missing from the run (scored 0):[/] "
                       + escape(", ".join(art["missing"][:10])) + (" …" if len(art["missing"]) > 10 else ""))

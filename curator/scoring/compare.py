@@ -56,7 +56,7 @@ def compare(
         mb = b["metrics"]["overall"] if name == "overall" else b["metrics"]["slices"].get(name, {})
         row: dict[str, Any] = {"n_a": ma.get("n", 0), "n_b": mb.get("n", 0), "metrics": {}}
         for metric in ma:
-            if metric in ("n", "negatives", "failures") or metric not in mb:
+            if metric in ("n", "negatives", "failures") or metric not in mb or not _number(ma[metric]):
                 continue
             row["metrics"][metric] = {"a": ma[metric], "b": mb[metric], "delta": mb[metric] - ma[metric]}
         row["failures_a"], row["failures_b"] = ma.get("failures", 0), mb.get("failures", 0)
@@ -99,3 +99,7 @@ def compare(
         "regressions": [e for e in broken if e["regression"]],
         "latency_ms": {"a": a.get("latency_ms"), "b": b.get("latency_ms")},
     }
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
