@@ -88,13 +88,19 @@ def test_bad_label_relabels_with_the_cause_as_reason(demo_ws):
     assert E1042 in [i.query_id for i in TriageSession(demo_ws, include_decided=True).queue]
 
 
-def test_stale_metadata_repins_to_the_given_or_current_revision(demo_ws):
+def test_stale_metadata_repins_to_current_or_a_confirmed_older_revision(demo_ws):
     session = TriageSession(demo_ws)
     item = item_of(session, "default-value-of-parser-max-retries")
     with pytest.raises(CuratorError, match="already pinned to 0f0bca32c24e"):
         session.decide(item, "stale_metadata")  # the pin is the corpus's current revision
     assert not decisions(demo_ws)
-    session.decide(item, "stale_metadata", revision=OLD_RETRIES_REV, passage=RETRIES, note="asks about October")
+    # an older revision than the corpus's current one needs a confirmation naming both dates
+    with pytest.raises(CuratorError, match=r"a41f7c9e2b3d \(2026-10-06T13:41:00Z\) is older than the corpus's "
+                       r"current revision 0f0bca32c24e \(\d{4}-\d\d-\d\dT"):
+        session.decide(item, "stale_metadata", revision=OLD_RETRIES_REV, passage=RETRIES)
+    assert not decisions(demo_ws)
+    session.decide(item, "stale_metadata", revision=OLD_RETRIES_REV, passage=RETRIES, note="asks about October",
+                   confirm_older=True)
     cases, changes = set_files(demo_ws)
     assert cases[-1]["relevant"] == [{"id": RETRIES, "role": "primary", "grade": 2, "revision": OLD_RETRIES_REV}]
     assert cases[-1]["freshness"] == {"revision": OLD_RETRIES_REV}
