@@ -129,6 +129,8 @@ class ScoringConfig(_Section):
     rel_level: int = Field(1, ge=1, le=2)  # 1: secondaries count as relevant; 2: primaries only
     negative_threshold: float | None = None
     gates: list[Gate] = Field(default_factory=list)
+    bootstrap_resamples: int = Field(1000, ge=0)  # 0: no confidence intervals
+    seed: int = 0  # of the bootstrap and the randomization test
 
     @field_validator("k")
     @classmethod

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import UTC, datetime
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from curator.models import Case
 from curator.scoring import metrics as m
+from curator.scoring import stats
 from curator.scoring.runs import Ranked
 
 METRICS = ("success", "recall", "precision", "mrr", "ndcg")
@@ -43,6 +44,8 @@ CHOICES = {
     "max_age_days": "a case fails (success@k 0, failure 'too_old') when its best acceptable hit's "
     "revision is older than the limit at the run's time (its latest request timestamp, else the scoring time)",
     "failed_requests": "a query whose request failed scores 0, failure 'failed' (never an empty result)",
+    "confidence_intervals": "95% percentile bootstrap of each mean over the slice's queries (seeded); "
+    "gate verdicts use the point estimate",
     "mrr": "reciprocal rank of the first relevant passage within the top k",
 }
 
@@ -287,14 +290,31 @@ def _top(spec: CaseSpec, ids: list[str], scores: Sequence[float | None], revisio
     return top
 
 
-def aggregate(specs: list[CaseSpec], questions: dict[str, dict[str, Any]], ks: Sequence[int]) -> dict[str, Any]:
-    """Means per slice and overall. Negative cases only feed negative_pass_rate."""
+def aggregate(specs: list[CaseSpec], questions: dict[str, dict[str, Any]], ks: Sequence[int],
+              resamples: int = stats.RESAMPLES, seed: int = stats.SEED) -> dict[str, Any]:
+    """Means per slice and overall, each with its 95% bootstrap interval (`ci`; none when
+    `resamples` is 0). Negative cases only feed negative_pass_rate."""
     names = [f"{name}@{k}" for k in ks for name in METRICS]
     groups: dict[str, list[CaseSpec]] = {}
     for spec in specs:
         groups.setdefault(spec.slice, []).append(spec)
     slices = {name: _summary(group, questions, names) for name, group in sorted(groups.items())}
-    return {"overall": _summary(specs, questions, names), "slices": slices}
+    overall = _summary(specs, questions, names)
+    if resamples:
+        for block, group in [*((slices[name], groups[name]) for name in slices), (overall, specs)]:
+            block["ci"] = _intervals(group, questions, names, resamples, seed)
+    return {"overall": overall, "slices": slices}
+
+
+def _intervals(group: list[CaseSpec], questions: dict[str, dict[str, Any]], names: list[str],
+               resamples: int, seed: int) -> dict[str, list[float]]:
+    ranked = [questions[s.query_id] for s in group if not s.negative]
+    columns: dict[str, list[float]] = {name: [q["metrics"][name] for q in ranked] for name in names} if ranked else {}
+    cis = stats.bootstrap_cis(columns, resamples, seed)
+    negatives = [float(questions[s.query_id]["negative_pass"]) for s in group if s.negative]
+    if negatives:
+        cis.update(stats.bootstrap_cis({"negative_pass_rate": negatives}, resamples, seed))
+    return cis
 
 
 def _summary(group: list[CaseSpec], questions: dict[str, dict[str, Any]], names: list[str]) -> dict[str, Any]:
@@ -341,6 +361,8 @@ def score_cases(
     negative_threshold: float | None = None,
     progress: Callable[[int, int], None] | None = None,
     now: datetime | None = None,
+    resamples: int = stats.RESAMPLES,
+    seed: int = stats.SEED,
 ) -> dict[str, Any]:
     """The artefact's result part: every case scored against its query's results (a case
     missing from `queries` scores 0), the means, latency and the lists of odd queries.
@@ -352,7 +374,7 @@ def score_cases(
         questions[spec.query_id] = score_question(spec, queries.get(spec.query_id), ks, negative_threshold, now)
         if progress is not None and n % 1000 == 0:
             progress(n, len(specs))
-    metrics = aggregate(specs, questions, ks)
+    metrics = aggregate(specs, questions, ks, resamples, seed)
     return {
         "metrics": metrics,
         "latency_ms": metrics["overall"]["latency_ms"],

@@ -83,6 +83,9 @@ def evaluate_gates(gates: list[Gate], metrics: dict[str, Any], latency: dict[str
                 block = metrics["overall"] if name == "overall" else metrics["slices"].get(name)
                 value = None if block is None else block.get(gate.metric)
                 verdict: dict[str, Any] = {"metric": gate.metric, "slice": name, "value": value}
+                interval = (block or {}).get("ci", {}).get(gate.metric)
+                if interval is not None:
+                    verdict["ci"] = interval  # shown beside the verdict, which is the point estimate
                 note = "no cases" if block is None else "metric not defined for this slice"
                 if gate.min is not None:
                     verdict.update(gate=f"{gate.metric} >= {gate.min:g}", min=gate.min)
@@ -115,7 +118,7 @@ def _latency_verdicts(metric: str, budget: float, slices: list[str], metrics: di
             verdict["note"] = f"only {lat['n']} of {lat['of']} scored queries carry latency_ms"
             out.append(verdict)
         else:
-            out.append(_settle(verdict, budget - value, ""))
+            out.append(_settle(verdict, None if value is None else budget - value, "no latency"))
     return out
 
 
@@ -149,6 +152,7 @@ def describe(verdict: dict[str, Any]) -> str:
         if verdict["passed"]:
             return f"{verdict['metric']} on {where}: {shown} <= {verdict['max']:g}"
         return f"{verdict['metric']} on {where}: {shown} > {verdict['max']:g} (over by {-verdict['delta']:.3g})"
+    ci = f" (95% CI {verdict['ci'][0]:.3f}-{verdict['ci'][1]:.3f})" if verdict.get("ci") else ""
     if verdict["passed"]:
-        return f"{verdict['metric']} on {where}: {value:.3f} >= {verdict['min']:.3f}"
-    return f"{verdict['metric']} on {where}: {value:.3f} < {verdict['min']:.3f} (short by {-verdict['delta']:.3f})"
+        return f"{verdict['metric']} on {where}: {value:.3f}{ci} >= {verdict['min']:.3f}"
+    return f"{verdict['metric']} on {where}: {value:.3f}{ci} < {verdict['min']:.3f} (short by {-verdict['delta']:.3f})"
