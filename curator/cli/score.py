@@ -249,6 +249,12 @@ def _delta(value: float) -> str:
     return f"[{colour}]{value:+.3f}[/]"
 
 
+def _noise(cell: dict[str, Any]) -> str:
+    if "p" not in cell or abs(cell["delta"]) < 5e-4:
+        return ""
+    return f" [bold]*[/] [dim]p={cell['p']:.3f}[/]" if cell["significant"] else f" [dim]~ p={cell['p']:.2f}[/]"
+
+
 def _print_compare(diff: dict[str, Any], limit: int) -> None:
     for problem in diff["frozen_problems"]:
         err_console.print(f"[yellow]warning:[/] {escape(problem)}", highlight=False, soft_wrap=True)
@@ -259,6 +265,8 @@ def _print_compare(diff: dict[str, Any], limit: int) -> None:
     wanted = [f"success@{ks[0]}", f"recall@{ks[0]}", *[f"recall@{k}" for k in ks[1:2]], f"mrr@{ks[0]}",
               f"ndcg@{ks[0]}", "negative_pass_rate"]
     names = [n for n in wanted if n in overall or any(n in s["metrics"] for s in diff["slices"].values())]
+    if not [n for n in names if n != "negative_pass_rate"]:  # scored at different k: what both share
+        names = [n for n in overall if "@" in n][:6] + names
     table = Table(title=f"{Path(diff['a']).name} → {Path(diff['b']).name}", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("slice", min_width=9)
     table.add_column("n", justify="right")
@@ -269,10 +277,13 @@ def _print_compare(diff: dict[str, Any], limit: int) -> None:
         cells = []
         for name in names:
             cell = row["metrics"].get(name)
-            cells.append("–" if cell is None else f"{cell['b']:.3f}\n{_delta(cell['delta'])}")
+            cells.append("–" if cell is None else f"{cell['b']:.3f}\n{_delta(cell['delta'])}{_noise(cell)}")
         fails = f"{row['failures_a']}→{row['failures_b']}"
         table.add_row(slice_name, str(row["n_b"]), *cells, fails, style="bold" if slice_name == "overall" else None)
     console.print(table)
+    n_overall = next((c.get("n_paired") for c in overall.values() if c.get("n_paired")), 0)
+    console.print(f"[dim]* significant, ~ within noise: paired randomization test at alpha {diff.get('alpha', 0.05)} "
+                  f"over the questions both runs scored ({n_overall} overall)[/]")
 
     def group(title: str, entries: list[dict], colour: str) -> None:
         if not entries:
