@@ -6,6 +6,8 @@ from collections import Counter
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from curator.scoring.stats import min_detectable_difference
+
 if TYPE_CHECKING:
     from curator.workspace import Workspace
 
@@ -19,12 +21,14 @@ def summary(ws: Workspace) -> dict[str, Any]:
         result = ws.question_set(name).read()
         active = [c for c in result.cases.values() if c.status == "active"]
         per_slice = Counter(c.slice for c in active)
-        slices: dict[str, dict[str, int | None]] = {
+        slices: dict[str, dict[str, Any]] = {
             slice_name: {"cases": per_slice.get(slice_name, 0), "target": cfg.target}
             for slice_name, cfg in ws.config.slices.items()
         }
         for extra in sorted(set(per_slice) - set(slices)):
             slices[extra] = {"cases": per_slice[extra], "target": None}
+        for counts in slices.values():  # the smallest success@k difference its case count detects
+            counts["min_detectable_difference"] = min_detectable_difference(counts["cases"] or 0)
         sets[name] = {
             "active": len(active),
             "retired": len(result.cases) - len(active),
