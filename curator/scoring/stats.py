@@ -17,7 +17,7 @@ costs well under a second.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -28,7 +28,7 @@ BATCH = 200  # resamples drawn at a time: bounds memory to BATCH x queries count
 
 
 def bootstrap_cis(
-    columns: dict[str, Sequence[float]], resamples: int = RESAMPLES, seed: int = SEED, alpha: float = ALPHA
+    columns: Mapping[str, Sequence[float]], resamples: int = RESAMPLES, seed: int = SEED, alpha: float = ALPHA
 ) -> dict[str, list[float]]:
     """{metric: [low, high]} for each column of per-query values (all of one length)."""
     names = list(columns)
