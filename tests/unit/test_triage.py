@@ -304,3 +304,28 @@ def test_earlier_runs_are_indexed_once_and_a_bad_index_is_rebuilt(demo_ws):
     cached.write_text("{not json")
     again = [(e.label, e.first_relevant_rank) for e in item_of(TriageSession(demo_ws), E1042).earlier]
     assert again == first and json.loads(cached.read_text())["questions"][E1042] == [5, None]
+
+
+def test_card_facts_show_latency_and_detect_a_tie(demo_ws, tmp_path: Path):
+    import curator
+
+    cases = demo_ws.question_set().read().cases
+    case = cases["parser-max-retries"]
+    primary = case.primaries[0].id
+    rows = [{"query_id": "parser-max-retries", "latency_ms": 42.5,
+             "results": [{"id": "faq.md#on-call", "score": 3.0}, {"id": "faq.md#merchants", "score": 2.5},
+                         {"id": primary, "score": 2.5}, {"id": "faq.md#cutoffs-and-pickups", "score": 1.0}]}]
+    run = tmp_path / "tie.jsonl"
+    run.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    art = read_artefact(curator.score(demo_ws.question_set(), run, workspace=demo_ws, gates=[], k=[1], write=True).path)
+    assert art["questions"]["parser-max-retries"]["query"] == case.query
+    item = next(i for i in failures(demo_ws, art, earlier=False) if i.query_id == "parser-max-retries")
+    assert item.latency_ms == 42.5
+    assert [(r.rank, r.score) for r in item.scores_around_first_relevant()] == [(2, 2.5), (3, 2.5), (4, 1.0)]
+    tied = item.tie()
+    assert tied is not None and tied.id == "faq.md#merchants" and item.suggested_cause() == "ranking_tie"
+    rows[0]["results"][1]["score"] = 2.6  # no tie any more
+    run.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    art = read_artefact(curator.score(demo_ws.question_set(), run, workspace=demo_ws, gates=[], k=[1], write=True).path)
+    item = next(i for i in failures(demo_ws, art, earlier=False) if i.query_id == "parser-max-retries")
+    assert item.tie() is None and item.suggested_cause() is None
