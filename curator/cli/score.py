@@ -126,6 +126,23 @@ def _progress_bar(run: str, enabled: bool) -> Iterator[Progress | None]:
         yield update
 
 
+def _print_whole(table: Table) -> None:
+    """A terminal wraps the table to fit; a pipe or CI log gets its natural width, so no
+    number is ever cut to an ellipsis."""
+    if console.is_terminal:
+        console.print(table)
+        return
+    from rich.measure import Measurement
+
+    needed = Measurement.get(console, console.options.update(width=10_000), table).maximum
+    width = console.width
+    console.width = max(width, needed)
+    try:
+        console.print(table)
+    finally:
+        console.width = width
+
+
 def _print_report(ws: Workspace, result: ScoreResult, worst: int) -> None:
     from curator.scoring.evaluate import SEVERITY
     from curator.scoring.gates import describe
@@ -159,7 +176,8 @@ def _print_report(ws: Workspace, result: ScoreResult, worst: int) -> None:
         style = "bold" if name == "overall" else None
         table.add_row(name, str(block["n"]), *[_fmt(block.get(c)) for c in columns],
                       _fmt(block.get("negative_pass_rate")), str(block["failures"]), gate, style=style)
-    console.print(table)
+    # a CI log is not a terminal: the table takes its natural width, never an ellipsis in a number
+    _print_whole(table)
     lat = art["latency_ms"]
     if lat["n"]:
         of = lat.get("of", lat["n"])
