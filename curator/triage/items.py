@@ -95,6 +95,10 @@ class TriageItem:
                 return r
         return None
 
+    def unjudged(self) -> list[Result]:
+        """The run's top results that carry no judgment (no label in the set)."""
+        return [r for r in self.results if r.in_top and r.mark == "unlabelled"]
+
     def suggested_cause(self) -> str | None:
         """`ranking_tie` when the answer tied with a result above it; else None."""
         return "ranking_tie" if self.tie() is not None else None

@@ -324,6 +324,7 @@ def test_card_facts_show_latency_and_detect_a_tie(demo_ws, tmp_path: Path):
     assert [(r.rank, r.score) for r in item.scores_around_first_relevant()] == [(2, 2.5), (3, 2.5), (4, 1.0)]
     tied = item.tie()
     assert tied is not None and tied.id == "faq.md#merchants" and item.suggested_cause() == "ranking_tie"
+    assert [r.id for r in item.unjudged()] == ["faq.md#on-call", "faq.md#merchants", "faq.md#cutoffs-and-pickups"]
     rows[0]["results"][1]["score"] = 2.6  # no tie any more
     run.write_text("".join(json.dumps(r) + "\n" for r in rows))
     art = read_artefact(curator.score(demo_ws.question_set(), run, workspace=demo_ws, gates=[], k=[1], write=True).path)

@@ -13,9 +13,9 @@ MARK = {
     "primary": "[b $success]P[/]",
     "secondary": "[b $warning]S[/]",
     "stale": "[b $error]![/]",
-    "unlabelled": "[dim]·[/]",
+    "unlabelled": "[b $warning]?[/]",
 }
-WORD = {"primary": "primary", "secondary": "secondary", "stale": "stale revision", "unlabelled": "unlabelled"}
+WORD = {"primary": "primary", "secondary": "secondary", "stale": "stale revision", "unlabelled": "unjudged"}
 
 
 def _rank(value: int | None) -> str:
@@ -80,6 +80,11 @@ def _latency_and_tie(item: TriageItem) -> list[Content]:
         parts.append("scores " + " · ".join(
             f"@{r.rank} {'–' if r.score is None else f'{r.score:.4g}'}" for r in around))
     out.append(Content.from_markup("[dim]$t[/]", t="  " + " · ".join(parts)))
+    unjudged = item.unjudged()
+    if unjudged:
+        out.append(Content.from_markup(
+            "  [b $warning]?[/] $n unjudged in the run's top results: label them (p/o) so the pool has no holes",
+            n=str(len(unjudged))))
     tied = item.tie()
     if tied is not None:
         out.append(Content.from_markup(
