@@ -80,7 +80,7 @@ def score(ws: Workspace, run: str | None, set_name: str | None, k: int | None, l
     if run is None:
         from curator.triage import rescore
 
-        result = rescore(ws, rescore_ref, write=not no_write)
+        result = rescore(ws, rescore_ref, write=not no_write, label=label)  # --name labels the rescore
     else:
         with _progress_bar(run, enabled=err_console.is_terminal and not as_json) as progress:
             result = score(ws.existing_set(set_name), run, fmt=fmt, k=k, rel_level=rel_level,
@@ -329,9 +329,12 @@ def _print_compare(diff: dict[str, Any], limit: int) -> None:
 @click.option("--set", "set_name", help="Question set (default: default_set in curator.toml).")
 @click.option("--metric", help="Metric per slice over time (default: success@<headline k>).")
 @click.option("--last", default=30, show_default=True, type=click.IntRange(1), help="Most recent runs to show.")
+@click.option("--name", "name_filter", help="Only runs with this --name (and their rescores).")
+@click.option("--retriever", "retriever_filter", help="Only runs of this retriever (the artefact's retriever block).")
 @json_option
 @pass_ws
-def history(ws: Workspace, query_id: str | None, set_name: str | None, metric: str | None, last: int, as_json: bool) -> None:
+def history(ws: Workspace, query_id: str | None, set_name: str | None, metric: str | None, last: int,
+            name_filter: str | None, retriever_filter: str | None, as_json: bool) -> None:
     """Scores over time: per-slice sparklines, or one question across all stored runs.
 
     \b
@@ -349,7 +352,9 @@ def history(ws: Workspace, query_id: str | None, set_name: str | None, metric: s
         err_console.print(f"[yellow]skipped:[/] {escape(problem)}", highlight=False, soft_wrap=True)
     if not runs:
         raise CuratorError(f"no stored runs of set {name!r} in {ws.runs_dir}", "Score one: `curator score RUN`.")
-    runs = runs[-last:]
+    runs = [r for r in runs if _keep_run(r, name_filter, retriever_filter)][-last:]
+    if not runs:
+        raise CuratorError(f"no stored run of set {name!r} matches --name/--retriever")
     if query_id:
         rows = question_history(runs, query_id)
         if not any(r["present"] for r in rows):
@@ -383,9 +388,20 @@ def history(ws: Workspace, query_id: str | None, set_name: str | None, metric: s
         present = [v for v in values if v is not None]
         if not present:
             continue
-        table.add_row(slice_name, sparkline(values), _fmt(present[0]), _fmt(present[-1]), _fmt(min(present)),
+        scale = (0.0, max(1.0, max(present))) if metric in ("failures", "stale") else (0.0, 1.0)  # counts: own scale
+        table.add_row(slice_name, sparkline(values, *scale), _fmt(present[0]), _fmt(present[-1]), _fmt(min(present)),
                       _fmt(max(present)), style="bold" if slice_name == "overall" else None)
     console.print(table)
+
+
+def _keep_run(run: dict[str, Any], name: str | None, retriever: str | None) -> bool:
+    if name is not None and name not in (run.get("label"), (run.get("source_run") or {}).get("label")):
+        return False
+    if retriever is not None:
+        block = run.get("retriever") or {}
+        if retriever not in (block.get("name"), block.get("adapter"), block.get("kind")):
+            return False
+    return True
 
 
 @cli.command()
