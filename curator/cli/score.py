@@ -298,7 +298,7 @@ def _print_compare(diff: dict[str, Any], limit: int) -> None:
             cells.append("–" if cell is None else f"{cell['b']:.3f}\n{_delta(cell['delta'])}{_noise(cell)}")
         fails = f"{row['failures_a']}→{row['failures_b']}"
         table.add_row(slice_name, str(row["n_b"]), *cells, fails, style="bold" if slice_name == "overall" else None)
-    console.print(table)
+    _print_whole(table)
     n_overall = next((c.get("n_paired") for c in overall.values() if c.get("n_paired")), 0)
     console.print(f"[dim]* significant, ~ within noise: paired randomization test at alpha {diff.get('alpha', 0.05)} "
                   f"over the questions both runs scored ({n_overall} overall)[/]")

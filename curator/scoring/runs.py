@@ -1,11 +1,14 @@
 """Reading a retriever's ranked output: JSONL, TREC run files and ranx JSON.
 
 - JSONL, one query per line: `{"query_id": "...", "results": [{"id", "score", "revision"}],
-  "latency_ms": 12.5}`. The list order is the rank; `score`, `revision` and `latency_ms`
-  are optional.
+  "latency_ms": 12.5, "timestamp": "2026-12-01T23:20:00Z"}`. The list order is the rank;
+  `score`, `revision`, `latency_ms` (a number >= 0), `timestamp` (ISO 8601) are optional;
+  `"error": "..."` marks a failed request (scored as a failure, never as an empty result).
 - TREC: `qid Q0 docno rank score tag`, whitespace separated. Ranks are ignored and each
   query is sorted as trec_eval sorts it: score descending, then docno descending.
 - ranx JSON: `{"qid": {"docno": score}}`, sorted like TREC.
+- Beside a TREC or ranx run, `RUN.meta.jsonl` (e.g. `run.trec.meta.jsonl`) may carry per
+  query `latency_ms`, `timestamp`, `error` and `empty: true` (a query that returned nothing).
 
 A bad line is reported (file, line, what was expected) and skipped; the rest is read.
 """
