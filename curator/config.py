@@ -103,21 +103,25 @@ class LogsConfig(_Section):
 
 
 class Gate(_Section):
-    """`metric >= min` on each listed slice (`overall`: the whole set), and/or a p95 budget."""
+    """`metric >= min` or `metric <= max` on each listed slice (`overall`: the whole set),
+    and/or a p95 budget on the whole run. `max` suits failures, stale_rate, failure_rate and
+    the latency percentiles p50/p95/p99 (milliseconds)."""
 
     metric: str = Field(
         "success@5",
-        pattern=r"^((success|recall|precision|mrr|ndcg)@[1-9][0-9]*|negative_pass_rate|max_rank_pass_rate)$",
+        pattern=r"^((success|recall|precision|mrr|ndcg)@[1-9][0-9]*|negative_pass_rate|max_rank_pass_rate"
+        r"|failures|failure_rate|stale_rate|p50|p95|p99)$",
     )
     min: float | None = None
+    max: float | None = Field(None, ge=0)
     slices: list[str] = Field(default_factory=list)  # empty: every slice with cases
     max_p95_latency_ms: float | None = Field(None, gt=0, validate_default=True)
 
     @field_validator("max_p95_latency_ms")
     @classmethod
     def _something_to_check(cls, value: float | None, info: ValidationInfo) -> float | None:
-        if value is None and info.data.get("min") is None:
-            raise ValueError("a gate needs min (with metric) or max_p95_latency_ms")
+        if value is None and info.data.get("min") is None and info.data.get("max") is None:
+            raise ValueError("a gate needs min or max (with metric) or max_p95_latency_ms")
         return value
 
 
@@ -126,6 +130,8 @@ class ScoringConfig(_Section):
     rel_level: int = Field(1, ge=1, le=2)  # 1: secondaries count as relevant; 2: primaries only
     negative_threshold: float | None = None
     gates: list[Gate] = Field(default_factory=list)
+    bootstrap_resamples: int = Field(1000, ge=0)  # 0: no confidence intervals
+    seed: int = 0  # of the bootstrap and the randomization test
 
     @field_validator("k")
     @classmethod

@@ -7,6 +7,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from curator.corpus.labels import stale_labels
+from curator.scoring.stats import min_detectable_difference
 
 if TYPE_CHECKING:
     from curator.workspace import Workspace
@@ -23,12 +24,14 @@ def summary(ws: Workspace) -> dict[str, Any]:
         per_slice = Counter(c.slice for c in active)
         # labelled ids the current corpus lacks (corpus/labels.py); none to check without a corpus
         stale = stale_labels(ws, active) if stats.passages else []
-        slices: dict[str, dict[str, int | None]] = {
+        slices: dict[str, dict[str, Any]] = {
             slice_name: {"cases": per_slice.get(slice_name, 0), "target": cfg.target}
             for slice_name, cfg in ws.config.slices.items()
         }
         for extra in sorted(set(per_slice) - set(slices)):
             slices[extra] = {"cases": per_slice[extra], "target": None}
+        for counts in slices.values():  # the smallest success@k difference its case count detects
+            counts["min_detectable_difference"] = min_detectable_difference(counts["cases"] or 0)
         sets[name] = {
             "active": len(active),
             "retired": len(result.cases) - len(active),

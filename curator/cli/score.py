@@ -41,7 +41,8 @@ def _fmt(value: Any) -> str:
 @click.option("--rel-level", type=click.IntRange(1, 2), help="1: secondaries count as relevant; 2: primaries only.")
 @click.option("--negative-threshold", type=float, help="A negative case fails if a result scores at or above this.")
 @click.option("--gate", "gate_flags", multiple=True, metavar="GATE",
-              help="METRIC>=MIN[:SLICE,...] or p95<=MS; replaces the gates in curator.toml. Repeatable.")
+              help="METRIC>=MIN[:SLICE,...], METRIC<=MAX[:SLICE,...] (failures, failure_rate, stale_rate) or "
+              "p50|p95|p99<=MS[:SLICE,...]; replaces the gates in curator.toml. Repeatable.")
 @click.option("--no-gates", is_flag=True, help="Ignore the gates in curator.toml.")
 @click.option("--no-write", is_flag=True, help="Do not store an artefact in runs/.")
 @click.option("--worst", default=10, show_default=True, type=click.IntRange(0), help="Failures to list.")
@@ -65,6 +66,7 @@ def score(ws: Workspace, run: str | None, set_name: str | None, k: int | None, l
         curator score retriever-runs/bm25.jsonl
         curator score run.trec --set main --k 10 --name chunking-v2
         curator score run.jsonl --gate 'success@5>=0.8' --gate 'p95<=250' --json
+        curator score run.jsonl --gate 'stale_rate<=0:freshness' --gate 'p95<=120:exact_identifier'
         curator score --rescore latest        # after triage added labels
     """
     from curator.errors import CuratorError
@@ -81,7 +83,7 @@ def score(ws: Workspace, run: str | None, set_name: str | None, k: int | None, l
     if run is None:
         from curator.triage import rescore
 
-        result = rescore(ws, rescore_ref, write=not no_write)
+        result = rescore(ws, rescore_ref, write=not no_write, label=label)  # --name labels the rescore
     else:
         with _progress_bar(run, enabled=err_console.is_terminal and not as_json) as progress:
             result = score(ws.existing_set(set_name), run, fmt=fmt, k=k, rel_level=rel_level,
@@ -127,6 +129,23 @@ def _progress_bar(run: str, enabled: bool) -> Iterator[Progress | None]:
         yield update
 
 
+def _print_whole(table: Table) -> None:
+    """A terminal wraps the table to fit; a pipe or CI log gets its natural width, so no
+    number is ever cut to an ellipsis."""
+    if console.is_terminal:
+        console.print(table)
+        return
+    from rich.measure import Measurement
+
+    needed = Measurement.get(console, console.options.update(width=10_000), table).maximum
+    width = console.width
+    console.width = max(width, needed)
+    try:
+        console.print(table)
+    finally:
+        console.width = width
+
+
 def _print_report(ws: Workspace, result: ScoreResult, worst: int) -> None:
     from curator.scoring.evaluate import SEVERITY
     from curator.scoring.gates import describe
@@ -160,10 +179,16 @@ def _print_report(ws: Workspace, result: ScoreResult, worst: int) -> None:
         style = "bold" if name == "overall" else None
         table.add_row(name, str(block["n"]), *[_fmt(block.get(c)) for c in columns],
                       _fmt(block.get("negative_pass_rate")), str(block["failures"]), gate, style=style)
-    console.print(table)
+    # a CI log is not a terminal: the table takes its natural width, never an ellipsis in a number
+    _print_whole(table)
     lat = art["latency_ms"]
     if lat["n"]:
-        console.print(f"latency over {lat['n']} queries: p50 {lat['p50']:.1f} ms, p95 {lat['p95']:.1f} ms")
+        of = lat.get("of", lat["n"])
+        console.print(f"latency over {lat['n']} of {of} queries: p50 {lat['p50']:.1f} ms, "
+                      f"p95 {lat['p95']:.1f} ms" + (f", p99 {lat['p99']:.1f} ms" if lat.get("p99") is not None else ""))
+    if art.get("failed"):
+        console.print(f"[red]{len(art['failed'])} requests failed (scored 0):[/] "
+                      + escape(", ".join(art["failed"][:10])) + (" …" if len(art["failed"]) > 10 else ""))
     if art["missing"]:
         console.print(f"[yellow]{len(art['missing'])} cases missing from the run (scored 0):[/] "
                       + escape(", ".join(art["missing"][:10])) + (" …" if len(art["missing"]) > 10 else ""))
@@ -245,6 +270,12 @@ def _delta(value: float) -> str:
     return f"[{colour}]{value:+.3f}[/]"
 
 
+def _noise(cell: dict[str, Any]) -> str:
+    if "p" not in cell or abs(cell["delta"]) < 5e-4:
+        return ""
+    return f" [bold]*[/] [dim]p={cell['p']:.3f}[/]" if cell["significant"] else f" [dim]~ p={cell['p']:.2f}[/]"
+
+
 def _print_compare(diff: dict[str, Any], limit: int) -> None:
     for problem in diff["frozen_problems"]:
         err_console.print(f"[yellow]warning:[/] {escape(problem)}", highlight=False, soft_wrap=True)
@@ -255,6 +286,8 @@ def _print_compare(diff: dict[str, Any], limit: int) -> None:
     wanted = [f"success@{ks[0]}", f"recall@{ks[0]}", *[f"recall@{k}" for k in ks[1:2]], f"mrr@{ks[0]}",
               f"ndcg@{ks[0]}", "negative_pass_rate"]
     names = [n for n in wanted if n in overall or any(n in s["metrics"] for s in diff["slices"].values())]
+    if not [n for n in names if n != "negative_pass_rate"]:  # scored at different k: what both share
+        names = [n for n in overall if "@" in n][:6] + names
     table = Table(title=f"{Path(diff['a']).name} → {Path(diff['b']).name}", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("slice", min_width=9)
     table.add_column("n", justify="right")
@@ -265,10 +298,13 @@ def _print_compare(diff: dict[str, Any], limit: int) -> None:
         cells = []
         for name in names:
             cell = row["metrics"].get(name)
-            cells.append("–" if cell is None else f"{cell['b']:.3f}\n{_delta(cell['delta'])}")
+            cells.append("–" if cell is None else f"{cell['b']:.3f}\n{_delta(cell['delta'])}{_noise(cell)}")
         fails = f"{row['failures_a']}→{row['failures_b']}"
         table.add_row(slice_name, str(row["n_b"]), *cells, fails, style="bold" if slice_name == "overall" else None)
-    console.print(table)
+    _print_whole(table)
+    n_overall = next((c.get("n_paired") for c in overall.values() if c.get("n_paired")), 0)
+    console.print(f"[dim]* significant, ~ within noise: paired randomization test at alpha {diff.get('alpha', 0.05)} "
+                  f"over the questions both runs scored ({n_overall} overall)[/]")
 
     def group(title: str, entries: list[dict], colour: str) -> None:
         if not entries:
@@ -296,9 +332,12 @@ def _print_compare(diff: dict[str, Any], limit: int) -> None:
 @click.option("--set", "set_name", help="Question set (default: default_set in curator.toml).")
 @click.option("--metric", help="Metric per slice over time (default: success@<headline k>).")
 @click.option("--last", default=30, show_default=True, type=click.IntRange(1), help="Most recent runs to show.")
+@click.option("--name", "name_filter", help="Only runs with this --name (and their rescores).")
+@click.option("--retriever", "retriever_filter", help="Only runs of this retriever (the artefact's retriever block).")
 @json_option
 @pass_ws
-def history(ws: Workspace, query_id: str | None, set_name: str | None, metric: str | None, last: int, as_json: bool) -> None:
+def history(ws: Workspace, query_id: str | None, set_name: str | None, metric: str | None, last: int,
+            name_filter: str | None, retriever_filter: str | None, as_json: bool) -> None:
     """Scores over time: per-slice sparklines, or one question across all stored runs.
 
     \b
@@ -316,7 +355,9 @@ def history(ws: Workspace, query_id: str | None, set_name: str | None, metric: s
         err_console.print(f"[yellow]skipped:[/] {escape(problem)}", highlight=False, soft_wrap=True)
     if not runs:
         raise CuratorError(f"no stored runs of set {name!r} in {ws.runs_dir}", "Score one: `curator score RUN`.")
-    runs = runs[-last:]
+    runs = [r for r in runs if _keep_run(r, name_filter, retriever_filter)][-last:]
+    if not runs:
+        raise CuratorError(f"no stored run of set {name!r} matches --name/--retriever")
     if query_id:
         rows = question_history(runs, query_id)
         if not any(r["present"] for r in rows):
@@ -350,9 +391,20 @@ def history(ws: Workspace, query_id: str | None, set_name: str | None, metric: s
         present = [v for v in values if v is not None]
         if not present:
             continue
-        table.add_row(slice_name, sparkline(values), _fmt(present[0]), _fmt(present[-1]), _fmt(min(present)),
+        scale = (0.0, max(1.0, max(present))) if metric in ("failures", "stale") else (0.0, 1.0)  # counts: own scale
+        table.add_row(slice_name, sparkline(values, *scale), _fmt(present[0]), _fmt(present[-1]), _fmt(min(present)),
                       _fmt(max(present)), style="bold" if slice_name == "overall" else None)
     console.print(table)
+
+
+def _keep_run(run: dict[str, Any], name: str | None, retriever: str | None) -> bool:
+    if name is not None and name not in (run.get("label"), (run.get("source_run") or {}).get("label")):
+        return False
+    if retriever is not None:
+        block = run.get("retriever") or {}
+        if retriever not in (block.get("name"), block.get("adapter"), block.get("kind")):
+            return False
+    return True
 
 
 @cli.command()

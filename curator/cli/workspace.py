@@ -75,6 +75,7 @@ def status(ws: Workspace, as_json: bool) -> None:
         table.add_column("slice")
         table.add_column("cases", justify="right")
         table.add_column("target", justify="right")
+        table.add_column("detects", justify="right")  # smallest success@k difference (alpha 0.05, power 0.8)
         table.add_column("")
         for slice_name, counts in info["slices"].items():
             target = counts["target"]
@@ -82,6 +83,7 @@ def status(ws: Workspace, as_json: bool) -> None:
             bar = _bar(counts["cases"], target)
             table.add_row(
                 slice_name, str(counts["cases"]), "-" if target is None else str(target),
+                "-" if counts.get("min_detectable_difference") is None else f"±{counts['min_detectable_difference']:.2f}",
                 f"[green]{bar}[/]" if done else f"[yellow]{bar}[/]",
             )
         console.print(table)

@@ -163,7 +163,8 @@ def score(
             run = read_run(ranked, fmt, progress=_stage(progress, "read"))
         else:
             run = coerce_run(ranked)
-        result = score_cases(specs, run.queries, ks, threshold, progress=_stage(progress, "score"))
+        result = score_cases(specs, run.queries, ks, threshold, progress=_stage(progress, "score"),
+                             resamples=config.bootstrap_resamples, seed=config.seed)
         run_info: dict[str, Any] = {
             "path": _relative(run.path, workspace),
             "format": run.format,
@@ -194,13 +195,16 @@ def score(
             "tie_rule": TIE_RULES[run_info["format"]],
             **CHOICES,
             "latency_percentile": "nearest rank",
+            "bootstrap": {"resamples": config.bootstrap_resamples, "seed": config.seed, "level": 0.95},
             "gates": [g.model_dump(exclude_none=True) for g in gate_list],
         },
         "metrics": result["metrics"],
         "latency_ms": result["latency_ms"],
         "gates": verdicts,
         "passed": all(v["passed"] for v in verdicts),
+        "run_time": result["run_time"],
         "missing": result["missing"],
+        "failed": result["failed"],
         "unknown_queries": result["unknown_queries"],
         "duplicates": result["duplicates"],
         "questions": result["questions"],

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from curator.scoring import stats
+
 
 def frozen_query_ids(set_dir: Path) -> tuple[set[str], list[str]]:
     """query_ids listed by the set's freeze manifests (`frozen/*.json`, key `query_ids`).
@@ -56,12 +58,15 @@ def compare(
         mb = b["metrics"]["overall"] if name == "overall" else b["metrics"]["slices"].get(name, {})
         row: dict[str, Any] = {"n_a": ma.get("n", 0), "n_b": mb.get("n", 0), "metrics": {}}
         for metric in ma:
-            if metric in ("n", "negatives", "failures") or metric not in mb:
+            if metric in ("n", "negatives", "failures") or metric not in mb or not _number(ma[metric]):
                 continue
             row["metrics"][metric] = {"a": ma[metric], "b": mb[metric], "delta": mb[metric] - ma[metric]}
         row["failures_a"], row["failures_b"] = ma.get("failures", 0), mb.get("failures", 0)
         slices[name] = row
     qa, qb = a["questions"], b["questions"]
+    _significance(slices, qa, qb, ma_ci={n: _block(a, n).get("ci", {}) for n in slices},
+                  mb_ci={n: _block(b, n).get("ci", {}) for n in slices}, seed=b["config"].get("bootstrap", {}).get("seed", 0),
+                  resamples=b["config"].get("bootstrap", {}).get("resamples", stats.RESAMPLES) or stats.RESAMPLES)
     fixed, broken, moved = [], [], []
     for qid in qb:
         if qid not in qa:
@@ -98,4 +103,44 @@ def compare(
         "removed": sorted(set(qa) - set(qb)),
         "regressions": [e for e in broken if e["regression"]],
         "latency_ms": {"a": a.get("latency_ms"), "b": b.get("latency_ms")},
+        "alpha": stats.ALPHA,
+        "test": "paired randomization (sign-flip) test of the mean difference over the questions in both runs",
     }
+
+
+def _block(art: dict[str, Any], name: str) -> dict[str, Any]:
+    metrics = art["metrics"]
+    block: dict[str, Any] = metrics["overall"] if name == "overall" else metrics["slices"].get(name, {})
+    return block
+
+
+def _significance(slices: dict[str, Any], qa: dict[str, Any], qb: dict[str, Any], ma_ci: dict[str, Any],
+                  mb_ci: dict[str, Any], seed: int, resamples: int) -> None:
+    """Per slice and metric: the paired test's p-value over the questions both runs
+    scored, `significant` at alpha, the pair count and each run's interval."""
+    pairs: dict[str, list[str]] = {"overall": []}
+    for qid, after in qb.items():
+        before = qa.get(qid)
+        if before is None or "metrics" not in before or "metrics" not in after:
+            continue
+        pairs["overall"].append(qid)
+        pairs.setdefault(after.get("slice") or "", []).append(qid)
+    for name, row in slices.items():
+        ids = pairs.get(name, [])
+        for metric, cell in row["metrics"].items():
+            if metric in ma_ci.get(name, {}):
+                cell["ci_a"] = ma_ci[name][metric]
+            if metric in mb_ci.get(name, {}):
+                cell["ci_b"] = mb_ci[name][metric]
+            used = [q for q in ids if metric in qa[q]["metrics"] and metric in qb[q]["metrics"]]
+            if not used:
+                continue
+            xs = [qa[q]["metrics"][metric] for q in used]
+            ys = [qb[q]["metrics"][metric] for q in used]
+            p = 1.0 if xs == ys else stats.paired_test(xs, ys, resamples, seed)
+            cell.update(p=p, n_paired=len(used), significant=p < stats.ALPHA)
+
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -10,16 +10,20 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from curator.models import Case
 from curator.scoring import metrics as m
+from curator.scoring import stats
 from curator.scoring.runs import Ranked
 
 METRICS = ("success", "recall", "precision", "mrr", "ndcg")
 RATE_METRICS = ("negative_pass_rate", "max_rank_pass_rate")
+MAX_METRICS = ("failures", "stale_rate", "failure_rate")  # gated with <=
+LATENCY_METRICS = ("p50", "p95", "p99")
 METRIC_RE = re.compile(r"^(success|recall|precision|mrr|ndcg)@([1-9][0-9]*)$")
-FAILURES = ("missing", "false_positive", "stale", "miss", "below_max_rank")  # worst first
+FAILURES = ("missing", "failed", "false_positive", "stale", "too_old", "miss", "below_max_rank")  # worst first
 SEVERITY = {kind: i for i, kind in enumerate(FAILURES)}
 
 # What the artefact's config says about each choice (docs/scoring.md explains them).
@@ -34,8 +38,14 @@ CHOICES = {
     "missing_queries": "scored 0 on every metric, failure 'missing', listed",
     "duplicates": "a repeated (id, revision) keeps its first rank; later copies dropped",
     "negative_cases": "excluded from ranking means; reported as negative_pass_rate",
-    "stale_hits": "an older revision of a labelled passage is not relevant; "
-    "a stale hit above the current one in the top k fails the case",
+    "stale_hits": "an older revision of a labelled passage is not relevant (success, recall and the "
+    "first relevant rank count only the pinned or a newer revision); a stale hit ranked above every "
+    "acceptable one scores success@k 0 and fails the case",
+    "max_age_days": "a case fails (success@k 0, failure 'too_old') when its best acceptable hit's "
+    "revision is older than the limit at the run's time (its latest request timestamp, else the scoring time)",
+    "failed_requests": "a query whose request failed scores 0, failure 'failed' (never an empty result)",
+    "confidence_intervals": "95% percentile bootstrap of each mean over the slice's queries (seeded); "
+    "gate verdicts use the point estimate",
     "mrr": "reciprocal rank of the first relevant passage within the top k",
 }
 
@@ -55,6 +65,9 @@ class CaseSpec:
     max_rank: int | None
     required_rev: dict[str, str]
     newer: dict[str, list[str]]  # labelled id -> revisions newer than the required one
+    max_age_days: int | None = None
+    query: str = ""
+    dates: dict[str, dict[str, str | None]] = field(default_factory=dict)  # id -> revision -> committed_at
     ideal: dict[int, float] = field(default_factory=dict)
 
 
@@ -93,9 +106,17 @@ def prepare(
             if want:
                 required[r.id] = want
         newer: dict[str, list[str]] = {}
+        dates: dict[str, dict[str, str | None]] = {}
+        max_age = fresh.max_age_days if fresh is not None else None
         if revisions_of is not None:
             for doc, want in required.items():
-                known = [rev for rev, _, _ in revisions_of(doc)]  # newest first
+                history = revisions_of(doc)
+                if max_age is not None:
+                    dates[doc] = {rev: when for rev, when, _ in history}
+                    current = [rev for rev, _, is_current in history if is_current]
+                    if current:
+                        dates[doc][""] = dates[doc][current[0]]  # a hit without a revision: the current one
+                known = [rev for rev, _, _ in history]  # newest first
                 for i, rev in enumerate(known):
                     if _prefix_match(rev, want):
                         newer[doc] = known[:i]
@@ -114,6 +135,9 @@ def prepare(
             max_rank=case.max_rank,
             required_rev=required,
             newer=newer,
+            max_age_days=max_age,
+            query=case.query,
+            dates=dates,
         )
         graded = tuple(sorted(grades.values()))
         if graded not in ideals:
@@ -130,17 +154,37 @@ def _is_stale(spec: CaseSpec, doc: str, revision: str | None) -> bool:
     return not any(_prefix_match(revision, r) for r in spec.newer.get(doc, ()))
 
 
+def _age_days(committed_at: str | None, now: datetime) -> float | None:
+    if not committed_at:
+        return None
+    try:
+        when = datetime.fromisoformat(committed_at)
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return (now - when).total_seconds() / 86400
+
+
 def score_question(
-    spec: CaseSpec, ranked: Ranked | None, ks: Sequence[int], negative_threshold: float | None
+    spec: CaseSpec, ranked: Ranked | None, ks: Sequence[int], negative_threshold: float | None,
+    now: datetime | None = None,
 ) -> dict[str, Any]:
     """Everything the artefact records about one question (`ranked` None: not in the run).
-    The first k is the headline one; the top max(5, k) results are kept."""
+    The first k is the headline one; the top max(5, k) results are kept. `now` is the
+    run's time, for `max_age_days`."""
     headline_k = ks[0]
-    out: dict[str, Any] = {"slice": spec.slice, "rev": spec.rev}
+    out: dict[str, Any] = {"slice": spec.slice, "rev": spec.rev, "query": spec.query}
     if spec.tags:
         out["tags"] = spec.tags
-    if ranked is None:
-        out["failure"] = "missing"
+    if ranked is not None and ranked.latency_ms is not None:
+        out["latency_ms"] = ranked.latency_ms
+    if ranked is not None and ranked.timestamp is not None:
+        out["timestamp"] = ranked.timestamp
+    if ranked is None or ranked.error is not None:
+        out["failure"] = "missing" if ranked is None else "failed"
+        if ranked is not None:
+            out["error"] = ranked.error
         out["ranks"] = dict.fromkeys(spec.grades)
         if not spec.negative:
             out["metrics"] = dict.fromkeys((name for k in ks for name in m.metric_names(k)), 0.0)
@@ -158,8 +202,6 @@ def score_question(
         ids = [ids[i] for i in keep]
         scores = [scores[i] for i in keep]
         revisions = [revisions[i] for i in keep] if revisions else None
-    if ranked.latency_ms is not None:
-        out["latency_ms"] = ranked.latency_ms
     grades = spec.grades
     ranks: dict[str, int] = {}
     stale: dict[str, int] = {}
@@ -192,18 +234,45 @@ def score_question(
         relevant = spec.relevant
         values = m.metrics_at(ranks, relevant, grades, ks, spec.require, spec.ideal)
         out["metrics"] = values
-        out["first_relevant_rank"] = m.first_rank(ranks, relevant)
+        first = out["first_relevant_rank"] = m.first_rank(ranks, relevant)
         first_primary = m.first_rank(ranks, spec.primaries)
         if spec.max_rank is not None:
             out["max_rank_pass"] = first_primary is not None and first_primary <= spec.max_rank
-        if any(r <= headline_k and r < ranks.get(doc, 10**9) for doc, r in stale.items()):
+        stale_first = bool(stale) and min(stale.values()) < (first or 10**9)
+        too_old = _too_old(spec, ids, revisions, first, now) if spec.max_age_days is not None else None
+        if stale_first or too_old is not None:
+            for k in ks:  # a stale answer first (or only an outdated one) is no success
+                values[f"success@{k}"] = 0.0
+        if too_old is not None:
+            out["age_days"] = round(too_old, 1)
+        if stale_first and min(stale.values()) <= headline_k:
             failure = "stale"
+        elif too_old is not None and first is not None and first <= headline_k:
+            failure = "too_old"
         elif not values[m.metric_names(headline_k)[0]]:
             failure = "miss"
         elif spec.max_rank is not None and not out["max_rank_pass"]:
             failure = "below_max_rank"
     out["failure"] = failure
     return out
+
+
+def _too_old(spec: CaseSpec, ids: list[str], revisions: list[str | None] | None, first: int | None,
+             now: datetime | None) -> float | None:
+    """The age in days of the best acceptable hit's revision when it is over the case's
+    `max_age_days` at `now`, else None."""
+    if first is None or spec.max_age_days is None:
+        return None
+    doc = ids[first - 1]
+    revision = revisions[first - 1] if revisions else None
+    known = spec.dates.get(doc)
+    if not known:
+        return None
+    when = known.get(revision or "")
+    if when is None and revision:
+        when = next((d for r, d in known.items() if r and _prefix_match(r, revision)), None)
+    age = _age_days(when, now or datetime.now(UTC))
+    return age if age is not None and age > spec.max_age_days else None
 
 
 def _top(spec: CaseSpec, ids: list[str], scores: Sequence[float | None], revisions: list[str | None] | None,
@@ -221,14 +290,31 @@ def _top(spec: CaseSpec, ids: list[str], scores: Sequence[float | None], revisio
     return top
 
 
-def aggregate(specs: list[CaseSpec], questions: dict[str, dict[str, Any]], ks: Sequence[int]) -> dict[str, Any]:
-    """Means per slice and overall. Negative cases only feed negative_pass_rate."""
+def aggregate(specs: list[CaseSpec], questions: dict[str, dict[str, Any]], ks: Sequence[int],
+              resamples: int = stats.RESAMPLES, seed: int = stats.SEED) -> dict[str, Any]:
+    """Means per slice and overall, each with its 95% bootstrap interval (`ci`; none when
+    `resamples` is 0). Negative cases only feed negative_pass_rate."""
     names = [f"{name}@{k}" for k in ks for name in METRICS]
     groups: dict[str, list[CaseSpec]] = {}
     for spec in specs:
         groups.setdefault(spec.slice, []).append(spec)
     slices = {name: _summary(group, questions, names) for name, group in sorted(groups.items())}
-    return {"overall": _summary(specs, questions, names), "slices": slices}
+    overall = _summary(specs, questions, names)
+    if resamples:
+        for block, group in [*((slices[name], groups[name]) for name in slices), (overall, specs)]:
+            block["ci"] = _intervals(group, questions, names, resamples, seed)
+    return {"overall": overall, "slices": slices}
+
+
+def _intervals(group: list[CaseSpec], questions: dict[str, dict[str, Any]], names: list[str],
+               resamples: int, seed: int) -> dict[str, list[float]]:
+    ranked = [questions[s.query_id] for s in group if not s.negative]
+    columns: dict[str, list[float]] = {name: [q["metrics"][name] for q in ranked] for name in names} if ranked else {}
+    cis = stats.bootstrap_cis(columns, resamples, seed)
+    negatives = [float(questions[s.query_id]["negative_pass"]) for s in group if s.negative]
+    if negatives:
+        cis.update(stats.bootstrap_cis({"negative_pass_rate": negatives}, resamples, seed))
+    return cis
 
 
 def _summary(group: list[CaseSpec], questions: dict[str, dict[str, Any]], names: list[str]) -> dict[str, Any]:
@@ -244,7 +330,19 @@ def _summary(group: list[CaseSpec], questions: dict[str, dict[str, Any]], names:
     if negatives:
         out["negative_pass_rate"] = sum(q["negative_pass"] for q in negatives) / len(negatives)
     out["failures"] = sum(1 for s in group if questions[s.query_id]["failure"])
+    out["failure_rate"] = out["failures"] / len(group) if group else 0.0
+    stale = sum(1 for q in ranked if q["failure"] == "stale")
+    out["stale"] = stale
+    out["stale_rate"] = stale / len(ranked) if ranked else 0.0
+    latencies = [q["latency_ms"] for s in group if "latency_ms" in (q := questions[s.query_id])]
+    out["latency_ms"] = latency_summary(latencies, len(group))
     return out
+
+
+def latency_summary(latencies: list[float], scored: int) -> dict[str, Any]:
+    """p50/p95/p99 (nearest rank) and how many of the `scored` queries carry a latency."""
+    return {"n": len(latencies), "of": scored, "p50": percentile(latencies, 50),
+            "p95": percentile(latencies, 95), "p99": percentile(latencies, 99)}
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -262,21 +360,45 @@ def score_cases(
     ks: Sequence[int],
     negative_threshold: float | None = None,
     progress: Callable[[int, int], None] | None = None,
+    now: datetime | None = None,
+    resamples: int = stats.RESAMPLES,
+    seed: int = stats.SEED,
 ) -> dict[str, Any]:
     """The artefact's result part: every case scored against its query's results (a case
     missing from `queries` scores 0), the means, latency and the lists of odd queries.
     `progress(scored, cases)` every 1,000 cases."""
     questions: dict[str, dict[str, Any]] = {}
+    if now is None:
+        now = run_time(queries)
     for n, spec in enumerate(specs, 1):
-        questions[spec.query_id] = score_question(spec, queries.get(spec.query_id), ks, negative_threshold)
+        questions[spec.query_id] = score_question(spec, queries.get(spec.query_id), ks, negative_threshold, now)
         if progress is not None and n % 1000 == 0:
             progress(n, len(specs))
-    latencies = [r.latency_ms for q, r in queries.items() if r.latency_ms is not None and q in questions]
+    metrics = aggregate(specs, questions, ks, resamples, seed)
     return {
-        "metrics": aggregate(specs, questions, ks),
-        "latency_ms": {"n": len(latencies), "p50": percentile(latencies, 50), "p95": percentile(latencies, 95)},
+        "metrics": metrics,
+        "latency_ms": metrics["overall"]["latency_ms"],
+        "run_time": now.isoformat(timespec="seconds"),
+        "failed": [q for q, v in questions.items() if v["failure"] == "failed"],
         "missing": [q for q, v in questions.items() if v["failure"] == "missing"],
         "unknown_queries": sorted(q for q in queries if q not in questions),
         "duplicates": {q: v["duplicates"] for q, v in questions.items() if "duplicates" in v},
         "questions": questions,
     }
+
+
+def run_time(queries: Mapping[str, Ranked]) -> datetime:
+    """The run's time: its latest request timestamp, else now."""
+    latest: datetime | None = None
+    for ranked in queries.values():
+        if ranked.timestamp is None:
+            continue
+        try:
+            when = datetime.fromisoformat(ranked.timestamp)
+        except ValueError:
+            continue
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        if latest is None or when > latest:
+            latest = when
+    return latest or datetime.now(UTC)

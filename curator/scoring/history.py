@@ -30,9 +30,19 @@ def _run_ref(run: dict[str, Any]) -> dict[str, Any]:
     return {
         "artefact": Path(run["_path"]).name,
         "created_at": run["created_at"],
-        "label": run.get("label"),
+        "label": _label(run),
         "git_sha": (run["workspace"].get("git_sha") or "")[:7] or None,
     }
+
+
+def _label(run: dict[str, Any]) -> str | None:
+    """A rescore is named after the run it rescored (`rescore of dense-v2`) unless it was
+    given a --name of its own."""
+    label = run.get("label")
+    source = run.get("source_run") or {}
+    if label == "rescore" and source.get("label"):
+        return f"rescore of {source['label']}"
+    return label
 
 
 def question_history(runs: list[dict[str, Any]], query_id: str) -> list[dict[str, Any]]:

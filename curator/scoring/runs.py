@@ -1,11 +1,14 @@
 """Reading a retriever's ranked output: JSONL, TREC run files and ranx JSON.
 
 - JSONL, one query per line: `{"query_id": "...", "results": [{"id", "score", "revision"}],
-  "latency_ms": 12.5}`. The list order is the rank; `score`, `revision` and `latency_ms`
-  are optional.
+  "latency_ms": 12.5, "timestamp": "2026-12-01T23:20:00Z"}`. The list order is the rank;
+  `score`, `revision`, `latency_ms` (a number >= 0), `timestamp` (ISO 8601) are optional;
+  `"error": "..."` marks a failed request (scored as a failure, never as an empty result).
 - TREC: `qid Q0 docno rank score tag`, whitespace separated. Ranks are ignored and each
   query is sorted as trec_eval sorts it: score descending, then docno descending.
 - ranx JSON: `{"qid": {"docno": score}}`, sorted like TREC.
+- Beside a TREC or ranx run, `RUN.meta.jsonl` (e.g. `run.trec.meta.jsonl`) may carry per
+  query `latency_ms`, `timestamp`, `error` and `empty: true` (a query that returned nothing).
 
 A bad line is reported (file, line, what was expected) and skipped; the rest is read.
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +52,8 @@ class Ranked:
     scores: Sequence[float | None]
     revisions: list[str | None] | None = None  # None: the run has no revisions for this query
     latency_ms: float | None = None
+    timestamp: str | None = None  # ISO 8601 time the request was made (JSONL `timestamp`)
+    error: str | None = None  # the request failed (JSONL `error`): a miss, never an empty result
 
 
 @dataclass
@@ -77,9 +83,45 @@ def read_run(path: str | Path, fmt: str | None = None, progress: Callable[[int, 
             _read_ranx(_decode(run, data, 0, len(data)), run)
         else:
             _read_lines(run, data, progress)
+        if fmt != "jsonl":
+            _read_sidecar(run, Path(str(path) + ".meta.jsonl"))
     if progress is not None:
         progress(len(data), len(data))
     return run
+
+
+def _read_sidecar(run: RunData, path: Path) -> None:
+    """`RUN.meta.jsonl` beside a TREC or ranx run: one `{query_id, latency_ms, timestamp,
+    empty, error}` line per query. `empty: true` adds a query that returned nothing (a
+    TREC file cannot say so), `error` marks a failed request."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return
+    except (OSError, UnicodeDecodeError) as exc:
+        run.problems.append(Problem(str(path), None, f"cannot read the run's sidecar: {exc}", fatal=False))
+        return
+    side = RunData(run.queries, str(path), "jsonl")
+    for number, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = loads(line)
+        except ValueError as exc:
+            _problem(side, number, f"not valid JSON ({exc}); expected {{query_id, latency_ms, empty}}")
+            continue
+        qid = obj.get("query_id") if isinstance(obj, dict) else None
+        if not isinstance(qid, str) or not qid:
+            _problem(side, number, "missing query_id (a non-empty string)")
+            continue
+        ranked = run.queries.get(qid)
+        if ranked is None:
+            if not (obj.get("empty") or obj.get("error")):
+                _problem(side, number, f"query {qid} is not in the run and not marked empty; ignored")
+                continue
+            ranked = run.queries[qid] = Ranked([], [])
+        _read_meta(side, number, qid, obj, ranked)
+    run.problems.extend(side.problems)
 
 
 def _read_lines(run: RunData, data: bytes, progress: Callable[[int, int], None] | None) -> None:
@@ -158,13 +200,27 @@ def _jsonl_lines(run: RunData, text: str, first_line: int) -> None:
         except ValueError as exc:
             _problem(run, number, f"query {qid}: {exc}")
             continue
-        latency = obj.get("latency_ms")
-        if latency is not None:
-            if isinstance(latency, bool) or not isinstance(latency, int | float):
-                _problem(run, number, f"query {qid}: latency_ms must be a number; ignored")
-            else:
-                ranked.latency_ms = float(latency)
+        _read_meta(run, number, qid, obj, ranked)
         queries[qid] = ranked
+
+
+def _read_meta(run: RunData, number: int | None, qid: str, obj: dict[str, Any], ranked: Ranked) -> None:
+    """`latency_ms`, `timestamp` and `error` of a JSONL line (or a sidecar line)."""
+    latency = obj.get("latency_ms")
+    if latency is not None:
+        if isinstance(latency, bool) or not isinstance(latency, int | float) or not math.isfinite(latency):
+            _problem(run, number, f"query {qid}: latency_ms must be a number, got {latency!r}; latency ignored")
+        elif latency < 0:
+            _problem(run, number, f"query {qid}: latency_ms must not be negative, got {latency!r}; latency ignored")
+        else:
+            ranked.latency_ms = float(latency)
+    stamp = obj.get("timestamp")
+    if isinstance(stamp, str) and stamp:
+        ranked.timestamp = stamp
+    error = obj.get("error")
+    if error:
+        ranked.error = str(error)
+        ranked.ids, ranked.scores, ranked.revisions = [], [], None
 
 
 def ranked_from_list(results: list[Any]) -> Ranked:

@@ -53,9 +53,12 @@ def relabel(labels: dict[str, str], case: Case) -> dict[str, Any]:
     return {"relevant": relevant, "expect_empty": False if relevant else case.expect_empty}
 
 
-def repin(ws: Workspace, case: Case, revision: str | None, passage: str | None) -> dict[str, Any]:
+def repin(ws: Workspace, case: Case, revision: str | None, passage: str | None,
+          confirm_older: bool = False) -> dict[str, Any]:
     """Pin the case's labels (the pinned ones, else the primaries; only `passage` if given)
-    to `revision`, or to each passage's current revision in the corpus."""
+    to `revision`, or to each passage's current revision in the corpus. A `revision` older
+    than the corpus's current one is refused (the message names both dates) unless
+    `confirm_older`: a case pinned to an old revision can never catch a stale ranking."""
     pinned = [r for r in case.relevant if r.revision] or case.primaries
     if passage is not None:
         pinned = [r for r in pinned if r.id == passage] or [r for r in case.relevant if r.id == passage]
@@ -69,6 +72,8 @@ def repin(ws: Workspace, case: Case, revision: str | None, passage: str | None) 
             if not current:
                 raise CuratorError(f"{case.query_id}: {r.id} is not in the corpus; cannot re-pin it")
             want = current[0]
+        elif not confirm_older:
+            _refuse_older(ws, case, r.id, want)
         new_revs[r.id] = want
     if all(r.revision == new_revs[r.id] for r in pinned) and (
         case.freshness is None or case.freshness.revision in (None, *new_revs.values())
@@ -86,6 +91,20 @@ def repin(ws: Workspace, case: Case, revision: str | None, passage: str | None) 
         if first is not None:
             updates["freshness"] = {"revision": new_revs[first]}
     return updates
+
+
+def _refuse_older(ws: Workspace, case: Case, passage: str, revision: str) -> None:
+    history = ws.revisions_of(passage)
+    current = next(((rev, when) for rev, when, is_current in history if is_current), None)
+    if current is None or current[0].startswith(revision) or revision.startswith(current[0]):
+        return
+    when = next((w for rev, w, _ in history if rev.startswith(revision) or revision.startswith(rev)), None)
+    if when is not None and current[1] is not None and when > current[1]:
+        return  # newer than the current one (a branch ahead of the index)
+    raise CuratorError(
+        f"{case.query_id}: {revision[:12]} ({when or 'date unknown'}) is older than the corpus's current "
+        f"revision {current[0][:12]} ({current[1] or 'date unknown'}) of {passage}; pinning to it needs a confirmation"
+    )
 
 
 def tag_regression(case: Case) -> dict[str, Any] | None:

@@ -67,6 +67,42 @@ class TriageItem:
     def stale_ranks(self) -> dict[str, int]:
         return self.question.get("stale_ranks") or {}
 
+    @property
+    def latency_ms(self) -> float | None:
+        value = self.question.get("latency_ms")
+        return float(value) if isinstance(value, int | float) else None
+
+    def scores_around_first_relevant(self) -> list[Result]:
+        """The results just above, at and just below the first relevant hit (its
+        neighbours by rank among the run's top results); empty when it is not in them."""
+        first = self.question.get("first_relevant_rank")
+        shown = [r for r in self.results if r.in_top and r.rank is not None]
+        at = next((i for i, r in enumerate(shown) if r.rank == first), None)
+        if at is None:
+            return []
+        return shown[max(0, at - 1):at + 2]
+
+    def tie(self) -> Result | None:
+        """A result ranked above the first relevant hit with exactly its score (the
+        answer lost a tie-break), or None."""
+        first = self.question.get("first_relevant_rank")
+        shown = [r for r in self.results if r.in_top and r.rank is not None]
+        hit = next((r for r in shown if r.rank == first), None)
+        if hit is None or hit.score is None:
+            return None
+        for r in shown:
+            if r.rank is not None and r.rank < hit.rank and r.score is not None and abs(r.score - hit.score) <= 1e-9:  # type: ignore[operator]
+                return r
+        return None
+
+    def unjudged(self) -> list[Result]:
+        """The run's top results that carry no judgment (no label in the set)."""
+        return [r for r in self.results if r.in_top and r.mark == "unlabelled"]
+
+    def suggested_cause(self) -> str | None:
+        """`ranking_tie` when the answer tied with a result above it; else None."""
+        return "ranking_tie" if self.tie() is not None else None
+
     def current_labels(self) -> dict[str, str]:
         return {r.id: r.role for r in self.case.relevant} if self.case is not None else {}
 

@@ -72,12 +72,13 @@ def _run_from_artefact(artefact: dict[str, Any]) -> RunData:
     return run
 
 
-def rescore(ws: Workspace, artefact: dict[str, Any] | str | Path | None = None, *, write: bool = True) -> ScoreResult:
+def rescore(ws: Workspace, artefact: dict[str, Any] | str | Path | None = None, *, write: bool = True,
+            label: str | None = None) -> ScoreResult:
     """Recompute a stored run's metrics with the set's current labels and store a new
-    artefact naming its source run (label `rescore`)."""
+    artefact naming its source run (label `label`, default `rescore`)."""
     source = artefact if isinstance(artefact, dict) else load_artefact(ws, artefact)
     config = source["config"]
-    label = "rescore"  # not the source's label: `curator triage LABEL` must stay unambiguous
+    label = label or "rescore"  # not the source's label by default: `curator triage LABEL` stays unambiguous
     with paused_gc():  # resumed once the rankings are freed, as in score()
         run = _run_from_file(ws, source)
         mode = "run file"

@@ -86,9 +86,10 @@ class TriageSession:
         note: str = "",
         revision: str | None = None,
         passage: str | None = None,
+        confirm_older: bool = False,
     ) -> Decision:
         """Name the cause and act: relabel (bad_label), re-pin (stale_metadata; `revision`
-        default: the corpus's current one) or tag `regression` (the others)."""
+        default: the corpus's current one; an older one needs `confirm_older`) or tag `regression` (the others)."""
         if cause not in causes.CAUSES:
             raise CuratorError(f"unknown cause {cause!r}; expected one of {', '.join(causes.CAUSES)}")
         action = causes.ACTION_OF[cause]
@@ -103,7 +104,7 @@ class TriageSession:
             if action == "relabel":
                 return causes.relabel(item.labels, case)
             if action == "repin":
-                return causes.repin(self.ws, case, revision, passage)
+                return causes.repin(self.ws, case, revision, passage, confirm_older)
             tagged = causes.tag_regression(case)
             if tagged is None:
                 raise _Unchanged(case)  # already held by the next freeze

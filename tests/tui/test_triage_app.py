@@ -83,23 +83,19 @@ async def test_bad_label_relabels_in_place_with_a_note(demo_ws):
 
 
 @pytest.mark.anyio
-async def test_stale_metadata_repins_to_the_highlighted_revision(demo_ws):
+async def test_stale_metadata_never_repins_to_the_stale_hits_revision(demo_ws):
     app = TriageApp(demo_ws, blink=False)
     async with app.run_test(size=SIZE) as pilot:
         await goto(pilot, "default-value-of-parser-max-retries")
         await pilot.press("down", "4")  # an unlabelled row: the corpus's current revision, already pinned
         await settle(pilot)
         assert "already pinned to 0f0bca32c24e" in message(app)
-        assert len(case_revs(demo_ws, "default-value-of-parser-max-retries")) == 1
-        await pilot.press("up", "4")  # the stale hit: pin the revision the run returned
+        await pilot.press("up", "4")  # the stale hit: still the corpus's current revision, not the old one
         await settle(pilot)
-    latest = case_revs(demo_ws, "default-value-of-parser-max-retries")[-1]
-    assert latest["rev"] == 2
-    assert latest["relevant"] == [{"id": RETRIES, "role": "primary", "grade": 2, "revision": OLD_RETRIES_REV}]
-    assert latest["freshness"] == {"revision": OLD_RETRIES_REV}
-    _, changes = set_files(demo_ws)
-    assert changes[-1]["action"] == "relabel" and changes[-1]["reason"].startswith("triage stale_metadata (")
-    assert [(d.cause, d.action, d.rev) for d in decisions(demo_ws)] == [("stale_metadata", "repin", 2)]
+        assert "already pinned to 0f0bca32c24e" in message(app)
+    revs = case_revs(demo_ws, "default-value-of-parser-max-retries")
+    assert len(revs) == 1 and revs[0]["freshness"] == {"revision": "0f0bca32c24e"}
+    assert not decisions(demo_ws)
 
 
 @pytest.mark.anyio
@@ -257,7 +253,9 @@ def test_triage_in_a_real_terminal(demo_ws):
                           encoding="utf-8", codec_errors="replace", timeout=20)
     try:
         child.expect("parser.max_retries after release")
-        child.send("4")  # the stale hit is highlighted: re-pin to its revision
+        child.send("4")  # the stale hit is highlighted: the pin stays the corpus's current revision
+        child.expect("already pinned to 0f0bca32c24e")
+        child.send("6")  # a real retrieval miss: the old revision outranks the current one
         child.expect("What is the current DHL weekday cutoff")
         child.send("q")
         child.expect(pexpect.EOF)
@@ -266,8 +264,9 @@ def test_triage_in_a_real_terminal(demo_ws):
     assert child.exitstatus == 0
     ws = Workspace.open(root)
     latest = case_revs(ws, "default-value-of-parser-max-retries")[-1]
-    assert latest["relevant"][0]["revision"] == OLD_RETRIES_REV and latest["reviewer"] == "pty-user"
-    assert [(d.cause, d.reviewer) for d in decisions(ws)] == [("stale_metadata", "pty-user")]
+    assert latest["relevant"][0]["revision"] == "0f0bca32c24e" and latest["reviewer"] == "pty-user"
+    assert "regression" in latest["tags"]
+    assert [(d.cause, d.reviewer) for d in decisions(ws)] == [("retrieval_miss", "pty-user")]
     summary = subprocess.run([CURATOR, "triage", "--summary", "--json"], cwd=root,
                                            capture_output=True, text=True, env=env, timeout=60)
     assert summary.returncode == 0 and json.loads(summary.stdout)["triaged"] == 1

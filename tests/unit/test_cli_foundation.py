@@ -70,7 +70,7 @@ def test_status_counts_cases_per_slice(run_cli, ws) -> None:
     qs.add({"query": "q two", "slice": "paraphrase", "relevant": [{"id": "a#b"}]})
     data = json.loads(run_cli(["status", "--json"], cwd=ws.root).stdout)
     slices = data["sets"]["main"]["slices"]
-    assert slices["negative"] == {"cases": 1, "target": 10}
+    assert slices["negative"] == {"cases": 1, "target": 10, "min_detectable_difference": 1.0}
     assert slices["paraphrase"]["cases"] == 1 and slices["multi_hop"]["cases"] == 0
     text = run_cli(["status"], cwd=ws.root).output
     assert "set main: 2 active" in text

@@ -88,13 +88,19 @@ def test_bad_label_relabels_with_the_cause_as_reason(demo_ws):
     assert E1042 in [i.query_id for i in TriageSession(demo_ws, include_decided=True).queue]
 
 
-def test_stale_metadata_repins_to_the_given_or_current_revision(demo_ws):
+def test_stale_metadata_repins_to_current_or_a_confirmed_older_revision(demo_ws):
     session = TriageSession(demo_ws)
     item = item_of(session, "default-value-of-parser-max-retries")
     with pytest.raises(CuratorError, match="already pinned to 0f0bca32c24e"):
         session.decide(item, "stale_metadata")  # the pin is the corpus's current revision
     assert not decisions(demo_ws)
-    session.decide(item, "stale_metadata", revision=OLD_RETRIES_REV, passage=RETRIES, note="asks about October")
+    # an older revision than the corpus's current one needs a confirmation naming both dates
+    with pytest.raises(CuratorError, match=r"a41f7c9e2b3d \(2026-10-06T13:41:00Z\) is older than the corpus's "
+                       r"current revision 0f0bca32c24e \(\d{4}-\d\d-\d\dT"):
+        session.decide(item, "stale_metadata", revision=OLD_RETRIES_REV, passage=RETRIES)
+    assert not decisions(demo_ws)
+    session.decide(item, "stale_metadata", revision=OLD_RETRIES_REV, passage=RETRIES, note="asks about October",
+                   confirm_older=True)
     cases, changes = set_files(demo_ws)
     assert cases[-1]["relevant"] == [{"id": RETRIES, "role": "primary", "grade": 2, "revision": OLD_RETRIES_REV}]
     assert cases[-1]["freshness"] == {"revision": OLD_RETRIES_REV}
@@ -298,3 +304,29 @@ def test_earlier_runs_are_indexed_once_and_a_bad_index_is_rebuilt(demo_ws):
     cached.write_text("{not json")
     again = [(e.label, e.first_relevant_rank) for e in item_of(TriageSession(demo_ws), E1042).earlier]
     assert again == first and json.loads(cached.read_text())["questions"][E1042] == [5, None]
+
+
+def test_card_facts_show_latency_and_detect_a_tie(demo_ws, tmp_path: Path):
+    import curator
+
+    cases = demo_ws.question_set().read().cases
+    case = cases["parser-max-retries"]
+    primary = case.primaries[0].id
+    rows = [{"query_id": "parser-max-retries", "latency_ms": 42.5,
+             "results": [{"id": "faq.md#on-call", "score": 3.0}, {"id": "faq.md#merchants", "score": 2.5},
+                         {"id": primary, "score": 2.5}, {"id": "faq.md#cutoffs-and-pickups", "score": 1.0}]}]
+    run = tmp_path / "tie.jsonl"
+    run.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    art = read_artefact(curator.score(demo_ws.question_set(), run, workspace=demo_ws, gates=[], k=[1], write=True).path)
+    assert art["questions"]["parser-max-retries"]["query"] == case.query
+    item = next(i for i in failures(demo_ws, art, earlier=False) if i.query_id == "parser-max-retries")
+    assert item.latency_ms == 42.5
+    assert [(r.rank, r.score) for r in item.scores_around_first_relevant()] == [(2, 2.5), (3, 2.5), (4, 1.0)]
+    tied = item.tie()
+    assert tied is not None and tied.id == "faq.md#merchants" and item.suggested_cause() == "ranking_tie"
+    assert [r.id for r in item.unjudged()] == ["faq.md#on-call", "faq.md#merchants", "faq.md#cutoffs-and-pickups"]
+    rows[0]["results"][1]["score"] = 2.6  # no tie any more
+    run.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    art = read_artefact(curator.score(demo_ws.question_set(), run, workspace=demo_ws, gates=[], k=[1], write=True).path)
+    item = next(i for i in failures(demo_ws, art, earlier=False) if i.query_id == "parser-max-retries")
+    assert item.tie() is None and item.suggested_cause() is None

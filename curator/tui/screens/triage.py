@@ -27,8 +27,8 @@ CAUSE_HELP = {
     "bad_label": "Bad label: save the labels changed on this card (p/o/c) as a relabel rev",
     "missing_chunk": "Missing chunk: the answer is not a passage of the index; tag regression",
     "synonym_gap": "Synonym gap: the question's words are not the passage's; tag regression",
-    "stale_metadata": "Stale metadata: re-pin to the highlighted labelled result's revision "
-    "(else the corpus's current one)",
+    "stale_metadata": "Stale metadata: re-pin the highlighted labelled passage (else the pinned ones) "
+    "to the corpus's current revision",
     "ranking_tie": "Ranking tie: the answer lost a tie-break; tag regression",
     "retrieval_miss": "Real retrieval miss: keep the case as it is and tag regression",
 }
@@ -204,7 +204,7 @@ class TriageScreen(DecidingScreen[TriageItem]):
             index = self.query_one(ResultList).highlighted
             labelled = set(item.current_labels())
             if index is not None and index < len(item.results) and item.results[index].id in labelled:
-                revision, passage = item.results[index].revision, item.results[index].id
+                passage = item.results[index].id  # re-pinned to the corpus's current revision, never the shown one
         self.busy = True
         self._decide(item, cause, self.note, revision, passage)
 

@@ -13,9 +13,9 @@ MARK = {
     "primary": "[b $success]P[/]",
     "secondary": "[b $warning]S[/]",
     "stale": "[b $error]![/]",
-    "unlabelled": "[dim]·[/]",
+    "unlabelled": "[b $warning]?[/]",
 }
-WORD = {"primary": "primary", "secondary": "secondary", "stale": "stale revision", "unlabelled": "unlabelled"}
+WORD = {"primary": "primary", "secondary": "secondary", "stale": "stale revision", "unlabelled": "unjudged"}
 
 
 def _rank(value: int | None) -> str:
@@ -61,12 +61,36 @@ class TriageFacts(Static):
             fresh = case.freshness
             lines.append(Content(f"  freshness: revision {fresh.revision[:12]}" if fresh.revision
                                  else f"  freshness: max age {fresh.max_age_days}d"))
+        lines.extend(_latency_and_tie(item))
         if item.decision is not None:
             d = item.decision
             lines.append(Content.from_markup("[dim]decided: $c ($a) by $who[/]", c=d.cause, a=d.action, who=d.reviewer))
         if note:
             lines.append(Content.from_markup("note: [i]$n[/i]", n=note))
         self.update(Content("\n").join(lines))
+
+
+def _latency_and_tie(item: TriageItem) -> list[Content]:
+    """Latency, the scores around the first relevant hit, and a tie when there is one."""
+    out = []
+    latency = item.latency_ms
+    around = item.scores_around_first_relevant()
+    parts = [f"latency {latency:.1f} ms" if latency is not None else "latency: not recorded"]
+    if around:
+        parts.append("scores " + " · ".join(
+            f"@{r.rank} {'–' if r.score is None else f'{r.score:.4g}'}" for r in around))
+    out.append(Content.from_markup("[dim]$t[/]", t="  " + " · ".join(parts)))
+    unjudged = item.unjudged()
+    if unjudged:
+        out.append(Content.from_markup(
+            "  [b $warning]?[/] $n unjudged in the run's top results: label them (p/o) so the pool has no holes",
+            n=str(len(unjudged))))
+    tied = item.tie()
+    if tied is not None:
+        out.append(Content.from_markup(
+            "  [b $warning]tie:[/] @$r $id has the answer's score; suggested cause: ranking tie (5)",
+            r=str(tied.rank), id=tied.id))
+    return out
 
 
 def _top_rank(item: TriageItem, pid: str) -> int | None:
