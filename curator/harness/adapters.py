@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import importlib
 import json
@@ -113,13 +114,17 @@ def resolve_headers(headers: dict[str, str]) -> dict[str, str]:
     return resolved
 
 
+@functools.cache
+def _parts(path: str) -> tuple[str, ...]:
+    cleaned = path.replace("[*]", "").replace("]", "").replace("[", ".")
+    return tuple(part for part in cleaned.split(".") if part)
+
+
 def dig(obj: Any, path: str | None) -> Any:
     """`a.b[0].c`, `hits.hits[*]` (the `[*]` is a no-op: the list itself). None if absent."""
     if not path:
         return obj
-    for part in path.replace("[*]", "").replace("]", "").replace("[", ".").split("."):
-        if part == "":
-            continue
+    for part in _parts(path):
         if isinstance(obj, dict):
             obj = obj.get(part)
         elif isinstance(obj, list) and part.lstrip("-").isdigit():
