@@ -185,6 +185,8 @@ class Config(_Section):
     generate: GenerateConfig = Field(default_factory=GenerateConfig)
     suggest: SuggestConfig = Field(default_factory=SuggestConfig)
     keymap: dict[str, str] = Field(default_factory=dict)  # binding id -> keys ("k,enter")
+    # `curator run NAME`: [retrievers.NAME] tables, checked by curator.harness (docs/harness.md)
+    retrievers: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     @property
     def reviewer_name(self) -> str:

@@ -12,6 +12,7 @@ from curator.cli import (  # noqa: F401
     logs,
     queue,
     review,
+    run,
     score,
     sets,
     suggest,

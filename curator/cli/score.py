@@ -414,7 +414,8 @@ def _keep_run(run: dict[str, Any], name: str | None, retriever: str | None) -> b
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(1), help="Results per query.")
 @pass_ws
 def baseline(ws: Workspace, set_name: str | None, out: str, limit: int) -> None:
-    """Write a baseline run: the workspace's own BM25 search for every active case.
+    """Write a baseline run: the workspace's own BM25 search for every active case
+    (the same as `curator run baseline --no-score`).
 
     Score it like any retriever's run; a retriever that does not beat it needs work.
 
@@ -422,9 +423,12 @@ def baseline(ws: Workspace, set_name: str | None, out: str, limit: int) -> None:
     Example:
         curator baseline && curator score retriever-runs/bm25.jsonl --name bm25
     """
-    from curator.scoring.runs import write_bm25_run
+    # An alias of `curator run baseline --no-score` (curator.harness; docs/harness.md).
+    from curator.harness import build_adapter, run_retriever
+    from curator.harness.adapters import RetrieverSpec
 
-    ws.existing_set(set_name)
+    cases = [c for c in ws.existing_set(set_name).read().cases.values() if c.status == "active"]
     path = Path(out) if Path(out).is_absolute() else Path.cwd() / out
-    count = write_bm25_run(ws, set_name, path, limit)
-    console.print(f"wrote {count} queries to {escape(rel(path, ws.root))}")
+    adapter = build_adapter(RetrieverSpec("baseline", kind="baseline"), ws, 1)
+    outcome = run_retriever(adapter, cases, path, k=limit)
+    console.print(f"wrote {outcome.done} queries to {escape(rel(path, ws.root))}")

@@ -1,0 +1,314 @@
+"""Retriever adapters: each turns (query, k) into ranked hits `[(id, score, revision)]`.
+
+`{query}` is JSON-escaped inside a body template and URL-encoded inside a URL template;
+`{k}` is the integer k. Header values may name environment variables (`$NAME` or
+`${NAME}`): they are read at run time and never stored or printed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import importlib
+import json
+import os
+import re
+import shlex
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from curator.errors import CuratorError
+
+if TYPE_CHECKING:
+    from curator.workspace import Workspace
+
+Hit = tuple[str, float | None, str | None]
+KINDS = ("http", "python", "command", "baseline")
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+class RequestFailed(Exception):
+    """One request failed (HTTP status, timeout, bad response): recorded, not fatal."""
+
+
+@dataclass
+class RetrieverSpec:
+    """What `[retrievers.NAME]` in curator.toml (or the command line) says."""
+
+    name: str
+    kind: str = "http"
+    url: str | None = None
+    method: str = "POST"
+    body: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    hits: str = ""
+    id: str = "id"
+    score: str | None = "score"
+    revision: str | None = None
+    function: str | None = None
+    command: str | None = None
+    timeout: float = 10.0
+    retries: int = 1
+
+    @classmethod
+    def from_dict(cls, name: str, data: dict[str, Any]) -> RetrieverSpec:
+        known = set(cls.__dataclass_fields__) - {"name"}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise CuratorError(f"[retrievers.{name}]: unknown key(s) {', '.join(unknown)}",
+                               f"Known keys: {', '.join(sorted(known))} (docs/harness.md).")
+        spec = cls(name=name, **data)
+        if spec.kind not in KINDS:
+            raise CuratorError(f"[retrievers.{name}] kind {spec.kind!r}: expected one of {', '.join(KINDS)}")
+        if spec.kind == "http" and not spec.url:
+            raise CuratorError(f"[retrievers.{name}]: an http retriever needs url")
+        if spec.kind == "python" and not spec.function:
+            raise CuratorError(f"[retrievers.{name}]: a python retriever needs function = \"pkg.module:func\"")
+        if spec.kind == "command" and not spec.command:
+            raise CuratorError(f"[retrievers.{name}]: a command retriever needs command")
+        return spec
+
+    def settings(self) -> dict[str, Any]:
+        """For the artefact's `retriever` block: no secrets (no header values, no URL
+        credentials or query string values)."""
+        block: dict[str, Any] = {"name": self.name, "adapter": self.kind}
+        if self.kind == "http":
+            block.update(url=redact_url(self.url or ""), method=self.method.upper(),
+                         template_sha256=hashlib.sha256(f"{self.url}\n{self.body or ''}".encode()).hexdigest()[:16],
+                         headers=sorted(self.headers), hits=self.hits, id=self.id, score=self.score,
+                         revision=self.revision)
+        elif self.kind == "python":
+            block["function"] = self.function
+        elif self.kind == "command":
+            block["command"] = shlex.split(self.command or "")[:1]
+        block.update(timeout_s=self.timeout, retries=self.retries)
+        return block
+
+
+def redact_url(url: str) -> str:
+    parts = urlsplit(url)
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def render(template: str, query: str, k: int, *, in_url: bool) -> str:
+    """Fill `{query}` and `{k}` only (other braces, JSON's own, stay as they are)."""
+    value = quote(query, safe="") if in_url else json.dumps(query, ensure_ascii=False)[1:-1]
+    return template.replace("{query}", value).replace("{k}", str(k))
+
+
+def resolve_headers(headers: dict[str, str]) -> dict[str, str]:
+    resolved = {}
+    for key, value in headers.items():
+        def env(match: re.Match[str], header: str = key) -> str:
+            var = match.group(1) or match.group(2)
+            if var not in os.environ:
+                raise CuratorError(f"header {header}: environment variable {var} is not set",
+                                   "Secrets come only from the environment, never curator.toml.")
+            return os.environ[var]
+        resolved[key] = _ENV_REF.sub(env, value)
+    return resolved
+
+
+@functools.cache
+def _parts(path: str) -> tuple[str, ...]:
+    cleaned = path.replace("[*]", "").replace("]", "").replace("[", ".")
+    return tuple(part for part in cleaned.split(".") if part)
+
+
+def dig(obj: Any, path: str | None) -> Any:
+    """`a.b[0].c`, `hits.hits[*]` (the `[*]` is a no-op: the list itself). None if absent."""
+    if not path:
+        return obj
+    for part in _parts(path):
+        if isinstance(obj, dict):
+            obj = obj.get(part)
+        elif isinstance(obj, list) and part.lstrip("-").isdigit():
+            index = int(part)
+            obj = obj[index] if -len(obj) <= index < len(obj) else None
+        else:
+            return None
+        if obj is None:
+            return None
+    return obj
+
+
+def parse_hits(data: Any, spec: RetrieverSpec) -> list[Hit]:
+    items = dig(data, spec.hits)
+    if not isinstance(items, list):
+        raise RequestFailed(f"no list at {spec.hits or 'the top level'!r} in the response")
+    hits: list[Hit] = []
+    for pos, item in enumerate(items, 1):
+        ident = item if isinstance(item, str) else dig(item, spec.id)
+        if ident is None or ident == "":
+            raise RequestFailed(f"hit {pos} has no id at {spec.id!r}")
+        score = dig(item, spec.score) if spec.score and not isinstance(item, str) else None
+        revision = dig(item, spec.revision) if spec.revision and not isinstance(item, str) else None
+        number = float(score) if isinstance(score, int | float) and not isinstance(score, bool) else None
+        hits.append((str(ident), number, None if revision is None else str(revision)))
+    return hits
+
+
+class Adapter:
+    """`await search(query, k)` -> hits; `server_ms` is set where the retriever reports it."""
+
+    async def start(self) -> None:
+        return None
+
+    async def search(self, query: str, k: int) -> list[Hit]:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        return None
+
+
+class HttpAdapter(Adapter):
+    def __init__(self, spec: RetrieverSpec, concurrency: int):
+        self.spec = spec
+        self.concurrency = concurrency
+        self.client: Any = None
+        self.headers: dict[str, str] = {}
+
+    async def start(self) -> None:
+        import httpx2
+
+        self.headers = {"content-type": "application/json", **resolve_headers(self.spec.headers)}
+        limits = httpx2.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
+        self.client = httpx2.AsyncClient(timeout=self.spec.timeout, limits=limits, trust_env=False)
+
+    async def search(self, query: str, k: int) -> list[Hit]:
+        import httpx2
+
+        spec = self.spec
+        url = render(spec.url or "", query, k, in_url=True)
+        body = render(spec.body, query, k, in_url=False).encode() if spec.body else None
+        try:
+            response = await self.client.request(spec.method.upper(), url, content=body, headers=self.headers)
+        except httpx2.TimeoutException:
+            raise RequestFailed(f"timeout after {spec.timeout:g} s") from None
+        except httpx2.HTTPError as exc:
+            raise RequestFailed(f"{type(exc).__name__}: {exc}") from None
+        if response.status_code >= 400:
+            raise RequestFailed(f"HTTP {response.status_code}: {response.text[:200]}")
+        try:
+            data = response.json()
+        except ValueError:
+            raise RequestFailed("the response is not JSON") from None
+        return parse_hits(data, spec)
+
+    async def close(self) -> None:
+        if self.client is not None:
+            await self.client.aclose()
+
+
+class PythonAdapter(Adapter):
+    """`function(query, k)` in process; returns ids, (id, score[, revision]) or dicts."""
+
+    def __init__(self, spec: RetrieverSpec):
+        module_name, _, attr = (spec.function or "").partition(":")
+        try:
+            module = importlib.import_module(module_name)
+            self.function: Callable[..., Any] = getattr(module, attr)
+        except (ImportError, AttributeError, ValueError) as exc:
+            raise CuratorError(f"[retrievers.{spec.name}] function {spec.function!r}: cannot import ({exc})",
+                               "Give it as package.module:function, importable from here.") from None
+
+    async def search(self, query: str, k: int) -> list[Hit]:
+        try:
+            result = self.function(query, k)
+            if asyncio.iscoroutine(result):
+                result = await result
+        except Exception as exc:  # the user's code: any failure is that query's failure
+            raise RequestFailed(f"{type(exc).__name__}: {exc}") from None
+        return [_coerce(item) for item in result]
+
+
+def _coerce(item: Any) -> Hit:
+    if isinstance(item, str):
+        return (item, None, None)
+    if isinstance(item, dict):
+        return (str(item["id"]), item.get("score"), item.get("revision"))
+    if isinstance(item, tuple | list) and item:
+        score = item[1] if len(item) > 1 else None
+        revision = item[2] if len(item) > 2 else None
+        return (str(item[0]), None if score is None else float(score), None if revision is None else str(revision))
+    raise RequestFailed(f"cannot read a hit from {item!r}")
+
+
+class CommandAdapter(Adapter):
+    """A program that reads one JSON query per line on stdin (`{"query_id", "query", "k"}`)
+    and writes one JSON result per line (`{"results": [...]}`), in the same order."""
+
+    def __init__(self, spec: RetrieverSpec):
+        self.spec = spec
+        self.proc: asyncio.subprocess.Process | None = None
+        self.lock = asyncio.Lock()
+
+    async def start(self) -> None:
+        try:
+            self.proc = await asyncio.create_subprocess_exec(
+                *shlex.split(self.spec.command or ""), stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE, limit=1 << 24)
+        except OSError as exc:
+            raise CuratorError(f"[retrievers.{self.spec.name}] command: cannot start ({exc})") from None
+
+    async def search(self, query: str, k: int) -> list[Hit]:
+        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
+        async with self.lock:  # one line out, one line back: requests are serial
+            try:
+                self.proc.stdin.write((json.dumps({"query": query, "k": k}, ensure_ascii=False) + "\n").encode())
+                await self.proc.stdin.drain()
+                line = await asyncio.wait_for(self.proc.stdout.readline(), self.spec.timeout)
+            except (TimeoutError, BrokenPipeError, ConnectionResetError) as exc:
+                raise RequestFailed(f"command: {type(exc).__name__}") from None
+        if not line:
+            raise RequestFailed("command: ended without an answer")
+        try:
+            data = json.loads(line)
+        except ValueError:
+            raise RequestFailed("command: the line it wrote is not JSON") from None
+        results = data.get("results") if isinstance(data, dict) else data
+        if isinstance(data, dict) and data.get("error"):
+            raise RequestFailed(f"command: {data['error']}")
+        if not isinstance(results, list):
+            raise RequestFailed("command: expected {\"results\": [...]}")
+        return [_coerce(item) for item in results]
+
+    async def close(self) -> None:
+        if self.proc is not None and self.proc.returncode is None:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+            try:
+                await asyncio.wait_for(self.proc.wait(), 5)
+            except TimeoutError:
+                self.proc.kill()
+                await self.proc.wait()
+
+
+class BaselineAdapter(Adapter):
+    """curator's own BM25 over the workspace's corpus."""
+
+    def __init__(self, ws: Workspace):
+        self.ws = ws
+
+    async def search(self, query: str, k: int) -> list[Hit]:
+        return [(h.id, round(h.score, 4), h.revision) for h in self.ws.search(query, limit=k)]
+
+
+def build_adapter(spec: RetrieverSpec, ws: Workspace, concurrency: int) -> Adapter:
+    if spec.kind == "http":
+        return HttpAdapter(spec, concurrency)
+    if spec.kind == "python":
+        return PythonAdapter(spec)
+    if spec.kind == "command":
+        return CommandAdapter(spec)
+    return BaselineAdapter(ws)
+
+
+def now_iso() -> str:
+    t = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"

@@ -1,0 +1,75 @@
+"""A small retriever for the harness tests: HTTP on 127.0.0.1, a Python callable, a command."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+SEEN: list[str] = []
+
+
+def answer_for(query: str) -> list[str]:
+    """The ids a query gets: a stable function of its words, so tests know what to expect."""
+    return [f"doc-{len(query.split())}", "doc-x"]
+
+
+def python_retriever(query: str, k: int) -> list[tuple[str, float, str]]:
+    if "boom" in query:
+        raise RuntimeError("retriever exploded")
+    return [(doc, 1.0 / (i + 1), "rev1") for i, doc in enumerate(answer_for(query))][:k]
+
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:  # quiet
+        return None
+
+    def _reply(self, code: int, body: object) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _serve(self, query: str, k: int) -> None:
+        SEEN.append(query)
+        self.server.headers_seen.append(dict(self.headers))  # type: ignore[attr-defined]
+        if "fail500" in query:
+            return self._reply(500, {"error": "boom"})
+        if "slow" in query:
+            time.sleep(0.6)
+        ids = answer_for(query)[:k]
+        if urlsplit(self.path).path.endswith("/select"):  # Solr
+            return self._reply(200, {"response": {"numFound": len(ids), "docs": [
+                {"id": d, "score": 2.0 - i} for i, d in enumerate(ids)]}})
+        return self._reply(200, {"hits": {"hits": [
+            {"_id": d, "_score": 2.0 - i, "_source": {"revision": "r1"}} for i, d in enumerate(ids)]}})
+
+    def do_GET(self) -> None:  # noqa: N802
+        params = parse_qs(urlsplit(self.path).query)
+        self._serve(params["q"][0], int(params.get("rows", ["10"])[0]))
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        self._serve(body["query"]["match"]["text"], int(body["size"]))
+
+
+def start_server() -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.headers_seen = []  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+if __name__ == "__main__":  # the command retriever: JSONL in, JSONL out
+    for line in sys.stdin:
+        request = json.loads(line)
+        if "boom" in request["query"]:
+            print(json.dumps({"error": "cannot"}), flush=True)
+            continue
+        hits = [{"id": d, "score": 1.0} for d in answer_for(request["query"])[: request["k"]]]
+        print(json.dumps({"results": hits}), flush=True)
