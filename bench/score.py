@@ -61,10 +61,10 @@ print(json.dumps({name: sum(r[name] for r in results.values()) / len(results) fo
 def generate() -> None:
     """Seeded: every query has 1-4 labelled passages (grade 2 primary, 1 secondary) placed
     at random ranks of a 100-result list, or not returned at all."""
-    if RUN.exists() and (WS / "datasets" / "main" / "cases.jsonl").exists():
+    if RUN.exists() and (WS / "datasets" / "main" / "changelog.jsonl").exists():
         (ROOT / "pytrec.py").write_text(PYTREC)
         return
-    from curator.models import Case, Relevant
+    from curator.models import Case, ChangeEntry, Relevant
 
     rng = random.Random(7)
     shutil.rmtree(ROOT, ignore_errors=True)
@@ -72,7 +72,7 @@ def generate() -> None:
     (WS / "runs").mkdir()
     (WS / "curator.toml").write_text('[scoring]\nk = [10, 5]\n')
     with (WS / "datasets" / "main" / "cases.jsonl").open("w") as cases, RUN.open("w") as run, \
-            QRELS.open("w") as qrels:
+            QRELS.open("w") as qrels, (WS / "datasets" / "main" / "changelog.jsonl").open("w") as changelog:
         for i in range(QUERIES):
             qid = f"q{i:05d}"
             labelled = rng.sample(range(DOCS), rng.randint(1, 4))
@@ -80,6 +80,7 @@ def generate() -> None:
                         for j, d in enumerate(labelled)]
             case = Case(query_id=qid, query=f"question {i}", slice=rng.choice(["a", "b", "c", "d"]), relevant=relevant)
             cases.write(case.line() + "\n")
+            changelog.write(ChangeEntry(query_id=qid, rev=1, action="add", reviewer="bench").line() + "\n")
             for r in relevant:
                 qrels.write(f"{qid} 0 {r.id} {r.grade}\n")
             docs = rng.sample(range(DOCS), DEPTH)
