@@ -16,7 +16,7 @@ Role = Literal["primary", "secondary"]
 CaseStatus = Literal["active", "retired"]
 ChangeAction = Literal["add", "relabel", "edit", "reslice", "retire"]
 CandidateState = Literal["pending", "kept", "binned", "skipped"]
-SourceKind = Literal["log", "generated", "manual", "triage"]
+SourceKind = Literal["log", "generated", "manual", "triage", "import"]
 
 GRADE_FOR_ROLE: dict[str, int] = {"primary": 2, "secondary": 1}
 

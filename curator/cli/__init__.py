@@ -15,6 +15,7 @@ from curator.cli import (  # noqa: F401
     run,
     score,
     sets,
+    sets_import,
     suggest,
     triage,
     workspace,

@@ -85,16 +85,23 @@ def verify(ws: Workspace, set_names: tuple[str, ...], strict: bool, repair: bool
         sys.exit(1)
 
 
-@cli.command("sets")
+@cli.group("sets", invoke_without_command=True)
 @json_option
-@pass_ws
-def list_sets(ws: Workspace, as_json: bool) -> None:
-    """List the workspace's question sets.
+@click.pass_context
+def sets_group(ctx: click.Context, as_json: bool) -> None:
+    """List the workspace's question sets (`curator sets import` brings one in).
 
     \b
     Example:
         curator sets --json
+        curator sets import beir/ --format beir --slice paraphrase
     """
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(list_sets, as_json=as_json)
+
+
+@pass_ws
+def list_sets(ws: Workspace, as_json: bool) -> None:
     rows = []
     for name in ws.set_names():
         result = ws.question_set(name).read()
