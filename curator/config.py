@@ -224,7 +224,10 @@ def _env_value(raw: str) -> Any:
         return raw
 
 
-def _apply_env(data: dict[str, Any], environ: dict[str, str]) -> None:
+def _apply_env(data: dict[str, Any], environ: dict[str, str]) -> dict[tuple[str, ...], str]:
+    """Apply the `CURATOR_*` variables to `data`; returns which variable set which key path
+    (so an invalid value is reported under the variable's name, not the file's)."""
+    applied: dict[tuple[str, ...], str] = {}
     for name, raw in environ.items():
         if name in _ENV_SHORTCUTS:
             keys: tuple[str, ...] = _ENV_SHORTCUTS[name]
@@ -238,6 +241,8 @@ def _apply_env(data: dict[str, Any], environ: dict[str, str]) -> None:
         for key in keys[:-1]:
             target = target.setdefault(key, {})
         target[keys[-1]] = value
+        applied[keys] = name
+    return applied
 
 
 def load_config(root: Path | None, environ: dict[str, str] | None = None) -> Config:
@@ -251,7 +256,7 @@ def load_config(root: Path | None, environ: dict[str, str] | None = None) -> Con
             raise ConfigError(f"{path}: not valid TOML: {exc}") from None
         except UnicodeDecodeError:
             raise ConfigError(f"{path}: not UTF-8 text") from None
-    _apply_env(data, dict(os.environ if environ is None else environ))
+    from_env = _apply_env(data, dict(os.environ if environ is None else environ))
     if "api_key" in data.get("model", {}):
         raise ConfigError(
             f"{path}: [model] api_key must not be stored in curator.toml",
@@ -261,7 +266,10 @@ def load_config(root: Path | None, environ: dict[str, str] | None = None) -> Con
         return Config.model_validate(data)
     except ValidationError as exc:
         problems = validation_problems(exc)
-        raise ConfigError(f"{path or 'environment'}: invalid configuration: {problems}") from None
+        named = sorted({name for error in exc.errors() for keys, name in from_env.items()
+                        if tuple(str(part) for part in error["loc"][: len(keys)]) == keys})
+        where = f"environment variable {', '.join(named)}" if named else str(path or "environment")
+        raise ConfigError(f"{where}: invalid configuration: {problems}") from None
 
 
 DEFAULT_TOML = (

@@ -35,6 +35,9 @@ def review(ws: Workspace, set_name: str | None, source: str, slice_name: str | N
         curator review
         curator review --source logs --slice exact_identifier --reviewer ana
     """
+    from curator.tui.keymap import check_keymap
+
+    check_keymap(ws.config.keymap)  # a typo'd id or a key given twice: say so before the app starts
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise CuratorError(
             "curator review needs an interactive terminal (stdin and stdout are not a TTY).",

@@ -54,6 +54,9 @@ def triage(ws: Workspace, run: str | None, show_summary: bool, include_decided: 
         else:
             _print_summary(data)
         return
+    from curator.tui.keymap import check_keymap
+
+    check_keymap(ws.config.keymap)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise CuratorError(
             "curator triage needs an interactive terminal (stdin and stdout are not a TTY).",

@@ -7,8 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from curator.config import load_config
 from curator.corpus import add_paths
+from curator.errors import ConfigError
 from curator.workspace import Workspace
 from tests.conftest import write
 
@@ -101,6 +104,17 @@ def test_env_overrides_config(tmp_path: Path) -> None:
     config = load_config(tmp_path, {"CURATOR_SCORING__K": "[3, 9]", "CURATOR_MODEL": "local-llm",
                                     "CURATOR_REVIEWER": "kim"})
     assert config.scoring.k == [3, 9] and config.model.name == "local-llm" and config.reviewer_name == "kim"
+
+
+def test_a_bad_environment_variable_is_named(tmp_path: Path) -> None:
+    Workspace.init(tmp_path).close()
+    with pytest.raises(ConfigError, match=r"environment variable CURATOR_LOGS__SIMILARTY: invalid configuration"):
+        load_config(tmp_path, {"CURATOR_LOGS__SIMILARTY": "90"})
+    with pytest.raises(ConfigError, match=r"environment variable CURATOR_SCORING__K"):
+        load_config(tmp_path, {"CURATOR_SCORING__K": "[0]"})
+    with pytest.raises(ConfigError, match=r"curator.toml: invalid configuration"):  # the file's own mistake
+        (tmp_path / "curator.toml").write_text("[scoring]\nk = [0]\n")
+        load_config(tmp_path, {"CURATOR_REVIEWER": "kim"})
 
 
 def test_config_errors_name_the_file(run_cli, tmp_path: Path) -> None:
