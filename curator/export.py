@@ -1,4 +1,4 @@
-"""Export a question set for other evaluators: jsonl, BEIR, TREC, ranx / ir_measures JSON.
+"""Export a question set for other evaluators: jsonl, BEIR, TREC, ranx JSON, an ir_measures qrels file.
 
 Every format writes each file to a temporary name and renames it into place, so a reader
 never sees half an export. Negative cases (no relevant passages) are carried where the
@@ -236,6 +236,8 @@ def export(
         _export_beir(ws, cases, result, with_corpus, progress)
     elif fmt == "trec":
         _export_trec(cases, result)
+    elif fmt == "ir_measures":
+        _export_qrels_file(cases, result)
     else:
         _export_qrels_json(cases, result)
     return result
@@ -349,6 +351,26 @@ def _export_qrels_json(cases: list[Case], result: ExportResult) -> None:
     side = result.out.with_name(result.out.stem + "." + NEGATIVES)
     _side_file(result.out.parent, cases, result, f"{result.format} qrels cannot hold a query with "
                                                  "no relevant document", path=side)
+
+
+def _export_qrels_file(cases: list[Case], result: ExportResult) -> None:
+    """One TREC qrels file (`qid 0 docid grade`), the path `ir_measures.read_trec_qrels`
+    and every `ir_measures` entry point that takes a file read."""
+    _check_file_target(result.out)
+    lines = []
+    for case in cases:
+        bad = [r.id for r in case.relevant if not r.id or any(ch.isspace() for ch in r.id)]
+        if bad:
+            result.skipped.append(f"{case.query_id}: passage id {bad[0]!r} holds whitespace (TREC splits on it)")
+            continue
+        lines += [f"{case.query_id} 0 {rel.id} {rel.grade}\n" for rel in case.relevant]
+        result.cases += 1 if case.relevant else 0
+    result.qrels = len(lines)
+    write_durably(result.out, "".join(lines))
+    result.files.append(result.out)
+    side = result.out.with_name(result.out.stem + "." + NEGATIVES)
+    _side_file(result.out.parent, cases, result, "TREC qrels cannot hold a query with no relevant document",
+               path=side)
 
 
 def _side_file(folder: Path, cases: list[Case], result: ExportResult, why: str, path: Path | None = None) -> None:

@@ -60,11 +60,18 @@ def test_every_format_round_trips_the_demo_set(demo_ws, tmp_path: Path) -> None:
     assert topics == {c.query_id: c.query for c in active}
     assert sorted(r["query_id"] for r in read_negatives(tmp_path / "trec" / "negatives.jsonl")) == negatives
 
-    for fmt in ("ranx", "ir_measures"):
-        result = export(demo_ws, None, fmt, tmp_path / f"{fmt}.json")
-        assert read_qrels_json(tmp_path / f"{fmt}.json") == _expected_qrels(active)
-        side = read_negatives(tmp_path / f"{fmt}.negatives.jsonl")
-        assert sorted(r["query_id"] for r in side) == negatives
+    result = export(demo_ws, None, "ranx", tmp_path / "ranx.json")
+    assert read_qrels_json(tmp_path / "ranx.json") == _expected_qrels(active)
+    assert sorted(r["query_id"] for r in read_negatives(tmp_path / "ranx.negatives.jsonl")) == negatives
+
+    result = export(demo_ws, None, "ir_measures", tmp_path / "qrels.txt")  # a TREC qrels file
+    lines = [line.split() for line in (tmp_path / "qrels.txt").read_text().splitlines()]
+    qrels: dict[str, dict[str, int]] = {}
+    for qid, zero, pid, grade in lines:
+        assert zero == "0"
+        qrels.setdefault(qid, {})[pid] = int(grade)
+    assert qrels == _expected_qrels(active)
+    assert sorted(r["query_id"] for r in read_negatives(tmp_path / "qrels.negatives.jsonl")) == negatives
 
 
 def test_beir_with_corpus_holds_every_labelled_passage(demo_ws, tmp_path: Path) -> None:
@@ -80,18 +87,19 @@ def test_beir_with_corpus_holds_every_labelled_passage(demo_ws, tmp_path: Path) 
 
 def test_exported_qrels_load_in_ir_measures(demo_ws, tmp_path: Path) -> None:
     ir_measures = pytest.importorskip("ir_measures")
-    export(demo_ws, None, "ir_measures", tmp_path / "qrels.json")
-    export(demo_ws, None, "trec", tmp_path / "trec")
+    export(demo_ws, None, "ir_measures", tmp_path / "qrels.txt")
+    export(demo_ws, None, "ranx", tmp_path / "qrels.json")
     qrels = read_qrels_json(tmp_path / "qrels.json")
     # A run that returns exactly the judged passages, best grade first, is perfect.
     run = {q: {pid: float(g) for pid, g in docs.items()} for q, docs in qrels.items()}
     from_json = ir_measures.calc_aggregate([ir_measures.nDCG @ 10, ir_measures.RR], qrels, run)
-    trec_qrels = list(ir_measures.read_trec_qrels(str(tmp_path / "trec" / "qrels.txt")))
-    from_trec = ir_measures.calc_aggregate([ir_measures.nDCG @ 10], trec_qrels, run)
+    # the ir_measures export is a path ir_measures reads itself
+    from_file = list(ir_measures.read_trec_qrels(str(tmp_path / "qrels.txt")))
+    from_trec = ir_measures.calc_aggregate([ir_measures.nDCG @ 10, ir_measures.RR], from_file, run)
     assert from_json[ir_measures.nDCG @ 10] == pytest.approx(1.0)
     assert from_json[ir_measures.RR] == pytest.approx(1.0)
     assert from_trec[ir_measures.nDCG @ 10] == pytest.approx(1.0)
-    assert len(trec_qrels) == sum(len(v) for v in qrels.values())
+    assert len(from_file) == sum(len(v) for v in qrels.values())
 
 
 def test_filters_slice_tag_status(ws, tmp_path: Path) -> None:
