@@ -180,14 +180,18 @@ class CorpusStorage(Storage):
 
     def existing_passage_ids(self, ids: Iterable[str]) -> set[str]:
         """Which of `ids` exist in the corpus (any revision)."""
+        return self._ids_among(ids, "")
+
+    def _ids_among(self, ids: Iterable[str], condition: str) -> set[str]:
+        """Which of `ids` name passages (meeting `condition`, an SQL fragment ending in
+        AND), 500 placeholders per query."""
         wanted = list(set(ids))
         found: set[str] = set()
         for i in range(0, len(wanted), 500):
             chunk = wanted[i : i + 500]
             marks = ",".join("?" * len(chunk))
-            found.update(
-                r[0] for r in self.db.execute(f"SELECT DISTINCT id FROM passages WHERE id IN ({marks})", chunk)
-            )
+            found.update(r[0] for r in self.db.execute(
+                f"SELECT DISTINCT id FROM passages WHERE {condition} id IN ({marks})", chunk))
         return found
 
     def resolve_passage_ids(self, ids: Iterable[str]) -> dict[str, str]:
@@ -264,14 +268,7 @@ class CorpusStorage(Storage):
 
     def current_passage_ids(self, ids: Iterable[str]) -> set[str]:
         """Which of `ids` are passages of the current corpus (not only in history)."""
-        wanted = list(set(ids))
-        found: set[str] = set()
-        for i in range(0, len(wanted), 500):
-            chunk = wanted[i : i + 500]
-            marks = ",".join("?" * len(chunk))
-            found.update(r[0] for r in self.db.execute(
-                f"SELECT DISTINCT id FROM passages WHERE is_current = 1 AND id IN ({marks})", chunk))
-        return found
+        return self._ids_among(ids, "is_current = 1 AND")
 
     def passage_listing(self, doc_prefix: str = "", *, history: bool = False) -> list[dict[str, Any]]:
         """Passage ids with their document, revision, commit time and whether current, by
