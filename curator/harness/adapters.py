@@ -240,13 +240,21 @@ def _coerce(item: Any) -> Hit:
 
 
 class CommandAdapter(Adapter):
-    """A program that reads one JSON query per line on stdin (`{"query_id", "query", "k"}`)
-    and writes one JSON result per line (`{"results": [...]}`), in the same order."""
+    """A program that reads one JSON request per line on stdin (`{"id", "query", "k"}`) and
+    writes one JSON result per line (`{"results": [...]}`, optionally with the request's
+    `id`), in the same order; requests are serial.
+
+    A late answer must never be taken for the next query's: an answer carrying an `id`
+    other than the current request's is discarded, and after a timeout a program that has
+    not shown it echoes ids is restarted (its late answer dies with it)."""
 
     def __init__(self, spec: RetrieverSpec):
         self.spec = spec
         self.proc: asyncio.subprocess.Process | None = None
         self.lock = asyncio.Lock()
+        self.seq = 0
+        self.echoes_ids = False
+        self.restarts = 0
 
     async def start(self) -> None:
         try:
@@ -257,26 +265,55 @@ class CommandAdapter(Adapter):
             raise CuratorError(f"[retrievers.{self.spec.name}] command: cannot start ({exc})") from None
 
     async def search(self, query: str, k: int) -> list[Hit]:
-        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
-        async with self.lock:  # one line out, one line back: requests are serial
-            try:
-                self.proc.stdin.write((json.dumps({"query": query, "k": k}, ensure_ascii=False) + "\n").encode())
-                await self.proc.stdin.drain()
-                line = await asyncio.wait_for(self.proc.stdout.readline(), self.spec.timeout)
-            except (TimeoutError, BrokenPipeError, ConnectionResetError) as exc:
-                raise RequestFailed(f"command: {type(exc).__name__}") from None
-        if not line:
-            raise RequestFailed("command: ended without an answer")
-        try:
-            data = json.loads(line)
-        except ValueError:
-            raise RequestFailed("command: the line it wrote is not JSON") from None
+        async with self.lock:
+            if self.proc is None or self.proc.returncode is not None:
+                await self.start()  # restarted after a timeout, or after it ended
+            self.seq += 1
+            data = await self._ask(self.seq, query, k)
         results = data.get("results") if isinstance(data, dict) else data
         if isinstance(data, dict) and data.get("error"):
             raise RequestFailed(f"command: {data['error']}")
         if not isinstance(results, list):
             raise RequestFailed("command: expected {\"results\": [...]}")
         return [_coerce(item) for item in results]
+
+    async def _ask(self, seq: int, query: str, k: int) -> Any:
+        proc = self.proc
+        assert proc is not None and proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write((json.dumps({"id": seq, "query": query, "k": k}, ensure_ascii=False) + "\n").encode())
+            await proc.stdin.drain()
+            return await asyncio.wait_for(self._answer(proc.stdout, seq), self.spec.timeout)
+        except TimeoutError:
+            if not self.echoes_ids:
+                await self._stop()
+                self.restarts += 1
+                raise RequestFailed(f"command: no answer within {self.spec.timeout:g} s (program restarted)") from None
+            raise RequestFailed(f"command: no answer within {self.spec.timeout:g} s") from None
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise RequestFailed(f"command: {type(exc).__name__}") from None
+
+    async def _answer(self, stdout: asyncio.StreamReader, seq: int) -> Any:
+        """The next line that answers request `seq` (lines answering earlier ones are skipped)."""
+        while True:
+            line = await stdout.readline()
+            if not line:
+                raise RequestFailed("command: ended without an answer")
+            try:
+                data = json.loads(line)
+            except ValueError:
+                raise RequestFailed("command: the line it wrote is not JSON") from None
+            if isinstance(data, dict) and "id" in data:
+                if data["id"] != seq:
+                    continue  # a late answer to an earlier request
+                self.echoes_ids = True
+            return data
+
+    async def _stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.returncode is None:
+            proc.kill()
+            await proc.wait()
 
     async def close(self) -> None:
         if self.proc is not None and self.proc.returncode is None:
