@@ -140,6 +140,57 @@ def _overhead(log_file: Path, run_file: Path, queries: list[str]) -> list[float]
     return overhead
 
 
+def client_cpu(n: int = 3000, concurrency: int = 8) -> tuple[float, float]:
+    """Client CPU per request (us), curator's runner and the bare loop, over an in-memory
+    httpx2 transport answering 10 hits: no sockets and no server, so the figure hardly
+    moves with the machine's load, unlike wall-clock throughput."""
+    import httpx2
+
+    from curator.harness.adapters import HttpAdapter, RetrieverSpec
+    from curator.harness.runner import run_retriever
+    from curator.models import Case
+
+    answer = json.dumps({"results": [{"id": f"doc{i}.md#{i}", "score": 1.0 / (i + 1)} for i in range(10)]}).encode()
+
+    def transport() -> httpx2.MockTransport:
+        return httpx2.MockTransport(lambda _request: httpx2.Response(
+            200, content=answer, headers={"content-type": "application/json"}))
+
+    class InMemory(HttpAdapter):
+        async def start(self) -> None:
+            await super().start()
+            await self.client.aclose()
+            self.client = httpx2.AsyncClient(transport=transport(), trust_env=False, verify=False)
+
+    async def bare(queries: list[str]) -> None:
+        async with httpx2.AsyncClient(transport=transport(), trust_env=False, verify=False) as client:
+            todo = list(reversed(queries))
+
+            async def worker() -> None:
+                while todo:
+                    body = json.dumps({"q": todo.pop(), "k": 10}).encode()
+                    response = await client.post("http://bench/search", content=body,
+                                                 headers={"content-type": "application/json"})
+                    response.json()
+
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+    queries = [f"alerting rule number {i}" for i in range(n)]
+    cases = [Case(query_id=f"q{i}", query=q, slice="bench", relevant=[{"id": "x"}]) for i, q in enumerate(queries)]
+    spec = RetrieverSpec("bench", kind="http", url="http://bench/search", body='{"q": "{query}", "k": {k}}',
+                         hits="results")
+    out = Path(tempfile.mkdtemp(prefix="bench-cpu-")) / "run.jsonl"
+    ours, theirs = [], []
+    for _ in range(5):
+        start = time.process_time()
+        asyncio.run(bare(queries))
+        theirs.append(time.process_time() - start)
+        start = time.process_time()
+        run_retriever(InMemory(spec, concurrency), cases, out, k=10, concurrency=concurrency, retries=0)
+        ours.append(time.process_time() - start)
+    return statistics.median(ours) / n * 1e6, statistics.median(theirs) / n * 1e6
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--queries", type=int, default=1000)
@@ -196,6 +247,10 @@ def main() -> None:
                   f"{statistics.median(bare_cpu) * per:.3f} ms bare; overhead per request p50 "
                   f"{statistics.median(overhead):.2f} ms, p95 {percentile(overhead, 95):.2f} ms (goal p50 <= 1 ms); "
                   f"failed {len(outcome.failed)}")
+        ours, theirs = client_cpu()
+        print(f"client CPU per request over an in-memory transport (concurrency 8, 10 hits, run file "
+              f"written): curator {ours:.0f} us, bare httpx2 {theirs:.0f} us; with the sockets and server "
+              f"of the runs above, curator's extra work is {ours - theirs:.0f} us a request")
     finally:
         proc.terminate()
         proc.wait()

@@ -18,6 +18,7 @@ import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
@@ -97,7 +98,10 @@ def redact_url(url: str) -> str:
 
 def render(template: str, query: str, k: int, *, in_url: bool) -> str:
     """Fill `{query}` and `{k}` only (other braces, JSON's own, stay as they are)."""
-    value = quote(query, safe="") if in_url else json.dumps(query, ensure_ascii=False)[1:-1]
+    if "{" not in template:
+        return template
+    # encode_basestring is json.dumps(query, ensure_ascii=False) without building an encoder
+    value = quote(query, safe="") if in_url else encode_basestring(query)[1:-1]
     return template.replace("{query}", value).replace("{k}", str(k))
 
 
@@ -146,22 +150,33 @@ def parse_hits(data: Any, spec: RetrieverSpec) -> list[Hit]:
     items = dig(data, spec.hits)
     if not isinstance(items, list):
         raise RequestFailed(f"no list at {spec.hits or 'the top level'!r} in the response")
-    id_parts = _parts(spec.id)
-    score_parts = _parts(spec.score) if spec.score else None
-    revision_parts = _parts(spec.revision) if spec.revision else None
+    get_id, get_score, get_revision = _getter(spec.id), _getter(spec.score), _getter(spec.revision)
     hits: list[Hit] = []
     for pos, item in enumerate(items, 1):
         if isinstance(item, str):
             hits.append((item, None, None))
             continue
-        ident = _walk(item, id_parts)
+        ident = get_id(item)
         if ident is None or ident == "":
             raise RequestFailed(f"hit {pos} has no id at {spec.id!r}")
-        score = _walk(item, score_parts) if score_parts else None
-        revision = _walk(item, revision_parts) if revision_parts else None
-        number = float(score) if isinstance(score, int | float) and not isinstance(score, bool) else None
-        hits.append((str(ident), number, None if revision is None else str(revision)))
+        score = get_score(item)
+        revision = get_revision(item)
+        number = float(score) if type(score) is float or type(score) is int else None  # not bool
+        hits.append((ident if type(ident) is str else str(ident), number,
+                     None if revision is None else str(revision)))
     return hits
+
+
+@functools.cache
+def _getter(path: str | None) -> Callable[[Any], Any]:
+    """A function reading `path` from a hit; a one-key path (the usual case) is a dict get."""
+    if not path:
+        return lambda _item: None
+    parts = _parts(path)
+    if len(parts) == 1 and not parts[0].lstrip("-").isdigit():
+        key = parts[0]
+        return lambda item: item.get(key) if type(item) is dict else None
+    return lambda item: _walk(item, parts)
 
 
 class Adapter:
@@ -182,11 +197,13 @@ class HttpAdapter(Adapter):
         self.spec = spec
         self.concurrency = concurrency
         self.client: Any = None
+        self.httpx: Any = None  # the httpx2 module, imported by start()
         self.headers: dict[str, str] = {}
 
     async def start(self) -> None:
         import httpx2
 
+        self.httpx = httpx2
         self.headers = {"content-type": "application/json", **resolve_headers(self.spec.headers)}
         limits = httpx2.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
         # Loading the CA bundle costs 50-200 ms, several percent of a 1,000-query run; a
@@ -195,8 +212,7 @@ class HttpAdapter(Adapter):
         self.client = httpx2.AsyncClient(timeout=self.spec.timeout, limits=limits, trust_env=False, verify=tls)
 
     async def search(self, query: str, k: int) -> list[Hit]:
-        import httpx2
-
+        httpx2 = self.httpx
         spec = self.spec
         url = render(spec.url or "", query, k, in_url=True)
         body = render(spec.body, query, k, in_url=False).encode() if spec.body else None
