@@ -64,19 +64,22 @@ class Budget:
     stopped: str | None = None  # why the run stopped early, if it did
     refused: float = 0.0  # the worst case of the call --max-cost refused
 
-    def take(self, worst: float) -> bool:
+    def take(self, worst: float) -> bool | None:
         """Reserve one call whose cost is at most `worst` (its prompt and its completion
-        token limit at the price table's rates); False once a limit is reached. Reserving
-        the worst case per in-flight call keeps `max_cost` a cap under concurrency."""
+        token limit at the price table's rates). True: reserved; None: it fits once calls
+        in flight settle (wait for one); False: a limit is reached. Reserving the worst
+        case per in-flight call keeps `max_cost` a cap under concurrency."""
         if self.stopped:
             return False
         if self.max_calls is not None and self.calls >= self.max_calls:
             self.stopped = f"--max-calls {self.max_calls} reached"
             return False
-        if self.max_cost is not None and self.cost + self.reserved + worst > self.max_cost:
+        if self.max_cost is not None and self.cost + worst > self.max_cost:
             self.stopped = f"--max-cost {self.max_cost:g} reached"
             self.refused = worst
             return False
+        if self.max_cost is not None and self.cost + self.reserved + worst > self.max_cost:
+            return None  # what is in flight may cost less than reserved
         self.calls += 1
         self.reserved += worst
         return True
@@ -185,6 +188,7 @@ class ModelClient:
         self.redact = log.redact
         self.client = make_client(options)
         self.semaphore = asyncio.Semaphore(concurrency)
+        self.settled = asyncio.Condition()  # notified whenever a call's reservation settles
         self.mode = options.response_format if options.response_format != "auto" else "json_schema"
         self.auto = options.response_format == "auto"
 
@@ -234,7 +238,7 @@ class ModelClient:
         attempt = 0
         while True:
             estimate = worst_case(self.options, self.prices, task, messages)
-            if not self.budget.take(estimate):
+            if not await self._reserve(estimate):
                 result.outcome, result.error = "budget", self.budget.stopped or "budget reached"
                 return None
             attempt += 1
@@ -251,7 +255,7 @@ class ModelClient:
                     raise NotACompletion(str(response))
             except (openai.APIStatusError, openai.APIConnectionError, openai.APIResponseValidationError,
                     NotACompletion, ValueError) as exc:  # timeouts included; ValueError: a cut-off JSON body
-                self.budget.settle(estimate, 0.0)
+                await self._settle(estimate, 0.0)
                 row["latency_ms"] = (time.perf_counter() - start) * 1000
                 headers, status, retryable = None, None, True
                 if not isinstance(exc, (openai.APIStatusError, openai.APIConnectionError)):
@@ -293,7 +297,7 @@ class ModelClient:
             pt = usage.prompt_tokens if usage else 0
             ct = usage.completion_tokens if usage else 0
             cost = self.prices.cost(pt, ct)
-            self.budget.settle(estimate, cost)
+            await self._settle(estimate, cost)
             result.prompt_tokens += pt
             result.completion_tokens += ct
             result.cost += cost
@@ -312,6 +316,20 @@ class ModelClient:
             self.log.write(task, params, **base, outcome=outcome,
                            error="reply cut off at the token limit" if truncated else None)
             return text
+
+    async def _reserve(self, worst: float) -> bool:
+        """Take a call from the budget, waiting while only calls in flight stand between."""
+        while True:
+            verdict = self.budget.take(worst)
+            if verdict is not None:
+                return verdict
+            async with self.settled:
+                await self.settled.wait()
+
+    async def _settle(self, worst: float, actual: float) -> None:
+        self.budget.settle(worst, actual)
+        async with self.settled:
+            self.settled.notify_all()
 
     def _delay(self, attempt: int, headers: Mapping[str, str] | None) -> float:
         """Retry-After (seconds or ms) when the server sends it, else exponential backoff

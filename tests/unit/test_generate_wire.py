@@ -6,6 +6,7 @@ Against the real HTTP server of tests/fake_openai.py."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -52,6 +53,10 @@ def test_max_cost_holds_under_concurrency_8_and_reports_the_call_logs_spend(gws,
     assert summary.tasks_not_run > 0 and summary.tasks_not_run + summary.tasks_cached + fake_openai.chat_calls \
         >= summary.tasks
     assert f"${spent:.4f} spent by the call log" in summary.stopped
+    # ...and it stopped only when the next call's worst case no longer fit, not at the
+    # first call that had to wait for the eight in flight
+    worst = float(re.search(r"could cost up to \$([0-9.]+)", summary.stopped).group(1))
+    assert spent + worst > cap
     assert "--max-cost 0.004 reached" in summary.stopped
     assert abs(summary.cost - spent) < 1e-9
     statuses = {r[0] for r in gws.db.execute("SELECT status FROM generation_tasks WHERE run_id = ?",
