@@ -1,6 +1,6 @@
 """The API key kept out of everything curator stores or prints.
 
-`Redactor` replaces the key in any letter case, any 8 or more of its characters in a row
+`Redactor` replaces a key of 16 or more characters in any letter case, any 8 or more of its characters in a row
 (a key split in two), a 4-character prefix of it followed closely by a 4-character
 suffix (`sk-pr...wxyz`, as servers echo keys), and anything shaped like a key.
 """
@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import SecretStr
 
 _FRAGMENT = 8  # this many characters of the key in a row are redacted wherever they appear
+_SHORT = 16  # keys shorter than this are matched exactly only
 # OpenAI-style keys, and JWTs (Azure Entra ID tokens from AZURE_OPENAI_AD_TOKEN).
 _KEYLIKE = re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-*]{8,}|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_.-]+")
 
@@ -24,19 +25,24 @@ class Redactor:
 
     def __init__(self, secret: SecretStr | None):
         value = secret.get_secret_value() if secret else ""
-        self._value = value.lower() if len(value) >= 4 else ""
+        # A short "key" (vLLM's EMPTY, "ollama") is a placeholder, not a secret: matched
+        # exactly, never by letter case or fragments, which would redact ordinary words.
+        self._short = value if 4 <= len(value) < _SHORT else ""
+        self._value = value.lower() if len(value) >= _SHORT else ""
         self._fragments = _fragments(self._value)
         self._pair = _pair_pattern(self._value)
 
     def __call__(self, text: str) -> str:
         if self._value:
             text = self._strip_key(text)
+        elif self._short:
+            text = text.replace(self._short, "[redacted]")
         return _KEYLIKE.sub("[redacted]", text)
 
     def _strip_key(self, text: str) -> str:
         lowered = text.lower()
         spans: list[tuple[int, int]] = []
-        size = _FRAGMENT if len(self._value) >= 2 * _FRAGMENT else len(self._value)
+        size = _FRAGMENT
         i = 0
         while i + size <= len(lowered):
             if lowered[i : i + size] in self._fragments:
@@ -71,14 +77,13 @@ class Redactor:
 
 
 def _fragments(key: str) -> set[str]:
-    size = _FRAGMENT if len(key) >= 2 * _FRAGMENT else len(key)
-    return {key[i : i + size] for i in range(len(key) - size + 1)} if key else set()
+    return {key[i : i + _FRAGMENT] for i in range(len(key) - _FRAGMENT + 1)} if key else set()
 
 
 def _pair_pattern(key: str) -> re.Pattern[str] | None:
     """A 4-character prefix of the key and, within 60 characters (one space allowed), a
     4-character suffix of it: what servers print as `sk-pr...wxyz` or in two pieces."""
-    if len(key) < 12:
+    if not key:
         return None
     prefix, suffix = re.escape(key[:4]), re.escape(key[-4:])
     return re.compile(f"{prefix}\\S{{0,60}}?(?:\\s{{1,3}}\\S{{0,60}}?)?{suffix}")

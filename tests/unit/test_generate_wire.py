@@ -171,3 +171,6 @@ def test_redactor_forms():
     assert redact(f"provided: {KEY[:5]}{'*' * 20}{KEY[-4:]}.") == "provided: [redacted]."
     assert redact("Wire7 was tested; mixed case tail") == "Wire7 was tested; mixed case tail"  # short words stay
     assert redact("ordinary text with no key in it") == "ordinary text with no key in it"
+    # a placeholder key of a local server is matched exactly, never inside ordinary words
+    placeholder = Redactor(SecretStr("EMPTY"))
+    assert placeholder("why is the queue empty? key=EMPTY") == "why is the queue empty? key=[redacted]"
