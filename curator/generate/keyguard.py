@@ -1,8 +1,9 @@
 """The API key kept out of everything curator stores or prints.
 
-`Redactor` replaces a key of 16 or more characters in any letter case, any 8 or more of its characters in a row
-(a key split in two), a 4-character prefix of it followed closely by a 4-character
-suffix (`sk-pr...wxyz`, as servers echo keys), and anything shaped like a key.
+`Redactor` replaces a key of 16 or more characters in any letter case, any 8 or more of
+its characters in a row (a key split in two), a 4-character prefix of it followed closely
+by a 4-character suffix (`sk-pr...wxyz`, as servers echo keys), and anything shaped like
+a key. A shorter key (a local server's placeholder) is replaced where it appears exactly.
 """
 
 from __future__ import annotations
