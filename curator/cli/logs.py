@@ -217,8 +217,13 @@ def _print(s: ImportSummary) -> None:
     table.add_row("sampled", f"{s.sampled:,} ({s.sample}{seed}, limit {s.limit or 'none'})")
     if s.dry_run:
         table.add_row("queued", "nothing (dry run)")
+        if s.updated:
+            table.add_row("updated", f"up to {s.updated:,} queued candidates would gain this import's counts")
     else:
         table.add_row("queued", f"{s.queued:,} new candidates" + (f", {s.already_queued} already queued" if s.already_queued else ""))
+        if s.updated:
+            table.add_row("updated", f"{s.updated:,} queued candidates gained this import's counts, users and "
+                                     "first/last seen")
     console.print(table)
     if s.dry_run and s.preview:
         preview = Table(title="Would queue")

@@ -6,13 +6,27 @@ the same digits (so `E1042` never joins `E1043`) and either the same first or th
 last five characters of the word-sorted comparison form (a typo rarely hits both ends).
 Each block keeps at most `BLOCK_LEADERS` leaders, the most frequent, so the cost is
 bounded by `queries x 2 x BLOCK_LEADERS` comparisons however skewed the log is.
+
+A pair scores the better of two rapidfuzz ratios: of the word-sorted forms (word order
+does not matter) and of the plain forms (a typo in a word's first letter, or two words
+run together, moves words in the sorted form but not in the plain one). Queries that
+name identifiers join only if their identifiers have the same parts
+(`normalise.same_identifiers`): `etcdGRPCWriteRequestsSlow` never joins
+`etcdGRPCRequestsSlow`.
 """
 
 from __future__ import annotations
 
 from rapidfuzz import fuzz, process
 
-from curator.logs.normalise import compare_keys, digit_signatures
+from curator.logs.normalise import (
+    Signature,
+    compare_keys,
+    digit_signatures,
+    identifier_signature,
+    plain_keys,
+    same_identifiers,
+)
 
 BLOCK_LEADERS = 32
 
@@ -20,35 +34,40 @@ BLOCK_LEADERS = 32
 class _Block:
     """The leaders of one block: their comparison forms and query indices."""
 
-    __slots__ = ("keys", "leaders")
+    __slots__ = ("keys", "plains", "leaders")
 
     def __init__(self) -> None:
         self.keys: list[str] = []
+        self.plains: list[str] = []
         self.leaders: list[int] = []
 
 
 _NONE = _Block()  # a block nobody has led yet (never added to)
 
 
-def cluster(norms: list[str], counts: list[int], similarity: float) -> Clusters:
+def cluster(norms: list[str], counts: list[int], similarity: float, surfaces: list[str] | None = None) -> Clusters:
     """Clusters of `norms` (normalised, distinct); each member index appears once.
     `similarity` is a rapidfuzz ratio (0-100) over the comparison forms; 100 joins
-    only word-order and punctuation variants."""
+    only word-order and punctuation variants. `surfaces` (each norm as typed, for the
+    case of its identifiers) keep queries naming different identifiers apart."""
     # most frequent first, ties by text: two sorts (the second is stable)
     order = sorted(range(len(norms)), key=norms.__getitem__)
     order.sort(key=counts.__getitem__, reverse=True)
     signatures = digit_signatures(norms)
-    joiners, joined = _joins([norms[i] for i in order], [signatures[i] for i in order], similarity)
+    idents = [identifier_signature(surfaces[i]) for i in order] if surfaces is not None else None
+    joiners, joined = _joins([norms[i] for i in order], [signatures[i] for i in order], similarity, idents)
     joins = [-1] * len(norms)  # query -> the query whose cluster it joins; -1: it leads one
     for p, q in zip(joiners, joined, strict=True):
         joins[order[p]] = order[q]
     return Clusters(order, joins)
 
 
-def _joins(norms: list[str], signatures: list[str], similarity: float) -> tuple[list[int], list[int]]:
-    """For `norms` in visiting order (with their digit signatures): the positions of the
-    queries that join another's cluster, and of the query each joins."""
+def _joins(norms: list[str], signatures: list[str], similarity: float,
+           idents: list[Signature] | None = None) -> tuple[list[int], list[int]]:
+    """For `norms` in visiting order (with their digit and identifier signatures): the
+    positions of the queries that join another's cluster, and of the query each joins."""
     keys = compare_keys(norms)
+    plains = plain_keys(norms)
     # block keys as strings (`digits|first five`), whose hashes are kept, unlike tuples'
     heads = [f"{signature}|{key[:5]}" for signature, key in zip(signatures, keys, strict=True)]
     tails = [f"{signature}|{key[-5:]}" for signature, key in zip(signatures, keys, strict=True)]
@@ -58,7 +77,7 @@ def _joins(norms: list[str], signatures: list[str], similarity: float) -> tuple[
     joiners: list[int] = []
     joined: list[int] = []
     fuzzy = similarity < 100
-    for i, key, head_key, tail_key in zip(range(len(keys)), keys, heads, tails, strict=True):
+    for i, key, plain, head_key, tail_key in zip(range(len(keys)), keys, plains, heads, tails, strict=True):
         first = first_with.setdefault(key, i)
         if first != i:
             joiners.append(i)
@@ -67,20 +86,51 @@ def _joins(norms: list[str], signatures: list[str], similarity: float) -> tuple[
         if not (fuzzy and key):
             continue
         head, tail = head_blocks.get(head_key, _NONE), tail_blocks.get(tail_key, _NONE)
-        choices = head.keys + tail.keys
-        # ties go to the first best: head block before tail block, older leaders first
-        match = process.extractOne(key, choices, scorer=fuzz.ratio, score_cutoff=similarity) if choices else None
-        if match:
+        leaders = head.leaders + tail.leaders
+        leader = _best(key, plain, head.keys + tail.keys, head.plains + tail.plains, similarity,
+                       [idents[i] for i in leaders] if idents else None, idents[i] if idents else ())
+        if leader is not None:
             joiners.append(i)
-            joined.append((head.leaders + tail.leaders)[match[2]])
+            joined.append(leaders[leader])
             continue
         for block, blocks, block_key in ((head, head_blocks, head_key), (tail, tail_blocks, tail_key)):
             if block is _NONE:
                 block = blocks[block_key] = _Block()
             if len(block.keys) < BLOCK_LEADERS:
                 block.keys.append(key)
+                block.plains.append(plain)
                 block.leaders.append(i)
     return joiners, joined
+
+
+def _best(key: str, plain: str, keys: list[str], plains: list[str], similarity: float,
+          idents: list[Signature] | None, ident: Signature) -> int | None:
+    """The position in `keys` of the leader a query joins: the best score of the sorted
+    and the plain forms at `similarity` or more, whose identifiers agree (see
+    `same_identifiers`); ties go to the first best (head block before tail block, older
+    leaders first)."""
+    if not keys:
+        return None
+    sorted_match = process.extractOne(key, keys, scorer=fuzz.ratio, score_cutoff=similarity)
+    plain_match = process.extractOne(plain, plains, scorer=fuzz.ratio, score_cutoff=similarity)
+    best = None
+    for match in (sorted_match, plain_match):
+        if match and (best is None or match[1] > best[1] or (match[1] == best[1] and match[2] < best[2])):
+            best = match
+    if best is None:
+        return None
+    if idents is None or (not ident and not idents[best[2]]) or same_identifiers(ident, idents[best[2]]):
+        return int(best[2])
+    # the best names other identifiers: every leader within reach, best first
+    scores: dict[int, float] = {}
+    for query, choices in ((key, keys), (plain, plains)):
+        for _choice, score, at in process.extract(query, choices, scorer=fuzz.ratio, score_cutoff=similarity,
+                                                  limit=None):
+            scores[at] = max(score, scores.get(at, 0.0))
+    for at in sorted(scores, key=lambda a: (-scores[a], a)):
+        if same_identifiers(ident, idents[at]):
+            return at
+    return None
 
 
 class Clusters:

@@ -82,6 +82,7 @@ class ImportSummary:
     sampled: int = 0
     queued: int = 0
     already_queued: int = 0
+    updated: int = 0  # candidates queued before that this import's counts were added to
     candidate_ids: list[int] = field(default_factory=list)
     preview: list[dict[str, Any]] = field(default_factory=list)
     dry_run: bool = False

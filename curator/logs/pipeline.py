@@ -19,11 +19,10 @@ from curator.errors import InputError
 from curator.logs.aggregate import Aggregate
 from curator.logs.candidates import ClusterItem, candidates, look_up_users
 from curator.logs.cluster import cluster
-from curator.logs.dedupe import Existing
+from curator.logs.dedupe import QUEUED, Existing
 from curator.logs.duck_users import hash_users
 from curator.logs.grouping import Grouped, bump, group, kept
-from curator.logs.imports import KnownImports, quick_key
-from curator.logs.imports import record as record_imports
+from curator.logs.imports import KnownImports, queue_import, quick_key
 from curator.logs.options import FileSummary, ImportOptions, ImportSummary, Settings, settle
 from curator.logs.python_reader import FileRead
 from curator.logs.reading import read_source
@@ -82,15 +81,16 @@ def import_logs(
         summary.distinct_normalised = len(grouped.norms)
         del total
         summary.redactions = dict(redactor.counts)
-        chosen = _choose(ws, grouped, settings, summary)
+        chosen, updates = _choose(ws, grouped, settings, summary)
         del grouped  # all but the chosen groups: freed before DuckDB counts their users
     stage(f"Queueing {len(chosen):,} clusters")
-    group_of = {raw: g for item in chosen for g in item.groups for raw in g.raws}  # exact query -> its group
-    look_up_users(chosen, group_of, [r.users_of for r in reads if r.users_of])
+    group_of = {raw: g for item in chosen + updates for g in item.groups for raw in g.raws}  # exact query -> its group
+    look_up_users(chosen + updates, group_of, [r.users_of for r in reads if r.users_of])
 
     files = [r.source.label for r in reads]
     import_id = sha256_hex("".join(sorted(r.fingerprint for r in reads)))[:12]
     found = candidates(ws, chosen, files, import_id)
+    refreshed = list(zip([str(u.known) for u in updates], candidates(ws, updates, files, import_id), strict=True))
     summary.preview = [
         {
             "query": c.query,
@@ -102,11 +102,13 @@ def import_logs(
         for c in found[:PREVIEW]
     ]
     if not opts.dry_run:
-        result = ws.add_candidates(found)
+        result = queue_import(ws, found, refreshed, reads, settings.window, import_id)
         summary.queued = len(result.added)
         summary.already_queued = len(result.existing)
         summary.candidate_ids = result.added
-        record_imports(ws, reads, settings.window, summary.queued)
+        summary.updated = len(result.updated)
+    else:
+        summary.updated = len(refreshed)  # at most: an import counted in before adds nothing
     return summary
 
 
@@ -175,15 +177,19 @@ def _read_all(ws: Workspace, sources: list[Source], settings: Settings, summary:
     return reads, total
 
 
-def _choose(ws: Workspace, grouped: Grouped, settings: Settings, summary: ImportSummary) -> list[ClusterItem]:
-    """Filter, cluster, drop what is already known and sample to the budget."""
+def _choose(ws: Workspace, grouped: Grouped, settings: Settings,
+            summary: ImportSummary) -> tuple[list[ClusterItem], list[ClusterItem]]:
+    """Filter, cluster, drop what is already known and sample to the budget; also the
+    clusters of candidates queued before (all of them, past the budget too), which
+    gain this import's counts."""
     opts = settings.opts
     assert opts.similarity is not None and opts.min_count is not None
     assert opts.min_length is not None and opts.max_length is not None
     rows = kept(grouped, opts.min_length, opts.max_length, settings.noise, summary.filtered)
     norms = [grouped.norms[j] for j in rows]
     counts = [grouped.counts[j] for j in rows]
-    clusters = cluster(norms, counts, opts.similarity)
+    surfaces = [grouped.surfaces[j] for j in rows]
+    clusters = cluster(norms, counts, opts.similarity, surfaces)
     summary.clusters = len(clusters)
     totals = clusters.totals(counts)
     eligible = [c for c, total in enumerate(totals) if total >= opts.min_count]
@@ -193,18 +199,22 @@ def _choose(ws: Workspace, grouped: Grouped, settings: Settings, summary: Import
 
     dedupe = Existing(ws, opts.similarity)
     chosen: list[ClusterItem] = []
+    updates: list[ClusterItem] = []
     order = sample_order([totals[c] for c in eligible], opts.sample or "top", opts.seed)
     walk = [eligible[i] for i in order]
     # members and items only for the clusters the sampler reaches: one per cluster costs 40 MB at 150k
-    for members, why in dedupe.along(walk, clusters.members, norms):
-        if opts.limit and len(chosen) >= opts.limit:
+    for members, why, known in dedupe.along(walk, clusters.members, norms, surfaces):
+        full = bool(opts.limit) and len(chosen) >= opts.limit
+        if full and not dedupe.queued:
             break
-        if why:
+        if why == QUEUED:
+            updates.append(ClusterItem([grouped.group(rows[i]) for i in members], known))
+        if why and not full:
             bump(summary.duplicates, why)
-            continue
-        chosen.append(ClusterItem([grouped.group(rows[i]) for i in members]))
+        if not (why or full):
+            chosen.append(ClusterItem([grouped.group(rows[i]) for i in members]))
     summary.sampled = len(chosen)
-    return chosen
+    return chosen, updates
 
 
 def _require_found(read: FileRead) -> None:
