@@ -42,9 +42,7 @@ _CASE_CHANGE = re.compile(r"[a-z0-9][A-Z]|[A-Z][A-Z][a-z]")  # etcdNo, OSDDown: 
 # A two-part name is an alert only when its last part says what went wrong (KubeletDown);
 # other two-part words are mostly products and brands (GitHub, OpenShift, JavaScript).
 _ALERT_ENDINGS = frozenset(
-    "down up slow full high low failing failed failure degraded errors error missing stuck unhealthy "
-    "unavailable unreachable notready lag latency burn restarting pending crashing crashlooping throttling "
-    "overcommit overcommitted expiring expired filling leader nospace offline mismatch".split()
+    ["down", "up", "slow", "full", "high", "low", "failing", "failed", "failure", "degraded", "errors", "error", "missing", "stuck", "unhealthy", "unavailable", "unreachable", "notready", "lag", "latency", "burn", "restarting", "pending", "crashing", "crashlooping", "throttling", "overcommit", "overcommitted", "expiring", "expired", "filling", "leader", "nospace", "offline", "mismatch"]
 )
 
 

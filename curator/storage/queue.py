@@ -66,11 +66,13 @@ class QueueStorage(Storage):
         return result
 
     def log_counts(self, norms: Iterable[str]) -> dict[str, tuple[int, int, dict[str, Any]]]:
-        """norm -> (id, count, provenance) of the candidates queued under `norms`."""
+        """norm -> (id, count, provenance) of the candidates mined from logs queued under
+        `norms` (a generated candidate's count is not a log's)."""
         out: dict[str, tuple[int, int, dict[str, Any]]] = {}
         with self.lock:
             for norm in norms:
-                row = self.db.execute("SELECT id, count, provenance FROM candidates WHERE norm = ?", [norm]).fetchone()
+                row = self.db.execute("SELECT id, count, provenance FROM candidates WHERE norm = ? AND source_kind = 'log'",
+                                      [norm]).fetchone()
                 if row:
                     out[norm] = (int(row[0]), int(row[1] or 1), json.loads(row[2] or "{}"))
         return out
