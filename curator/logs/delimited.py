@@ -14,12 +14,12 @@ import io
 from collections.abc import Iterator
 from typing import IO, Any
 
-MAX_SPAN = 20  # lines a quoted field may span
-UNTERMINATED = "unterminated quote (the line was not read as a row)"
-
 from curator.logs.aggregate import Aggregate, parse_time
 from curator.logs.fields import GUESSES, Fields, as_number, id_list
 from curator.logs.lines import MAX_LINE_BYTES, Window, in_window, line_count
+
+MAX_SPAN = 20  # lines a quoted field may span
+UNTERMINATED = "unterminated quote (the line was not read as a row)"
 
 
 def sniff_delimiter(head: bytes, name: str) -> str:

@@ -53,7 +53,7 @@ class ImportOptions:
 @dataclass
 class FileSummary:
     path: str
-    status: str  # imported | already imported | listed twice | empty
+    status: str  # imported | already imported | listed twice | empty | skipped
     format: str | None = None
     engine: str | None = None  # duckdb | python
     fingerprint: str | None = None
@@ -64,6 +64,7 @@ class FileSummary:
     ignored: dict[str, int] = field(default_factory=dict)
     # already imported: the windows it was imported for ([since, until], None for an open end)
     windows: list[list[str | None]] | None = None
+    reason: str | None = None  # skipped: why (a dangling symlink, a symlink loop)
 
 
 @dataclass

@@ -124,6 +124,9 @@ def _read_all(ws: Workspace, sources: list[Source], settings: Settings, summary:
     seen_fingerprints: set[str] = set()
     hashed_users = False  # `total` holds users as DuckDB's hashes, not names
     for source in sources:
+        if source.skipped:  # a symlink that leads nowhere: named in the summary, the rest read
+            summary.files.append(FileSummary(source.label, "skipped", reason=source.skipped))
+            continue
         blank = blank_lines(source)
         if blank is not None:  # nothing to read, and no reason to stop the others
             summary.files.append(FileSummary(source.label, "empty", lines=blank,
@@ -204,7 +207,7 @@ def _choose(ws: Workspace, grouped: Grouped, settings: Settings,
     walk = [eligible[i] for i in order]
     # members and items only for the clusters the sampler reaches: one per cluster costs 40 MB at 150k
     for members, why, known in dedupe.along(walk, clusters.members, norms, surfaces):
-        full = bool(opts.limit) and len(chosen) >= opts.limit
+        full = opts.limit is not None and opts.limit > 0 and len(chosen) >= opts.limit
         if full and not dedupe.queued:
             break
         if why == QUEUED:
