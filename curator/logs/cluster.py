@@ -2,14 +2,18 @@
 
 Queries are visited most frequent first. Each either joins an existing cluster leader
 or becomes a leader itself. A query is only compared with leaders that share a block:
-the same digits (so `E1042` never joins `E1043`) and either the same first or the same
-last five characters of the word-sorted comparison form (a typo rarely hits both ends).
-Each block keeps at most `BLOCK_LEADERS` leaders, the most frequent, so the cost is
-bounded by `queries x 2 x BLOCK_LEADERS` comparisons however skewed the log is.
+the same digits (so `E1042` never joins `E1043`) and the same first or last five
+characters of the word-sorted comparison form or of the plain form (its own word order,
+without punctuation): a typo rarely hits all four ends (`a4retries queue` beside
+`a4 retries queue` shares only the plain form's last five). Each block keeps at most
+`BLOCK_LEADERS` leaders, the most frequent, so the cost is bounded by
+`queries x 4 x BLOCK_LEADERS` comparisons however skewed the log is.
 
-A pair scores the better of two rapidfuzz ratios: of the word-sorted forms (word order
-does not matter) and of the plain forms (a typo in a word's first letter, or two words
-run together, moves words in the sorted form but not in the plain one). Queries that
+A query is scored against the leaders of the sorted-form blocks by the rapidfuzz ratio
+of the word-sorted forms (word order does not matter) and against those of the
+plain-form blocks by the ratio of the plain forms (a typo in a word's first letter, or
+two words run together, moves words in the sorted form but not in the plain one); the
+best score wins. Queries that
 name identifiers join only if their identifiers have the same parts
 (`normalise.same_identifiers`): `etcdGRPCWriteRequestsSlow` never joins
 `etcdGRPCRequestsSlow`.
@@ -31,18 +35,8 @@ from curator.logs.normalise import (
 BLOCK_LEADERS = 32
 
 
-class _Block:
-    """The leaders of one block: their comparison forms and query indices."""
-
-    __slots__ = ("keys", "plains", "leaders")
-
-    def __init__(self) -> None:
-        self.keys: list[str] = []
-        self.plains: list[str] = []
-        self.leaders: list[int] = []
-
-
-_NONE = _Block()  # a block nobody has led yet (never added to)
+Block = tuple[list[str], list[int]]  # the leaders of one block: their forms (sorted or plain), their positions
+_NONE: Block = ([], [])  # a block nobody has led yet (never added to)
 
 
 def cluster(norms: list[str], counts: list[int], similarity: float, surfaces: list[str] | None = None) -> Clusters:
@@ -68,16 +62,13 @@ def _joins(norms: list[str], signatures: list[str], similarity: float,
     positions of the queries that join another's cluster, and of the query each joins."""
     keys = compare_keys(norms)
     plains = plain_keys(norms)
-    # block keys as strings (`digits|first five`), whose hashes are kept, unlike tuples'
-    heads = [f"{signature}|{key[:5]}" for signature, key in zip(signatures, keys, strict=True)]
-    tails = [f"{signature}|{key[-5:]}" for signature, key in zip(signatures, keys, strict=True)]
-    head_blocks: dict[str, _Block] = {}
-    tail_blocks: dict[str, _Block] = {}
+    blocks: dict[str, Block] = {}
     first_with: dict[str, int] = {}  # comparison form -> the first query that had it
     joiners: list[int] = []
     joined: list[int] = []
     fuzzy = similarity < 100
-    for i, key, plain, head_key, tail_key in zip(range(len(keys)), keys, plains, heads, tails, strict=True):
+    get = blocks.get
+    for i, key, plain, signature in zip(range(len(keys)), keys, plains, signatures, strict=True):
         first = first_with.setdefault(key, i)
         if first != i:
             joiners.append(i)
@@ -85,50 +76,55 @@ def _joins(norms: list[str], signatures: list[str], similarity: float,
             continue
         if not (fuzzy and key):
             continue
-        head, tail = head_blocks.get(head_key, _NONE), tail_blocks.get(tail_key, _NONE)
-        leaders = head.leaders + tail.leaders
-        leader = _best(key, plain, head.keys + tail.keys, head.plains + tail.plains, similarity,
-                       [idents[i] for i in leaders] if idents else None, idents[i] if idents else ())
+        # block keys as strings (`digits|^first five`), whose hashes are kept, unlike tuples'
+        heads, tails = f"{signature}|^{key[:5]}", f"{signature}|${key[-5:]}"
+        pheads, ptails = f"{signature}|<{plain[:5]}", f"{signature}|>{plain[-5:]}"
+        a, b, c, d = get(heads, _NONE), get(tails, _NONE), get(pheads, _NONE), get(ptails, _NONE)
+        leaders = a[1] + b[1] + c[1] + d[1]  # lists joined with +, in C: comprehensions cost more than scoring
+        leader = _best(key, a[0] + b[0], plain, c[0] + d[0], similarity, leaders, idents, i)
         if leader is not None:
             joiners.append(i)
             joined.append(leaders[leader])
             continue
-        for block, blocks, block_key in ((head, head_blocks, head_key), (tail, tail_blocks, tail_key)):
+        for block, block_key, form in ((a, heads, key), (b, tails, key), (c, pheads, plain), (d, ptails, plain)):
             if block is _NONE:
-                block = blocks[block_key] = _Block()
-            if len(block.keys) < BLOCK_LEADERS:
-                block.keys.append(key)
-                block.plains.append(plain)
-                block.leaders.append(i)
+                blocks[block_key] = ([form], [i])
+            elif len(block[1]) < BLOCK_LEADERS:
+                block[0].append(form)
+                block[1].append(i)
     return joiners, joined
 
 
-def _best(key: str, plain: str, keys: list[str], plains: list[str], similarity: float,
-          idents: list[Signature] | None, ident: Signature) -> int | None:
-    """The position in `keys` of the leader a query joins: the best score of the sorted
-    and the plain forms at `similarity` or more, whose identifiers agree (see
-    `same_identifiers`); ties go to the first best (head block before tail block, older
-    leaders first)."""
-    if not keys:
+def _best(key: str, keys: list[str], plain: str, plains: list[str], similarity: float, leaders: list[int],
+          idents: list[Signature] | None, i: int) -> int | None:
+    """The position in `keys + plains` (and `leaders`) of the leader query `i` joins: the best ratio of its
+    sorted form `key` to the leaders of the sorted-form blocks (`keys`) and of its plain
+    form to those of the plain-form blocks (`plains`) at `similarity` or more, whose
+    identifiers agree (see `same_identifiers`); ties go to the first best (in the order
+    of the blocks: sorted head, sorted tail, plain head, plain tail; older leaders first)."""
+    if not (keys or plains):
         return None
-    sorted_match = process.extractOne(key, keys, scorer=fuzz.ratio, score_cutoff=similarity)
-    plain_match = process.extractOne(plain, plains, scorer=fuzz.ratio, score_cutoff=similarity)
     best = None
-    for match in (sorted_match, plain_match):
-        if match and (best is None or match[1] > best[1] or (match[1] == best[1] and match[2] < best[2])):
-            best = match
+    for query, choices, offset in ((key, keys, 0), (plain, plains, len(keys))):
+        match = process.extractOne(query, choices, scorer=fuzz.ratio, score_cutoff=similarity) if choices else None
+        if match and (best is None or match[1] > best[0]):
+            best = (match[1], match[2] + offset)
     if best is None:
         return None
-    if idents is None or (not ident and not idents[best[2]]) or same_identifiers(ident, idents[best[2]]):
-        return int(best[2])
+    at = best[1]
+    if idents is None:
+        return at
+    ident = idents[i]  # the query's identifiers, and below its leaders'
+    if (not ident and not idents[leaders[at]]) or same_identifiers(ident, idents[leaders[at]]):
+        return at
     # the best names other identifiers: every leader within reach, best first
-    scores: dict[int, float] = {}
-    for query, choices in ((key, keys), (plain, plains)):
-        for _choice, score, at in process.extract(query, choices, scorer=fuzz.ratio, score_cutoff=similarity,
-                                                  limit=None):
-            scores[at] = max(score, scores.get(at, 0.0))
-    for at in sorted(scores, key=lambda a: (-scores[a], a)):
-        if same_identifiers(ident, idents[at]):
+    scores: list[tuple[float, int]] = []
+    for query, choices, offset in ((key, keys, 0), (plain, plains, len(keys))):
+        for _choice, score, i in process.extract(query, choices, scorer=fuzz.ratio, score_cutoff=similarity,
+                                                 limit=None):
+            scores.append((-score, i + offset))
+    for _score, at in sorted(scores):
+        if same_identifiers(ident, idents[leaders[at]]):
             return at
     return None
 

@@ -88,14 +88,15 @@ def _one_by_one(norms: list[str], counts: list[int], similarity: float) -> tuple
         key = compare_key(norms[i])
         found = exact.get(key)
         digits = digit_signature(norms[i])
-        block_keys = ((digits, "^" + key[:5]), (digits, "$" + key[-5:]))
+        plain = plain_key(norms[i])
+        block_keys = ((digits, "^" + key[:5]), (digits, "$" + key[-5:]), (digits, "<" + plain[:5]),
+                      (digits, ">" + plain[-5:]))
         if found is None and similarity < 100 and key:
             best = None
-            plain = plain_key(norms[i])
-            for block_key in block_keys:  # the better of the sorted and the plain forms' ratios
+            for block_key in block_keys:  # sorted forms in the sorted blocks, plain ones in the plain blocks
                 keys, ids, plains = blocks.get(block_key, ([], [], []))
                 for k, p, leader in zip(keys, plains, ids, strict=True):
-                    score = max(fuzz.ratio(key, k), fuzz.ratio(plain, p))
+                    score = fuzz.ratio(key, k) if block_key[1][0] in "^$" else fuzz.ratio(plain, p)
                     if score >= similarity and (best is None or score > best[0]):
                         best = (score, leader)
             if best is not None:
@@ -109,7 +110,7 @@ def _one_by_one(norms: list[str], counts: list[int], similarity: float) -> tuple
                 if len(keys) < BLOCK_LEADERS:
                     keys.append(key)
                     ids.append(found)
-                    plains.append(plain_key(norms[i]))
+                    plains.append(plain)
         exact.setdefault(key, found)
         clusters[found][1].append(i)
     return clusters, full_and_found
