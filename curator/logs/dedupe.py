@@ -79,6 +79,22 @@ class Existing:
             for m, known in zip(chunk, found, strict=True):
                 yield (m, known[0], known[1]) if known else (m, None, None)
 
+    def queued_in(self, left: list[int], cluster_of: Any, norms: list[str]) -> list[tuple[int, str]]:
+        """(cluster, the norm of a queued candidate it holds) for the clusters in `left`
+        (those the sampler did not reach) that hold a queued candidate's exact text
+        (`cluster_of[i]`: the cluster of `norms[i]`), in the order of `left`. An exact look-up per
+        norm: checking every cluster fuzzily would cost what a `--limit 0` import does."""
+        if not (self.queued and left):
+            return []
+        wanted = set(left)
+        found: dict[int, str] = {}
+        for i, norm in enumerate(norms):
+            if self.exact.get(norm) == QUEUED:
+                c = int(cluster_of[i])
+                if c in wanted and c not in found:
+                    found[c] = norm
+        return [(c, found[c]) for c in left if c in found]
+
     def duplicates_of(self, clusters: list[list[str]], surfaces: list[list[str]] | None = None) -> list[str | None]:
         """Why each cluster (its norms, leader first) is already known, or None (see `known_of`)."""
         return [known[0] if known else None for known in self.known_of(clusters, surfaces)]

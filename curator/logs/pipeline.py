@@ -206,16 +206,19 @@ def _choose(ws: Workspace, grouped: Grouped, settings: Settings,
     order = sample_order([totals[c] for c in eligible], opts.sample or "top", opts.seed)
     walk = [eligible[i] for i in order]
     # members and items only for the clusters the sampler reaches: one per cluster costs 40 MB at 150k
+    walked = 0
     for members, why, known in dedupe.along(walk, clusters.members, norms, surfaces):
-        full = opts.limit is not None and opts.limit > 0 and len(chosen) >= opts.limit
-        if full and not dedupe.queued:
+        if opts.limit and len(chosen) >= opts.limit:
             break
+        walked += 1
         if why == QUEUED:
             updates.append(ClusterItem([grouped.group(rows[i]) for i in members], known))
-        if why and not full:
+        if why:
             bump(summary.duplicates, why)
-        if not (why or full):
-            chosen.append(ClusterItem([grouped.group(rows[i]) for i in members]))
+            continue
+        chosen.append(ClusterItem([grouped.group(rows[i]) for i in members]))
+    for c, known in dedupe.queued_in(walk[walked:], clusters.of, norms):  # past the budget: exact texts
+        updates.append(ClusterItem([grouped.group(rows[i]) for i in clusters.members(c)], known))
     summary.sampled = len(chosen)
     return chosen, updates
 
