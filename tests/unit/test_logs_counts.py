@@ -143,3 +143,14 @@ def test_a_failure_while_recording_the_import_queues_nothing_so_a_rerun_queues_o
     assert import_logs(ws, [log], limit=2).queued == 2
     assert import_logs(ws, [log], limit=2).files[0].status == "already imported"
     assert len(ws.candidates()) == 2
+
+
+def test_a_queued_identifier_is_not_a_duplicate_of_another_identifier(ws, tmp_path: Path) -> None:
+    import_logs(ws, [_log(tmp_path / "a.jsonl", [(a, 4, "10-01", "a") for a, _b in APART])], limit=0)
+    later = import_logs(ws, [_log(tmp_path / "b.jsonl", [(b, 2, "11-01", "b") for _a, b in APART]
+                                  + [("etcdGRPCRequestSlow", 1, "11-02", "b")])], limit=0)
+    queued = {c.query for c in ws.candidates()}
+    assert {b for _a, b in APART} <= queued and later.queued == len(APART)
+    # a typo inside a part of a queued identifier is a duplicate of it, and adds its count
+    assert later.duplicates == {"already a candidate": 1} and later.updated == 1
+    assert next(c for c in ws.candidates() if c.query == "etcdGRPCRequestsSlow").count == 5
