@@ -68,8 +68,8 @@ class Existing:
 
     def along(self, walk: list[int], members: Callable[[int], list[int]], norms: list[str],
               surfaces: list[str] | None = None) -> Iterator[tuple[list[int], str | None, str | None]]:
-        """(members, why the cluster is already known or None, the norm of the existing
-        query it matched or None) for each cluster of the sampler's `walk`, in order,
+        """(members, why the cluster is already known or None, the norm of the queued
+        candidate it matched or None) for each cluster of the sampler's `walk`, in order,
         checked `CHUNK` at a time; `members(cluster)` gives its member indices into
         `norms` (and `surfaces`, the norms as typed)."""
         for start in range(0, len(walk), CHUNK):
@@ -77,7 +77,10 @@ class Existing:
             found = self.known_of([[norms[i] for i in m] for m in chunk],
                                   [[surfaces[i] for i in m] for m in chunk] if surfaces is not None else None)
             for m, known in zip(chunk, found, strict=True):
-                yield (m, known[0], known[1]) if known else (m, None, None)
+                if known is None:
+                    yield m, None, None
+                else:
+                    yield m, known[0], known[1] if known[0] == QUEUED else None
 
     def queued_in(self, left: list[int], cluster_of: Any, norms: list[str]) -> list[tuple[int, str]]:
         """(cluster, the norm of a queued candidate it holds) for the clusters in `left`

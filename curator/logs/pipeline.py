@@ -19,7 +19,7 @@ from curator.errors import InputError
 from curator.logs.aggregate import Aggregate
 from curator.logs.candidates import ClusterItem, candidates, look_up_users
 from curator.logs.cluster import cluster
-from curator.logs.dedupe import QUEUED, Existing
+from curator.logs.dedupe import Existing
 from curator.logs.duck_users import hash_users
 from curator.logs.grouping import Grouped, bump, group, kept
 from curator.logs.imports import KnownImports, queue_import, quick_key
@@ -91,6 +91,7 @@ def import_logs(
     import_id = sha256_hex("".join(sorted(r.fingerprint for r in reads)))[:12]
     found = candidates(ws, chosen, files, import_id)
     refreshed = list(zip([str(u.known) for u in updates], candidates(ws, updates, files, import_id), strict=True))
+    summary.updated = len(refreshed)  # a dry run's: at most (an import counted in before adds nothing)
     summary.preview = [
         {
             "query": c.query,
@@ -107,8 +108,6 @@ def import_logs(
         summary.already_queued = len(result.existing)
         summary.candidate_ids = result.added
         summary.updated = len(result.updated)
-    else:
-        summary.updated = len(refreshed)  # at most: an import counted in before adds nothing
     return summary
 
 
@@ -183,8 +182,8 @@ def _read_all(ws: Workspace, sources: list[Source], settings: Settings, summary:
 def _choose(ws: Workspace, grouped: Grouped, settings: Settings,
             summary: ImportSummary) -> tuple[list[ClusterItem], list[ClusterItem]]:
     """Filter, cluster, drop what is already known and sample to the budget; also the
-    clusters of candidates queued before (all of them, past the budget too), which
-    gain this import's counts."""
+    clusters of candidates queued before, which gain this import's counts (past the
+    budget, those that hold a queued candidate's exact text)."""
     opts = settings.opts
     assert opts.similarity is not None and opts.min_count is not None
     assert opts.min_length is not None and opts.max_length is not None
@@ -211,7 +210,7 @@ def _choose(ws: Workspace, grouped: Grouped, settings: Settings,
         if opts.limit and len(chosen) >= opts.limit:
             break
         walked += 1
-        if why == QUEUED:
+        if known:  # a candidate queued before: it gains this import's counts
             updates.append(ClusterItem([grouped.group(rows[i]) for i in members], known))
         if why:
             bump(summary.duplicates, why)
