@@ -206,13 +206,15 @@ def typo_child(tree: str, ws_path: str, log: str, expected: str) -> None:
 
     pipeline._choose = timed
     ws = Workspace.open(ws_path)
+    start = time.process_time()
     summary = pipeline.import_logs(ws, [log], limit=0)
+    cpu["import"] = time.process_time() - start
     want = json.loads(Path(expected).read_text())
     queued = {c.norm for c in ws.candidates()}
     shown = {c.query for c in ws.candidates()}
     typos_queued = sorted(t for t in want["typos"] if t in queued)
     joined = [pair for pair in want["identifiers"] if not set(pair) <= shown]
-    print(json.dumps({"choose": cpu["choose"], "queued": summary.queued, "typos": len(want["typos"]),
+    print(json.dumps({"choose": cpu["choose"], "import": cpu["import"], "queued": summary.queued, "typos": len(want["typos"]),
                       "typos_queued": len(typos_queued), "typos_queued_examples": typos_queued[:5],
                       "identifier_pairs": len(want["identifiers"]), "identifier_pairs_joined": joined}))
 
@@ -287,6 +289,7 @@ def typos_main() -> int:
         shutil.rmtree(work)
     b, a = results["before"][-1], results["after"][-1]
     ratio = median([x["choose"] / y["choose"] for x, y in zip(results["after"], results["before"], strict=True)])
+    whole = median([x["import"] / y["import"] for x, y in zip(results["after"], results["before"], strict=True)])
     lines = [
         f"{today()}, {machine()}; the benchmark log's first {TYPO_LINES:,} lines plus {b['typos']} constructed typos "
         f"of its most asked queries and the issue's, and {len(pairs)} pairs of different identifiers; "
@@ -299,6 +302,7 @@ def typos_main() -> int:
         f"{len(a['identifier_pairs_joined'])} / {len(pairs)} |",
         f"| candidates queued | {b['queued']:,} | {a['queued']:,} |",
         f"| choose stage CPU s (cluster + dedupe + sample) | {b['choose']:.2f} | {a['choose']:.2f} ({ratio:.2f}x) |",
+        f"| whole import CPU s | {b['import']:.2f} | {a['import']:.2f} ({whole:.2f}x) |",
         "",
         "Scorers at similarity 88 (pairs of different queries: the log's distinct queries sharing a block):",
         "",
