@@ -1,0 +1,84 @@
+"""`curator agreement`: how far a second reviewer's blind judgments agree with the set."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from curator.cli.main import cli, console, err_console, json_option, pass_ws, print_json
+
+if TYPE_CHECKING:
+    from curator.agreement import AgreementReport, Figures
+    from curator.workspace import Workspace
+
+
+@cli.command("agreement")
+@click.option("--set", "set_name", help="Question set (default: default_set).")
+@json_option
+@pass_ws
+def agreement_cmd(ws: Workspace, set_name: str | None, as_json: bool) -> None:
+    """Agreement between first decisions and second judgments (curator review --second-pass),
+    per slice and overall: Cohen's kappa on keep/bin and on the slice, linearly weighted
+    kappa on graded relevance per (case, passage), the Jaccard overlap of the primary
+    passages, and every disagreement (resolve them in the set browser: b, then d).
+
+    \b
+    Example:
+        curator agreement
+        curator agreement --set main --json | jq .overall.grade_kappa
+    """
+    from curator.agreement import agreement
+
+    ws.existing_set(set_name)  # a typo'd set name: say so, not "no judgments"
+    report = agreement(ws, set_name)
+    for problem in report.problems:
+        err_console.print(f"[yellow]skipped[/] {escape(problem)}", highlight=False)
+    if as_json:
+        print_json(report.to_dict())
+        return
+    _print(report)
+
+
+def _kappa(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+def _share(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0%}"
+
+
+def _row(name: str, f: Figures) -> list[str]:
+    return [name, str(f.pairs), _kappa(f.decision_kappa), _share(f.decision_agreement), str(f.both_kept),
+            _kappa(f.slice_kappa), _share(f.slice_agreement), str(f.graded_pairs), _kappa(f.grade_kappa),
+            _share(f.grade_agreement), _kappa(f.primary_jaccard)]
+
+
+def _print(report: AgreementReport) -> None:
+    if not report.overall.pairs:
+        console.print(f"No second judgments in {escape(report.set_name)} yet: "
+                      "run `curator review --second-pass --reviewer NAME` as another reviewer.")
+        return
+    console.print(f"Set [b]{escape(report.set_name)}[/b] · reviewers {escape(', '.join(report.reviewers))}")
+    table = Table("slice", "items", "κ keep/bin", "agree", "both kept", "κ slice", "agree",
+                  "passages", "κw grade", "agree", "primary J")
+    for name, figures in report.per_slice.items():
+        table.add_row(*_row(escape(name), figures))
+    table.add_row(*_row("[b]overall[/b]", report.overall), end_section=True)
+    console.print(table)
+    console.print("[dim]κ: Cohen's kappa (– undefined: one label only); κw: linearly weighted; "
+                  "J: mean Jaccard overlap. docs/review.md says how to read them.[/]")
+    open_ones = [d for d in report.disagreements if not d.resolved]
+    console.print(f"{len(report.disagreements)} disagreement(s), {len(open_ones)} open:")
+    for d in report.disagreements:
+        state = "[green]resolved[/]" if d.resolved else "[yellow]open[/]"
+        first, second = d.first, d.second
+        what = ", ".join(d.differences)
+        console.print(
+            f"  {state} {escape(d.query_id or d.target)}: {what} · {escape(first.reviewer)} {first.decision}"
+            f"{'/' + escape(first.slice) if first.slice else ''} vs {escape(second.reviewer)} {second.decision}"
+            f"{'/' + escape(second.slice) if second.slice else ''}",
+            highlight=False,
+        )
