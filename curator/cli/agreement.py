@@ -50,10 +50,14 @@ def _share(value: float | None) -> str:
     return "–" if value is None else f"{value:.0%}"
 
 
+def _both(kappa: float | None, share: float | None) -> str:
+    return f"{_kappa(kappa)} ({_share(share)})"
+
+
 def _row(name: str, f: Figures) -> list[str]:
-    return [name, str(f.pairs), _kappa(f.decision_kappa), _share(f.decision_agreement), str(f.both_kept),
-            _kappa(f.slice_kappa), _share(f.slice_agreement), str(f.graded_pairs), _kappa(f.grade_kappa),
-            _share(f.grade_agreement), _kappa(f.primary_jaccard)]
+    return [name, str(f.pairs), _both(f.decision_kappa, f.decision_agreement), str(f.both_kept),
+            _both(f.slice_kappa, f.slice_agreement), str(f.graded_pairs), _both(f.grade_kappa, f.grade_agreement),
+            _kappa(f.primary_jaccard)]
 
 
 def _print(report: AgreementReport) -> None:
@@ -62,14 +66,14 @@ def _print(report: AgreementReport) -> None:
                       "run `curator review --second-pass --reviewer NAME` as another reviewer.")
         return
     console.print(f"Set [b]{escape(report.set_name)}[/b] · reviewers {escape(', '.join(report.reviewers))}")
-    table = Table("slice", "items", "κ keep/bin", "agree", "both kept", "κ slice", "agree",
-                  "passages", "κw grade", "agree", "primary J")
+    table = Table("slice", "items", "keep/bin κ", "kept", "slice κ", "pairs", "grade κw", "prim. J")
     for name, figures in report.per_slice.items():
         table.add_row(*_row(escape(name), figures))
     table.add_row(*_row("[b]overall[/b]", report.overall), end_section=True)
     console.print(table)
-    console.print("[dim]κ: Cohen's kappa (– undefined: one label only); κw: linearly weighted; "
-                  "J: mean Jaccard overlap. docs/review.md says how to read them.[/]")
+    console.print("[dim]κ: Cohen's kappa, (raw agreement); – undefined (one label only). kept: items both "
+                  "kept; pairs: (item, passage) pairs either labelled; κw: linearly weighted; prim. J: mean "
+                  "Jaccard overlap of the primaries. docs/review.md says how to read them.[/]")
     open_ones = [d for d in report.disagreements if not d.resolved]
     console.print(f"{len(report.disagreements)} disagreement(s), {len(open_ones)} open:")
     for d in report.disagreements:
@@ -77,7 +81,7 @@ def _print(report: AgreementReport) -> None:
         first, second = d.first, d.second
         what = ", ".join(d.differences)
         console.print(
-            f"  {state} {escape(d.query_id or d.target)}: {what} · {escape(first.reviewer)} {first.decision}"
+            f"  {state} {escape(d.query_id or f'{d.target} “{d.query}”')}: {what} · {escape(first.reviewer)} {first.decision}"
             f"{'/' + escape(first.slice) if first.slice else ''} vs {escape(second.reviewer)} {second.decision}"
             f"{'/' + escape(second.slice) if second.slice else ''}",
             highlight=False,

@@ -44,15 +44,17 @@ def review(ws: Workspace, set_name: str | None, source: str, slice_name: str | N
     from curator.tui.keymap import check_keymap
 
     check_keymap(ws.config.keymap)  # a typo'd id or a key given twice: say so before the app starts
+    if not second_pass and (sample is not None or seed is not None):
+        raise click.UsageError("--sample and --seed belong to --second-pass")
+    if second_pass and (slice_name or source != "all"):
+        raise click.UsageError("--slice and --source would show the first decision: a second pass takes neither")
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise CuratorError(
             "curator review needs an interactive terminal (stdin and stdout are not a TTY).",
             "Run it in a terminal; `curator status` shows the queue without one.",
         )
     check_sets(ws, [set_name or ws.config.default_set], no_verify)
-    session = _second_pass(ws, set_name, reviewer, sample, seed, source, slice_name) if second_pass else None
-    if not second_pass and (sample is not None or seed is not None):
-        raise click.UsageError("--sample and --seed belong to --second-pass")
+    session = _second_pass(ws, set_name, reviewer, sample, seed) if second_pass else None
     from curator.tui.app import ReviewApp  # textual only now: the other commands start fast
 
     app = ReviewApp(ws, set_name=set_name, source=source, slice=slice_name, reviewer=reviewer, session=session)
@@ -62,12 +64,10 @@ def review(ws: Workspace, set_name: str | None, source: str, slice_name: str | N
 
 
 def _second_pass(ws: Workspace, set_name: str | None, reviewer: str | None, sample: int | None,
-                 seed: int | None, source: str, slice_name: str | None) -> SecondPassSession:
+                 seed: int | None) -> SecondPassSession:
     """The blind second pass's session, or why there is nothing to judge."""
     from curator.secondpass import SecondPassSession, items, todo
 
-    if slice_name or source != "all":
-        raise click.UsageError("--slice and --source would show the first decision: a second pass takes neither")
     name = set_name or ws.config.default_set
     who = reviewer or ws.config.reviewer_name
     chosen = items(ws, name, sample=sample, seed=seed or 0)
