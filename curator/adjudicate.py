@@ -100,7 +100,8 @@ def stale_cases(session: ReviewSession, cases: list[Case]) -> dict[str, list[Sta
 def stale_card(session: ReviewSession, case: Case, stale: list[StaleLabel]) -> Card:
     """The relabel card of a case with gone passages: each gone passage's row holds its old
     text (reason `gone: old text`), followed by the current passage that now holds its
-    heading (reason `holds its heading now`), then the rest of the case's rows and search."""
+    heading (reason `holds its heading now`) and the current passages a search for its
+    heading and first words finds (`like the old text`), then the case's other rows."""
     card = session.card_for_case(case)
     gone = {s.passage_id: s for s in stale}
     rows: list[Row] = []
@@ -122,5 +123,18 @@ def stale_card(session: ReviewSession, case: Case, stale: list[StaleLabel]) -> C
             now.reason = "holds its heading now"
             rows.append(now)
             placed.add(now.id)
+        for like in _like(session, row):  # the current passages most like the old text
+            if like.id not in placed:
+                rows.append(like)
+                placed.add(like.id)
     card.rows[:] = rows
     return card
+
+
+def _like(session: ReviewSession, old: Row, limit: int = 3) -> list[Row]:
+    """Current passages found by searching the old passage's heading and first words."""
+    words = " ".join([old.heading or "", *(old.snippet or old.text).split()[:12]]).strip()
+    if not words:
+        return []
+    found = session.search_rows(words, reason="like the old text")[:limit]
+    return [r for r in found if r.id != old.id]

@@ -59,8 +59,8 @@ def column_widths(width: int, longest_id: int, longest_slice: int) -> list[int]:
     question gets what the id and slice leave, never under 12."""
     room = max(width - 2 * len(COLUMNS) - 2, 40)
     rev, status = 3, 7
-    slice_w = min(longest_slice, 12)
-    id_w = min(longest_id, max(12, (room - rev - status - slice_w) * 2 // 5))
+    slice_w = min(longest_slice, 10)
+    id_w = min(longest_id, max(12, (room - rev - status - slice_w) // 2))
     question = max(12, room - rev - status - slice_w - id_w)
     return [id_w, slice_w, status, rev, question]
 
