@@ -261,4 +261,6 @@ def agreement(ws: Workspace, set_name: str | None = None) -> AgreementReport:
 
 def open_disagreements(ws: Workspace, set_name: str) -> dict[str, Disagreement]:
     """The set browser's `d` filter: unresolved disagreements on cases, by query_id."""
+    if not judgments.path_of(ws.question_set(set_name)).exists():
+        return {}  # no second pass yet: nothing to read
     return {d.query_id: d for d in agreement(ws, set_name).disagreements if d.query_id and not d.resolved}
