@@ -292,3 +292,28 @@ def test_agreement_command(aws, run_cli):
 def test_second_pass_flags(aws, run_cli):
     result = run_cli(["review", "--sample", "3"], cwd=aws.root)
     assert result.exit_code == 2 and "--second-pass" in result.output
+
+
+def test_taking_a_side_appends_an_adjudicated_revision(aws):
+    from curator.adjudicate import take_side
+    from curator.agreement import open_disagreements
+
+    session = ReviewSession(aws, reviewer="cy")
+    session.start()
+    open_ones = open_disagreements(aws, "main")
+    binned = next(d for d in open_ones.values() if d.second.decision == "bin")  # the backlog case
+    retired = take_side(session, binned, "second", "bo is right: it duplicates another")
+    assert retired.status == "retired" and retired.reviewer == "cy"
+    kept_first = open_ones[next(q for q, d in open_ones.items() if d.differences == ["slice", "grades"])]
+    before = aws.question_set().latest_rev(kept_first.query_id)
+    same = take_side(session, kept_first, "first")
+    assert same.rev == before.rev + 1 and same.slice == before.slice and same.relevant == before.relevant
+    changes = {(e.query_id, e.rev): e for e in aws.question_set().changelog()}
+    assert changes[(retired.query_id, retired.rev)].action == "retire"
+    assert changes[(same.query_id, same.rev)].reason == (
+        "adjudicated: ana vs bo (slice, grades): took ana's side (first review)")
+    left = open_disagreements(aws, "main")
+    assert binned.query_id not in left and kept_first.query_id not in left and len(left) == len(open_ones) - 2
+    # the figures still describe the two reviews as made
+    assert agreement(aws).overall.pairs == 9
+    session.close()
