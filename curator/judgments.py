@@ -5,8 +5,8 @@ reviewer already decided, in `datasets/<set>/judgments.jsonl` and the workspace.
 one whole line per record, fsynced, appended under the set's lock, a torn tail moved aside,
 never rewritten; git holds it to the append-only rule like the set (curator.verify). The
 file is the record that survives a clone; the workspace's `judgments` table (migration
-m009_second_judgments) holds the hash of every line this workspace wrote, so a verify
-without git can tell a line was removed or edited. This is the storage module of that
+m009_second_judgments) holds every line this workspace wrote or found, with its hash, so
+a verify without git can tell a line was removed or edited. This is the storage module of that
 table: its only SQL.
 
 A judgment judges a target: `case:<query_id>` (a kept case, at the rev shown) or
@@ -142,7 +142,17 @@ def append(ws: Workspace, qs: QuestionSet, judgment: Judgment) -> Judgment:
 
 def record(ws: Workspace, set_name: str, lines: list[str]) -> None:
     """Remember these lines of the set's judgments.jsonl as written (or seen) here."""
-    rows = [{"set_name": set_name, "line_hash": line_hash(text), "at": utcnow()} for text in lines]
+    rows = []
+    for text in lines:
+        try:
+            fields = json.loads(text)
+        except ValueError:
+            fields = {}  # a line that is no judgment: verify names it; its hash still counts
+        if not isinstance(fields, dict):
+            fields = {}
+        rows.append({"set_name": set_name, "line_hash": line_hash(text), "target": fields.get("target"),
+                     "reviewer": fields.get("reviewer"), "decision": fields.get("decision"), "line": text,
+                     "at": utcnow()})
     with ws.transaction():
         ws.db.table(TABLE).insert_all(rows, pk="id")
 

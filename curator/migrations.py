@@ -301,10 +301,12 @@ def m008_identifier_search(db: Database) -> None:
 
 @migrations()
 def m009_second_judgments(db: Database) -> None:
-    # Second judgments (issue 24, curator/judgments.py): the hash of each judgments.jsonl
-    # line this workspace wrote or saw, so verify can hold the file to the append-only rule
-    # without git.
+    # Second judgments (issue 24, curator/judgments.py): each judgments.jsonl line this
+    # workspace wrote or saw, with its hash, so verify can hold the file to the append-only
+    # rule without git.
     db.table("judgments").create(
-        {"id": int, "set_name": str, "line_hash": str, "at": str}, pk="id", not_null={"set_name", "line_hash"}
+        {"id": int, "set_name": str, "line_hash": str, "target": str, "reviewer": str, "decision": str,
+         "line": str, "at": str},
+        pk="id", not_null={"set_name", "line_hash"},
     )
     db.table("judgments").create_index(["set_name", "line_hash"])

@@ -180,8 +180,10 @@ def test_the_second_pass_is_blind_and_writes_no_case(tmp_path):
     lines = [json.loads(x) for x in (ws.root / "datasets/main/judgments.jsonl").read_text().splitlines()]
     assert {j["reviewer"] for j in lines} == {"bo"} and {j["first_reviewer"] for j in lines} == {"ana"}
     assert sum(j["first_decision"] == "bin" for j in lines) == 2
-    # and the workspace holds a record of each line
-    assert ws.db.execute("SELECT count(*) FROM judgments").fetchone()[0] == len(PLAN)
+    # and the workspace holds each line too
+    stored = ws.db.execute("SELECT reviewer, decision, line FROM judgments ORDER BY id").fetchall()
+    assert [(r, d) for r, d, _ in stored] == [("bo", "bin")] * len(PLAN)
+    assert [json.loads(line) for _, _, line in stored] == lines
     # ana cannot judge her own decisions a second time; bo has nothing left
     for who in ("ana", "bo"):
         again = SecondPassSession(ws, reviewer=who)
