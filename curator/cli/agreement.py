@@ -17,9 +17,11 @@ if TYPE_CHECKING:
 
 @cli.command("agreement")
 @click.option("--set", "set_name", help="Question set (default: default_set).")
+@click.option("--min-kappa", type=click.FloatRange(-1, 1),
+              help="Exit 1 when an overall kappa (keep/bin, slice, grade) is below this (a CI gate).")
 @json_option
 @pass_ws
-def agreement_cmd(ws: Workspace, set_name: str | None, as_json: bool) -> None:
+def agreement_cmd(ws: Workspace, set_name: str | None, min_kappa: float | None, as_json: bool) -> None:
     """Agreement between first decisions and second judgments (curator review --second-pass),
     per slice and overall: Cohen's kappa on keep/bin and on the slice, linearly weighted
     kappa on graded relevance per (case, passage), the Jaccard overlap of the primary
@@ -29,6 +31,7 @@ def agreement_cmd(ws: Workspace, set_name: str | None, as_json: bool) -> None:
     Example:
         curator agreement
         curator agreement --set main --json | jq .overall.grade_kappa
+        curator agreement --min-kappa 0.4        # exit 1 below moderate agreement
     """
     from curator.agreement import agreement
 
@@ -38,8 +41,24 @@ def agreement_cmd(ws: Workspace, set_name: str | None, as_json: bool) -> None:
         err_console.print(f"[yellow]skipped[/] {escape(problem)}", highlight=False)
     if as_json:
         print_json(report.to_dict())
-        return
-    _print(report)
+    else:
+        _print(report)
+    if min_kappa is not None:
+        _gate(report, min_kappa)
+
+
+def _gate(report: AgreementReport, floor: float) -> None:
+    """Fail (exit 1) when a defined overall kappa is under `floor`, or none is defined."""
+    from curator.errors import CuratorError
+
+    overall = report.overall
+    kappas = {"keep/bin": overall.decision_kappa, "slice": overall.slice_kappa, "grade": overall.grade_kappa}
+    low = [f"{name} κ {value:.2f}" for name, value in kappas.items() if value is not None and value < floor]
+    if low:
+        raise CuratorError(f"agreement below --min-kappa {floor:g}: {', '.join(low)}")
+    if all(value is None for value in kappas.values()):
+        raise CuratorError(f"no kappa to hold to --min-kappa {floor:g}: no second judgments, or one label only",
+                           "Run `curator review --second-pass --reviewer NAME` first.")
 
 
 def _kappa(value: float | None) -> str:

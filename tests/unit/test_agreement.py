@@ -291,6 +291,17 @@ def test_agreement_command(aws, run_cli):
     assert result.exit_code != 0 and "nope" in result.output
 
 
+def test_min_kappa_gate(aws, run_cli):
+    overall = agreement(aws).overall  # keep/bin 0.36, slice 0.71, grade 0.29
+    low = min(overall.decision_kappa, overall.grade_kappa)
+    result = run_cli(["agreement", "--min-kappa", f"{low - 0.01:.2f}"], cwd=aws.root)
+    assert result.exit_code == 0, result.output
+    result = run_cli(["agreement", "--json", "--min-kappa", "0.5"], cwd=aws.root)
+    assert result.exit_code == 1
+    assert "keep/bin κ 0.36" in result.output and "grade κ 0.29" in result.output and "slice" not in (
+        result.output.split("error:")[-1])
+
+
 def test_second_pass_flags(aws, run_cli):
     result = run_cli(["review", "--sample", "3"], cwd=aws.root)
     assert result.exit_code == 2 and "--second-pass" in result.output
