@@ -4,7 +4,8 @@ Shapes (issue 22):
   a  query + time + user, Zipf over ~330k distinct queries
   b  (a) plus `hits` and `clicks` lists of passage ids and `latency_ms` (a query's hits
      are mostly the same ten ids, one swapped on a fifth of the lines)
-  c  a long tail: half the lines are one-off queries (2.7M distinct in 5M lines)
+  c  a long tail: half the lines are one-off queries (2.7M distinct in 5M lines): three
+     words and a word no other line has
   d  UBI-shaped records (OpenSearch User Behavior Insights `ubi_queries`: `user_query`,
      `client_id`, `query_response_hit_ids`, and `query` holding the query DSL as text)
   e  (a) with 0.01% odd lines of each reject kind: broken JSON, a query equal to a key
@@ -63,6 +64,19 @@ def _head(rng: np.random.Generator) -> list[str]:
     return out
 
 
+def _token(i: int) -> str:
+    """A word no other line has (the misspelt name, the odd product word of a one-off
+    query): `i` in letters, a number after it on a tenth of them, as in the head."""
+    letters = []
+    while True:
+        i, r = divmod(i, 26)
+        letters.append(chr(97 + r))
+        if not i:
+            break
+    word = "".join(letters)
+    return f"{word} {len(word) * 37 + ord(word[0])}" if ord(word[-1]) % 10 == 0 else word
+
+
 def _zipf_draws(rng: np.random.Generator, n: int, size: int) -> np.ndarray:
     weights = 1.0 / np.arange(1, n + 1) ** 1.05
     return rng.choice(n, size=size, p=weights / weights.sum())
@@ -96,7 +110,7 @@ def generate(path: Path, shape: str, lines: int, seed: int = SEED) -> None:
             else:
                 if one_off[i]:
                     assert tail_words is not None
-                    q = f"{WORDS[tail_words[i, 0]]} {WORDS[tail_words[i, 1]]} {WORDS[tail_words[i, 2]]} {i:x}"
+                    q = f"{WORDS[tail_words[i, 0]]} {WORDS[tail_words[i, 1]]} {WORDS[tail_words[i, 2]]} {_token(i)}"
                 else:
                     q = head[picks[i]]
                 ts = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(_T0 + i * 2))
