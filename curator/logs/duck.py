@@ -5,15 +5,15 @@ DuckDB reads each line as one text column and does the per-line work in C++ on a
 cores: pull the fields out of the JSON, apply --since/--until, and GROUP BY the exact
 query (the SQL is in duck_sql.py). Python then gets one row per distinct query, with
 its count, first and last seen, results and latency, which is what the rest of the
-pipeline needs.
+pipeline needs; hit and click ids are counted per query in SQL too (`_count_ids`).
 
 Exactness comes from a division of labour, not from re-implementing the reference
 reader in SQL: a line is counted by DuckDB only when it is plainly well-formed (a JSON
 object, the query a string, every other field of a type whose meaning is certain). Every
 other line, and every line DuckDB itself refuses (invalid UTF-8, over-long), goes to the
-python reader's own `process_line` with its line number, so reasons, line numbers and
-values are the python engine's by construction. Those lines are found in a second scan
-that only runs when the first one counted some.
+python reader's own `process_line`, so reasons, line numbers and values are the python
+engine's by construction. The counting pass keeps those lines' texts (`odd`), so they
+need no second scan (duck_odd.py).
 
 A thread hashes the file (its fingerprint) and counts its lines after DuckDB's counting
 pass: DuckDB's reader drops a line longer than its buffer without a word, so a line
