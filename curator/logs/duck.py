@@ -90,6 +90,10 @@ def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, 
         agg, doubtful, counted = scan(reader, source_sql, sql, source.label)
         fingerprint.thread.start()  # after DuckDB's pass: beside its threads it slowed the pass more than it took
         refused_lines = [] if fmt == "parquet" else refused(reader)
+        if sql.fields.hits or sql.fields.clicks:
+            # a file whose every line pass 1 counted needs only the ids parsed again
+            rows = sql.id_rows(source_sql) if not (doubtful or refused_lines) else sql.rows(source_sql)
+            _count_ids(reader, f"({rows})", sql.fields, agg, source.label, (0.5, 1.0))
         if doubtful or refused_lines:
             odd = _odd(reader)
             if fmt == "parquet":
@@ -122,13 +126,12 @@ def first_lines(source: Source, source_sql: str, what: str, rows: int = 2000) ->
 
 
 def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> tuple[Aggregate, int, Counted]:
-    """Pass 1 counts per query (and settles most queries' users, see SPREAD); a second
-    pass for hit/click ids when the log has them. Returns what `_counts` does: the
+    """Pass 1 counts per query (and settles most queries' users, see SPREAD); hit and
+    click ids are a second pass (`_count_ids`). Returns what `_counts` does: the
     counts, how many lines are left to the python reader, and the queries' `Counted`."""
     fields = sql.fields
     rows = f"({sql.rows(source_sql)})"
-    passes = 1 + bool(fields.hits or fields.clicks)
-    step = 1 / passes
+    step = 0.5 if fields.hits or fields.clicks else 1.0
     settling, hashed = ("", "")
     if fields.user:  # a user's hash once per line, on the lines that name one
         settling, hashed = f", {SETTLING}", f", CASE WHEN {NAMED} THEN {USER_HASH} END AS hu"
@@ -152,8 +155,6 @@ def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> tuple[Agg
                            "WHERE NOT ok AND NOT empty GROUP BY odd")
     reader.con.execute("DROP TABLE counted")
     reader.release()
-    if fields.hits or fields.clicks:
-        _count_ids(reader, rows, fields, agg, label, (step, 1.0))
     return agg, doubtful, counted
 
 

@@ -214,6 +214,26 @@ class JsonSql:
                         FROM (SELECT try(json_extract(line, {paths}))::VARCHAR[] AS j FROM {source})))
         """
 
+    def id_rows(self, source: str) -> str:
+        """`ok`, `inside`, `q`, `n`, `hits` and `clicks` per line of a file whose every
+        line an earlier pass found `ok`: only those fields (and the time, for a window)
+        are parsed, nothing is checked again."""
+        roles = ["query", *(r for r in ("hits", "clicks", "count") if getattr(self.fields, r))]
+        if self.window and self.fields.time:
+            roles.append("time")
+        found, values = _field_paths({r: getattr(self.fields, r) for r in roles}, self.wrapped)
+        paths = "[" + ", ".join(quote(p) for p in found) + "]"
+        columns = ", ".join(f"{values[role]} AS f_{role}" for role in roles)
+        ts = self._time() if "time" in roles else "NULL::TIMESTAMP"
+        n = "TRY_CAST(f_count AS BIGINT)" if self.fields.count else "1"
+        ids = ", ".join(f"{f'f_{r}' if getattr(self.fields, r) else 'NULL::VARCHAR'} AS {r}" for r in ("hits", "clicks"))
+        return f"""
+            SELECT TRUE AS ok, {self._inside()} AS inside, f_query AS q, {n} AS n, {ids}
+            FROM (SELECT *, {ts} AS ts
+                  FROM (SELECT {columns}
+                        FROM (SELECT try(json_extract(line, {paths}))::VARCHAR[] AS j FROM {source})))
+        """
+
     def _time(self) -> str:
         """The time field as a TIMESTAMP where it is ISO text in UTC or with an offset
         (converted to UTC; up to microseconds, dropped at output), ISO text followed by
