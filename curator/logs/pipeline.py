@@ -20,6 +20,7 @@ from curator.logs.aggregate import Aggregate
 from curator.logs.candidates import ClusterItem, candidates, look_up_users
 from curator.logs.cluster import cluster
 from curator.logs.dedupe import Existing
+from curator.logs.duck_sql import spill_folder
 from curator.logs.duck_users import hash_users
 from curator.logs.grouping import Grouped, bump, group, kept
 from curator.logs.imports import KnownImports, queue_import, quick_key
@@ -71,7 +72,18 @@ def import_logs(
     opts = settings.opts
     summary = ImportSummary(dry_run=opts.dry_run, sample=opts.sample or "top", limit=opts.limit or 0,
                             seed=None if opts.sample == "top" else opts.seed)
-    reads, total = _read_all(ws, sources, settings, summary, progress, on_file)
+    # DuckDB spills what its memory cannot hold to a private folder, removed afterwards
+    with spill_folder(ws.state_dir) as temp:
+        _import(ws, sources, settings, summary, redactor, temp, progress, on_file, on_stage)
+    return summary
+
+
+def _import(ws: Workspace, sources: list[Source], settings: Settings, summary: ImportSummary, redactor: Redactor,
+            temp: Path, progress: Progress | None, on_file: Callable[[Source, int | None], None] | None,
+            on_stage: Callable[[str], None] | None) -> None:
+    """Read, count, group, choose and queue: `import_logs` once its options are settled."""
+    opts = settings.opts
+    reads, total = _read_all(ws, sources, settings, summary, progress, on_file, temp)
 
     stage = on_stage or (lambda _text: None)
     stage(f"Grouping and clustering {len(total.counts):,} distinct queries")
@@ -108,12 +120,11 @@ def import_logs(
         summary.already_queued = len(result.existing)
         summary.candidate_ids = result.added
         summary.updated = len(result.updated)
-    return summary
 
 
 def _read_all(ws: Workspace, sources: list[Source], settings: Settings, summary: ImportSummary,
               progress: Progress | None, on_file: Callable[[Source, int | None], None] | None,
-              ) -> tuple[list[FileRead], Aggregate]:
+              temp: Path | None = None) -> tuple[list[FileRead], Aggregate]:
     """Read every source not imported before (for this window) into one Aggregate, a
     FileSummary each; the reads of the files imported now."""
     opts = settings.opts
@@ -141,7 +152,7 @@ def _read_all(ws: Workspace, sources: list[Source], settings: Settings, summary:
             on_file(source, source.size())
         read = read_source(
             source, opts.format, settings.fields, opts.param, settings.window, opts.max_line_bytes,
-            progress or (lambda _n: None), opts.engine or "auto",
+            progress or (lambda _n: None), opts.engine or "auto", temp,
         )
         _require_found(read)
         agg = read.agg
