@@ -75,3 +75,13 @@ def reason_modal(what: str, blink: bool = True) -> TextModal:
     return TextModal(f"Why {what}? (recorded in changelog.jsonl)", required=True,
                      placeholder="reason", blink=blink)
 
+
+
+def check_reviewer_name(text: str) -> str | None:
+    """A reviewer's name as the files record it: one short line, no `@` (the lease owner is
+    `<name>@<session id>`)."""
+    if not text:
+        return "required: your name goes into every case and decision"
+    if "@" in text or not text.isprintable() or len(text) > 64:
+        return "a name of up to 64 printable characters, without @"
+    return None
