@@ -9,7 +9,7 @@ from pathlib import Path
 from textual.app import App
 
 from curator.review import ReviewSession
-from curator.tui.screens.deciding import BREAKPOINTS
+from curator.tui.screens.deciding import BREAKPOINTS, VERTICAL_BREAKPOINTS
 from curator.workspace import Workspace
 
 
@@ -18,6 +18,7 @@ class ReviewApp(App[None]):
     TITLE = "curator review"
     ENABLE_COMMAND_PALETTE = False
     HORIZONTAL_BREAKPOINTS = BREAKPOINTS
+    VERTICAL_BREAKPOINTS = VERTICAL_BREAKPOINTS
 
     def __init__(
         self, ws: Workspace, *, blink: bool = True, set_name: str | None = None, source: str = "all",

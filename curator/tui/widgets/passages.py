@@ -50,13 +50,30 @@ def _wrap(content: Content, width: int, lines: int) -> list[Content]:
     return out
 
 
+def short_id(pid: str, width: int) -> str:
+    """`pid` in at most `width` cells, cut in the middle so its distinguishing tail stays:
+    the anchor after `#` whole (`#diagnosis` vs `#diagnosis-part-2`), then as much of the
+    path as fits."""
+    if len(pid) <= width:
+        return pid
+    width = max(width, 4)
+    path, hash_, anchor = pid.rpartition("#")
+    tail = hash_ + anchor if path else pid[-(width - 1):]
+    if len(tail) + 1 >= width:
+        return "…" + pid[-(width - 1):]
+    return pid[: width - 1 - len(tail)] + "…" + tail
+
+
 def row_lines(row: Row, card: Card, width: int) -> list[Content]:
-    """A row as fixed-height lines: header, heading, snippet (SNIPPET_LINES)."""
+    """A row as fixed-height lines: mark and id (its tail kept when cut), why it is
+    suggested and its heading (the heading cut first), snippet (SNIPPET_LINES)."""
     mark, style = MARK.get(card.labels.get(row.id) or "", NO_MARK)
     mark += str(card.grades.get(row.id, ""))  # a grade set by hand follows the mark: P3
-    head = Content.assemble((mark, style), " ", (row.id, "b"), " ",
-                            (f"@{row.revision[:10]} · {row.reason}{_sources(row)}", "dim"))
-    heading = Content.assemble("  ", (row.heading, "i")) if row.heading else Content("")
+    head = Content.assemble((mark, style), " ", (short_id(row.id, width - len(mark) - 1), "b"))
+    why = f"{row.reason}{_sources(row)} · @{row.revision[:10]}"
+    heading = Content.assemble("  ", (why, "dim"), *((" · ", (row.heading, "i")) if row.heading else ()))
+    if heading.cell_length > width:
+        heading = heading[: max(0, width - 1)] + Content("…")
     if row.missing:
         body = [Content.assemble("  ", ("not in the corpus", "$error"))]
     else:
@@ -88,6 +105,8 @@ class PassageList(Static, can_focus=True):
                 tooltip="Scroll the passages a page down"),
         Binding("pageup", "page_up", show=False, id="page-passages-up",
                 tooltip="Scroll the passages a page up"),
+        Binding("home", "first", show=False, id="first-passage", tooltip="Highlight the first passage"),
+        Binding("end", "last", show=False, id="last-passage", tooltip="Highlight the last passage"),
     ]
 
     @dataclass
@@ -177,6 +196,13 @@ class PassageList(Static, can_focus=True):
 
     def action_page_up(self) -> None:
         self._move(-self._visible_rows())
+
+    def action_first(self) -> None:
+        self._move(-(self.highlighted or 0))
+
+    def action_last(self) -> None:
+        if self.card is not None:
+            self._move(len(self.card.rows) - 1 - (self.highlighted or 0))
 
     def on_mouse_scroll_down(self, event: MouseScrollDown) -> None:
         event.stop()
