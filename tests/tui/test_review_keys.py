@@ -96,11 +96,11 @@ def kept_undone_kept_again(ws) -> list[dict]:
     assert [(c["query_id"], c["rev"], c["status"]) for c in cases] == [
         ("what-does-carrier-e1042-mean", 1, "active"),
         ("what-does-carrier-e1042-mean", 2, "retired"),
-        ("what-does-carrier-e1042-mean-2", 1, "active"),  # ids are never reused
+        ("what-does-carrier-e1042-mean", 3, "active"),  # the same candidate kept again: its id back
     ]
-    assert [(e["action"], e["reason"]) for e in changes] == [("add", ""), ("retire", "undo"), ("add", "")]
+    assert [(e["action"], e["reason"]) for e in changes] == [("add", ""), ("retire", "undo"), ("relabel", "kept again")]
     assert [d.action for d in ws.decisions(1)] == ["keep", "undo", "keep"]
-    assert ws.candidate(1).query_id == "what-does-carrier-e1042-mean-2"
+    assert ws.candidate(1).query_id == "what-does-carrier-e1042-mean"
     assert [d.action for d in ws.decisions(2)] == ["bin", "undo"]
     assert ws.candidate(2).state == "pending"
     return cases
