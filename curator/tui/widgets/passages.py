@@ -39,7 +39,9 @@ def snippet_content(snippet: str) -> Content:
 def _wrap(content: Content, width: int, lines: int) -> list[Content]:
     """At most `lines` lines of `content` wrapped at word boundaries, keeping its styles."""
     plain = content.plain
-    wrapped = textwrap.wrap(plain, width=max(10, width), break_long_words=True)[:lines]
+    width = max(10, width)
+    # Only the start can show: wrapping a long snippet whole was most of a card's drawing.
+    wrapped = textwrap.wrap(plain[: width * (lines + 1)], width=width, break_long_words=True)[:lines]
     out, pos = [], 0
     for text in wrapped:
         start = plain.find(text, pos)
@@ -117,7 +119,7 @@ class PassageList(Static, can_focus=True):
         super().__init__("", id=id)
         self.card: Card | None = None
         self.highlighted: int | None = None
-        self._lines: list[list[Content]] = []  # per row, unhighlighted
+        self._lines: list[list[Content] | None] = []  # per row, unhighlighted; built when first drawn
         self._width = 0
         self.top = 0  # first row drawn
 
@@ -137,7 +139,7 @@ class PassageList(Static, can_focus=True):
 
     def refresh_row(self, card: Card, index: int) -> None:
         if index < len(self._lines):
-            self._lines[index] = row_lines(card.rows[index], card, self._width)
+            self._lines[index] = None  # rebuilt by _draw
         self._draw()
 
     def _visible_rows(self) -> int:
@@ -152,7 +154,7 @@ class PassageList(Static, can_focus=True):
         width = max(20, (self.size.width or self.app.size.width // 2) - 1)
         if width != self._width or len(self._lines) != len(card.rows):
             self._width = width
-            self._lines = [row_lines(r, card, width) for r in card.rows]
+            self._lines = [None] * len(card.rows)
         shown = self._visible_rows()
         if self.highlighted is not None:
             self.top = min(self.top, self.highlighted)
@@ -160,6 +162,8 @@ class PassageList(Static, can_focus=True):
         out: list[Content] = []
         for i in range(self.top, min(len(self._lines), self.top + shown + 1)):  # + a partial row
             lines = self._lines[i]
+            if lines is None:  # only the rows in view are ever built
+                lines = self._lines[i] = row_lines(card.rows[i], card, width)
             if i == self.highlighted:
                 lines = [line.pad_right(width - line.cell_length).stylize("on $boost") for line in lines]
                 lines[0] = lines[0].stylize("b")
