@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from curator.appendonly import JsonLines
+from curator.judgments import check_file as check_judgments_file
 from curator.models import Case
 from curator.problems import Problem
 from curator.slicerules import slice_problems
@@ -129,3 +130,10 @@ def check_slices(problems: list[Problem], path: str, latest: dict[str, Case], li
             continue
         for reason in slice_problems(case):
             problems.append(Problem(path, lines.get(query_id), f"{query_id}: {reason}", fatal=False))
+
+
+def check_judgments(problems: list[Problem], set_root: Path) -> None:
+    """judgments.jsonl beside the set (curator.judgments, the second pass): every line is a
+    valid judgment. Its append-only rule is checked with the set's files (git, or the
+    workspace's record of the lines it wrote)."""
+    check_judgments_file(problems, set_root)

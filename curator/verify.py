@@ -33,6 +33,7 @@ from curator._process import paused_gc
 from curator.appendonly import JsonLines, first_change, is_subsequence, write_durably
 from curator.freeze import FREEZES, check_freezes
 from curator.githistory import check_appended, file_history
+from curator.judgments import JUDGMENTS
 from curator.models import Case, ChangeEntry, utcnow, validation_problems
 from curator.problems import Problem
 from curator.questionset import QuestionSet
@@ -42,6 +43,7 @@ from curator.setchecks import (
     check_bytes,
     check_candidates,
     check_conflicts,
+    check_judgments,
     check_pending,
     check_slices,
 )
@@ -105,6 +107,7 @@ def verify_workspace(ws: Workspace, names: list[str], *, strict: bool = False) -
     """`verify` each named set against the workspace's corpus; record a checkpoint of each
     set that passes."""
     from curator.corpus.labels import stale_label_problems
+    from curator.judgments import check_recorded
 
     reports = []
     has_corpus = ws.corpus_stats().passages > 0  # a fresh clone has no workspace.db corpus yet
@@ -119,6 +122,8 @@ def verify_workspace(ws: Workspace, names: list[str], *, strict: bool = False) -
         else:
             report.notes.append("labels not checked against the corpus: this workspace has none yet "
                                 "(curator corpus add)")
+        if "commit" not in report.history:  # judgments.jsonl without git (issue 24)
+            report.problems.extend(check_recorded(ws, qs))
         if report.ok and report.scan is not None:
             save_checkpoint(qs, report.scan)
         reports.append(report)
@@ -153,6 +158,7 @@ def verify(qs: QuestionSet, *, known_ids: KnownIds | None = None, strict: bool =
     check_slices(report.problems, str(qs.cases_path), report.latest_cases, lines_of)
     _check_labels(report, str(qs.cases_path), latest, known_ids, strict)
     _check_appended(report, qs, checkpoint, cases, changelog, hashes)
+    check_judgments(report.problems, qs.root)  # the second pass's judgments.jsonl (issue 24)
     report.scan = SetScan(cases, changelog, hashes, set(latest))
     infos, notes = check_freezes(qs, cases, line_hashes=hashes, query_ids=report.scan.query_ids)
     for info in infos:
@@ -293,10 +299,10 @@ def _check_appended(
 ) -> None:
     """The append-only rule: against git when the set is in a repository with commits of
     its files (curator.githistory), else against the local checkpoint."""
-    history = file_history(qs.root, [cases.path.name, changelog.path.name, FREEZES])
+    history = file_history(qs.root, [cases.path.name, changelog.path.name, FREEZES, JUDGMENTS])
     if history is not None and history.head:
         report.history = f"checked against {history.commits} commit(s)"
-        for file in (cases, changelog, JsonLines.read(qs.root / FREEZES)):
+        for file in (cases, changelog, JsonLines.read(qs.root / FREEZES), JsonLines.read(qs.root / JUDGMENTS)):
             report.problems.extend(check_appended(history, file.path.name, file.path, file.lines))
         report.notes.append(f"append-only: {report.history}")
         return

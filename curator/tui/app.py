@@ -23,19 +23,21 @@ class ReviewApp(App[None]):
     def __init__(
         self, ws: Workspace, *, blink: bool = True, set_name: str | None = None, source: str = "all",
         slice: str | None = None, reviewer: str | None = None, ask_reviewer: bool = False,
+        session: ReviewSession | None = None,
     ):
         """The candidates of `source` (and `slice`), kept in `set_name` under `reviewer`'s
-        name (see `ReviewSession`); `blink=False` stills the cursors (snapshot tests).
+        name (see `ReviewSession`); `blink=False` stills the cursors (snapshot tests);
+        `session`: a session made elsewhere to drive instead (the second pass).
         `ask_reviewer`: ask for the name first (`curator serve`: one app per browser tab,
         each its own person), offering `reviewer` or the configured name."""
         super().__init__()
         self.ws = ws
         self.blink = blink
         self.set_name, self.source, self.slice = set_name, source, slice
-        self.session: ReviewSession | None = None
+        self.session: ReviewSession | None = session
         self.ask_reviewer = ask_reviewer
         self.reviewer = reviewer
-        if not ask_reviewer:
+        if session is None and not ask_reviewer:
             self.session = self._session(reviewer)
 
     def on_mount(self) -> None:
