@@ -97,14 +97,23 @@ class QuestionSet:
     ) -> Case:
         """Append a new case (a Case, or a dict of its fields without `query_id`). Its
         `query_id` is the one given if still unused, else a slug of the query made unique
-        within the set; ids are never reused, retired ones included. `rev` is 1."""
+        within the set; ids are never reused for another question, retired ones included.
+        `rev` is 1, except for a candidate kept again after an undo retired its case: that
+        case's id comes back as its next rev, a `relabel` with reason "kept again" (no
+        `-2` twin)."""
         data = case.model_dump() if isinstance(case, Case) else dict(case)
         with self.locked():
             used = self._used_ids()
             wanted = data.get("query_id") or query_slug(str(data.get("query", "")))
             query_id = wanted if wanted not in used else _next_free(wanted, used)
-            data.update(query_id=query_id, rev=1, at=utcnow(), reviewer=reviewer or data.get("reviewer", ""))
-            return self._append(data, f"{self.cases_path}: not a valid case", "add", "", versions)
+            rev, reason = 1, ""
+            action: ChangeAction = "add"
+            candidate = (data.get("source") or {}).get("candidate_id")
+            latest = self.latest_rev(wanted) if wanted in used and candidate is not None else None
+            if latest is not None and latest.status == "retired" and latest.source.candidate_id == candidate:
+                query_id, rev, action, reason = wanted, latest.rev + 1, "relabel", "kept again"
+            data.update(query_id=query_id, rev=rev, at=utcnow(), reviewer=reviewer or data.get("reviewer", ""))
+            return self._append(data, f"{self.cases_path}: not a valid case", action, reason, versions)
 
     def revise(
         self,

@@ -209,7 +209,8 @@ class Stats:
     kept: int = 0
     binned: int = 0
     skipped: int = 0
-    remaining: int = 0
+    remaining: int = 0  # reviewable, not counting the card on screen
+    showing: int = 0  # 1 while a card is on screen
     started: float = field(default_factory=time.monotonic)
     write_ms: list[float] = field(default_factory=list)  # each keep's durable write
     per_slice: dict[str, int] = field(default_factory=dict)  # active cases in the set
@@ -227,7 +228,7 @@ class Stats:
 
     @property
     def queue(self) -> int:
-        return self.reviewed + self.remaining
+        return self.reviewed + self.showing + self.remaining
 
 
 class ReviewSession:
@@ -315,7 +316,7 @@ class ReviewSession:
     def _remaining(self) -> int:
         return self.ws.count_reviewable(
             self.lease_owner, source_kind=self.source, slice=self.slice_filter, exclude=self._shown
-        ) + len(self._queue)
+        )  # the queued (prefetched) cards are leased to this session: counted already
 
     # ---- the queue -----------------------------------------------------------------------
 
@@ -342,11 +343,12 @@ class ReviewSession:
             if not self._queue:
                 self._refill(max(1, self.prefetch))
             if not self._queue:
-                self.stats.remaining = 0
+                self.stats.remaining = self.stats.showing = 0
                 return None
             cand = self._queue.pop(0)
             self._shown.add(cand.id)
             self.stats.remaining = max(0, self.stats.remaining - 1)
+            self.stats.showing = 1
             card = self._cards.pop(cand.id, None)
         # Not prefetched yet (the reviewer outran the prefetch): build it now.
         return card or self.new_card(cand)
@@ -379,6 +381,7 @@ class ReviewSession:
             _writing(lambda: self.ws.lease_candidate(cid, self.lease_owner))
             self._held.add(cid)
             self._shown.add(cid)
+            self.stats.showing = 1
             cand = self.ws.candidate(cid)
             assert cand is not None
         return self.new_card(cand)
@@ -391,6 +394,7 @@ class ReviewSession:
         with self._lock:
             self._shown.discard(card.candidate.id)
             self._queue.insert(0, card.candidate)
+            self.stats.remaining += 1  # off the screen, back in the queue
             self._cards[card.candidate.id] = card
 
     def prefetch_cards(self) -> None:
@@ -656,6 +660,7 @@ class ReviewSession:
         if self.ws.lease_candidate(candidate_id, self.lease_owner):
             self._held.add(candidate_id)
         self.stats.remaining = self._remaining()
+        self.stats.showing = 1  # the undone card comes back on screen
 
     # ---- the set browser -----------------------------------------------------------------
 

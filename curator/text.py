@@ -15,18 +15,52 @@ def normalize_query(text: str) -> str:
     return _SPACE.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
 
 
+_EDGE_PUNCT = "?!.,;:\"'()[]{}<>`"
+_IDENTIFIER = re.compile(r"[a-z][A-Z]|\d|_|\w[.:/]\w")
+
+
+def _is_identifier(token: str) -> bool:
+    """A word that names something exactly: CamelCase, digits, snake_case, dotted or
+    path-like, or all capitals (`HighlyAvailableWorkloadIncorrectlySpread`, `CARRIER-E1042`,
+    `parser.max_retries`, `DHL`)."""
+    word = token.strip(_EDGE_PUNCT)
+    return bool(_IDENTIFIER.search(word)) or (len(word) >= 2 and word.isupper())
+
+
 def query_slug(text: str, max_words: int = 6, max_len: int = 48) -> str:
     """A readable id stem from a query: `What is CARRIER-E1042?` -> `what-is-carrier-e1042`.
-    Whole words only, at most `max_words` and `max_len` characters."""
-    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
-    slug = ""
-    for word in [w for w in _SLUG_DROP.split(ascii_text) if w][:max_words]:
-        candidate = f"{slug}-{word}" if slug else word
-        if len(candidate) > max_len:
-            slug = slug or word[:max_len]
-            break
-        slug = candidate
-    return slug or "q"
+    Whole words only, at most `max_words` and `max_len` characters, in the query's order.
+    The query's identifiers go in first, so a long one is never dropped for the words
+    before it: `What triggers HighlyAvailableWorkloadIncorrectlySpread?` ->
+    `what-highlyavailableworkloadincorrectlyspread`; an identifier longer than `max_len`
+    alone is cut."""
+    units: list[tuple[str, int, bool]] = []  # (slug piece, words in it, identifier?)
+    for token in text.split():
+        ascii_token = unicodedata.normalize("NFKD", token).encode("ascii", "ignore").decode().lower()
+        words = [w for w in _SLUG_DROP.split(ascii_token) if w]
+        if words:
+            units.append(("-".join(words), len(words), _is_identifier(token)))
+    chosen: set[int] = set()
+    length = words_used = 0
+
+    def fits(index: int) -> bool:
+        piece, count, _ = units[index]
+        return length + len(piece) + (1 if chosen else 0) <= max_len and words_used + count <= max_words
+
+    for only_identifiers in (True, False):
+        for index, (piece, count, identifier) in enumerate(units):
+            if index in chosen or (only_identifiers and not identifier):
+                continue
+            if not fits(index):
+                if only_identifiers:
+                    continue
+                break  # plain words: up to the first that does not fit, as they were asked
+            length += len(piece) + (1 if chosen else 0)
+            words_used += count
+            chosen.add(index)
+    if not chosen:
+        return units[0][0][:max_len].strip("-") if units else "q"
+    return "-".join(units[i][0] for i in sorted(chosen))
 
 
 def sha256_hex(data: str | bytes) -> str:

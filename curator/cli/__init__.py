@@ -15,6 +15,7 @@ from curator.cli import (  # noqa: F401
     review,
     run,
     score,
+    serve,
     sets,
     sets_import,
     suggest,

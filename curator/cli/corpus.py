@@ -16,6 +16,7 @@ from curator.cli.main import cli, console, err_console, json_option, pass_ws, pr
 from curator.errors import EXIT_PARTIAL
 
 if TYPE_CHECKING:
+    from curator.models import ImportReport
     from curator.workspace import Workspace
 
 
@@ -68,11 +69,7 @@ def corpus_add(ws: Workspace, paths: tuple[Path, ...], history: bool, prefix: st
         skipped = [{"path": p, "line": n, "reason": r} for p, n, r in report.skipped]
         print_json({**asdict(report), "skipped": skipped, "corpus": asdict(stats)})
     else:
-        console.print(
-            f"Imported {report.revisions_added} document revisions "
-            f"({report.documents_new} new documents, {report.history_revisions} older revisions kept as history, "
-            f"{report.documents_unchanged} unchanged), {report.passages_added} passages."
-        )
+        console.print(_summary(report))
         console.print(f"Corpus: {stats.documents} documents, {stats.passages} current passages.")
         for path, line, reason in report.skipped:
             where = f"{path}:{line}" if line else path
@@ -81,6 +78,17 @@ def corpus_add(ws: Workspace, paths: tuple[Path, ...], history: bool, prefix: st
         if not as_json:
             err_console.print(f"[yellow]{len(report.skipped)} input(s) skipped[/] (exit code {EXIT_PARTIAL}).")
         sys.exit(EXIT_PARTIAL)
+
+
+def _summary(report: ImportReport) -> str:
+    """One plain line: what is new, what became history, what was there already."""
+    updated = report.revisions_added - report.documents_new - report.history_revisions
+    done = [f"{n} {what}" for n, what in ((report.documents_new, "new documents"), (updated, "updated documents"),
+                                        (report.history_revisions, "older revisions as history")) if n]
+    line = f"Imported {', '.join(done) or 'nothing new'}: {report.passages_added} passages."
+    if report.documents_unchanged:  # with --history, each file's tip was just read from git
+        line += f" {report.documents_unchanged} files were at a revision already imported."
+    return line
 
 
 def _embed_new_passages(ws: Workspace, quiet: bool) -> None:

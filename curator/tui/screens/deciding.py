@@ -23,6 +23,8 @@ T = TypeVar("T")
 
 # screen classes by terminal width, for both apps: the cards stack below 110 columns
 BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+# and by height, for the review card: under 32 rows (80x24) the preview collapses
+VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]
 APP_KEYS = ("app", [Binding("ctrl+q", "quit", "quit", id="app-quit", tooltip="Quit from any screen")])
 
 
@@ -66,7 +68,11 @@ class DecidingScreen(Screen[None], Generic[T]):
             if text is not None:
                 then(text)
 
-        self.app.push_screen(TextModal(title, value, blink=self.blink, **options), done)
+        self.app.push_screen(TextModal(title, value, blink=self.blink, context=self._modal_context(), **options), done)
+
+    def _modal_context(self) -> Content | None:
+        """What a modal is about, shown in it (the card under it is covered)."""
+        return None
 
     @on(DecisionFailed)
     def decision_failed(self, message: DecisionFailed) -> None:

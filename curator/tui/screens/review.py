@@ -28,6 +28,7 @@ from curator.tui.widgets.preview import PassageText, Preview
 from curator.tui.widgets.stats import StatsBar
 
 PREFETCH_AFTER = 0.05  # seconds: a card's frame takes 10-20 ms; a reviewer's next key, longer
+_NOT_ON_RELABEL = {"decide", "undo_decision", "open_browser", "new_question"}
 _DONE = {"keep": "kept", "bin": "binned", "skip": "skipped", "undo": "undone"}
 
 
@@ -125,6 +126,10 @@ class ReviewScreen(DecidingScreen[Card]):
     def on_mount(self) -> None:
         self.query_one(PassageList).focus()
         self._start()
+
+    def on_resize(self) -> None:
+        # under 110 columns the footer's keys close up, so `?` and `q` stay on screen at 80
+        self.query_one(Footer).compact = self.size.width < 110
 
     # ---- workers -----------------------------------------------------------------------
 
@@ -415,6 +420,20 @@ class ReviewScreen(DecidingScreen[Card]):
     def _render_stats(self) -> None:
         self.query_one(StatsBar).show(self.session.stats, self.session.set_name, self.session.reviewer)
 
+    def _modal_context(self) -> Content | None:
+        """The question, and the highlighted passage with its label, for a modal."""
+        card = self.current
+        if card is None:
+            return None
+        lines = [Content.assemble(("question ", "dim"), (card.query, "b"))]
+        index = self.query_one(PassageList).highlighted
+        if index is not None and 0 <= index < len(card.rows):
+            row = card.rows[index]
+            label = card.labels.get(row.id) or "unlabelled"
+            lines.append(Content.assemble(("passage ", "dim"), (row.id, "b"), f" · {label}",
+                                          *((" · ", (row.heading, "i")) if row.heading else ())))
+        return Content("\n").join(lines)
+
     def _preview(self, index: int | None) -> None:
         rows = self.current.rows if self.current is not None else []
         self.query_one(Preview).show(rows[index] if index is not None and 0 <= index < len(rows) else None)
@@ -448,7 +467,7 @@ class ReviseScreen(ReviewScreen):
             if reason:
                 self._save(card, reason)
 
-        self.app.push_screen(reason_modal("this change", blink=self.blink), done)
+        self.app.push_screen(reason_modal("this change", blink=self.blink, context=self._modal_context()), done)
 
     @work(thread=True, exclusive=True, group="decide", exit_on_error=False)
     def _save(self, card: Card, reason: str) -> None:
@@ -463,11 +482,13 @@ class ReviseScreen(ReviewScreen):
             return
         self.app.call_from_thread(self.dismiss, case)
 
-    def action_decide(self, action: str = "") -> None:
-        """Bin, skip, undo and the browser do not apply to a case being relabelled."""
-        self._say("in the browser, retire a case with x there", error=True)
-
-    action_undo_decision = action_open_browser = action_new_question = action_decide
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Bin, skip, undo, a new question and the browser do not apply to a case being
+        relabelled: their keys are off here, and off the footer (retire a case with x in
+        the browser)."""
+        if action in _NOT_ON_RELABEL:
+            return False
+        return super().check_action(action, parameters)
 
     def action_back(self) -> None:
         self.dismiss(None)

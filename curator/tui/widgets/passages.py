@@ -39,7 +39,9 @@ def snippet_content(snippet: str) -> Content:
 def _wrap(content: Content, width: int, lines: int) -> list[Content]:
     """At most `lines` lines of `content` wrapped at word boundaries, keeping its styles."""
     plain = content.plain
-    wrapped = textwrap.wrap(plain, width=max(10, width), break_long_words=True)[:lines]
+    width = max(10, width)
+    # Only the start can show: wrapping a long snippet whole was most of a card's drawing.
+    wrapped = textwrap.wrap(plain[: width * (lines + 1)], width=width, break_long_words=True)[:lines]
     out, pos = [], 0
     for text in wrapped:
         start = plain.find(text, pos)
@@ -50,13 +52,30 @@ def _wrap(content: Content, width: int, lines: int) -> list[Content]:
     return out
 
 
+def short_id(pid: str, width: int) -> str:
+    """`pid` in at most `width` cells, cut in the middle so its distinguishing tail stays:
+    the anchor after `#` whole (`#diagnosis` vs `#diagnosis-part-2`), then as much of the
+    path as fits."""
+    if len(pid) <= width:
+        return pid
+    width = max(width, 4)
+    path, hash_, anchor = pid.rpartition("#")
+    tail = hash_ + anchor if path else pid[-(width - 1):]
+    if len(tail) + 1 >= width:
+        return "…" + pid[-(width - 1):]
+    return pid[: width - 1 - len(tail)] + "…" + tail
+
+
 def row_lines(row: Row, card: Card, width: int) -> list[Content]:
-    """A row as fixed-height lines: header, heading, snippet (SNIPPET_LINES)."""
+    """A row as fixed-height lines: mark and id (its tail kept when cut), why it is
+    suggested and its heading (the heading cut first), snippet (SNIPPET_LINES)."""
     mark, style = MARK.get(card.labels.get(row.id) or "", NO_MARK)
     mark += str(card.grades.get(row.id, ""))  # a grade set by hand follows the mark: P3
-    head = Content.assemble((mark, style), " ", (row.id, "b"), " ",
-                            (f"@{row.revision[:10]} · {row.reason}{_sources(row)}", "dim"))
-    heading = Content.assemble("  ", (row.heading, "i")) if row.heading else Content("")
+    head = Content.assemble((mark, style), " ", (short_id(row.id, width - len(mark) - 1), "b"))
+    why = f"{row.reason}{_sources(row)} · @{row.revision[:10]}"
+    heading = Content.assemble("  ", (why, "dim"), *((" · ", (row.heading, "i")) if row.heading else ()))
+    if heading.cell_length > width:
+        heading = heading[: max(0, width - 1)] + Content("…")
     if row.missing:
         body = [Content.assemble("  ", ("not in the corpus", "$error"))]
     else:
@@ -88,6 +107,8 @@ class PassageList(Static, can_focus=True):
                 tooltip="Scroll the passages a page down"),
         Binding("pageup", "page_up", show=False, id="page-passages-up",
                 tooltip="Scroll the passages a page up"),
+        Binding("home", "first", show=False, id="first-passage", tooltip="Highlight the first passage"),
+        Binding("end", "last", show=False, id="last-passage", tooltip="Highlight the last passage"),
     ]
 
     @dataclass
@@ -98,7 +119,7 @@ class PassageList(Static, can_focus=True):
         super().__init__("", id=id)
         self.card: Card | None = None
         self.highlighted: int | None = None
-        self._lines: list[list[Content]] = []  # per row, unhighlighted
+        self._lines: list[list[Content] | None] = []  # per row, unhighlighted; built when first drawn
         self._width = 0
         self.top = 0  # first row drawn
 
@@ -118,7 +139,7 @@ class PassageList(Static, can_focus=True):
 
     def refresh_row(self, card: Card, index: int) -> None:
         if index < len(self._lines):
-            self._lines[index] = row_lines(card.rows[index], card, self._width)
+            self._lines[index] = None  # rebuilt by _draw
         self._draw()
 
     def _visible_rows(self) -> int:
@@ -133,7 +154,7 @@ class PassageList(Static, can_focus=True):
         width = max(20, (self.size.width or self.app.size.width // 2) - 1)
         if width != self._width or len(self._lines) != len(card.rows):
             self._width = width
-            self._lines = [row_lines(r, card, width) for r in card.rows]
+            self._lines = [None] * len(card.rows)
         shown = self._visible_rows()
         if self.highlighted is not None:
             self.top = min(self.top, self.highlighted)
@@ -141,6 +162,8 @@ class PassageList(Static, can_focus=True):
         out: list[Content] = []
         for i in range(self.top, min(len(self._lines), self.top + shown + 1)):  # + a partial row
             lines = self._lines[i]
+            if lines is None:  # only the rows in view are ever built
+                lines = self._lines[i] = row_lines(card.rows[i], card, width)
             if i == self.highlighted:
                 lines = [line.pad_right(width - line.cell_length).stylize("on $boost") for line in lines]
                 lines[0] = lines[0].stylize("b")
@@ -177,6 +200,13 @@ class PassageList(Static, can_focus=True):
 
     def action_page_up(self) -> None:
         self._move(-self._visible_rows())
+
+    def action_first(self) -> None:
+        self._move(-(self.highlighted or 0))
+
+    def action_last(self) -> None:
+        if self.card is not None:
+            self._move(len(self.card.rows) - 1 - (self.highlighted or 0))
 
     def on_mouse_scroll_down(self, event: MouseScrollDown) -> None:
         event.stop()

@@ -19,6 +19,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from curator.review import Row
+from curator.tui.widgets.passages import short_id
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")  # never let passage text drive the terminal
 WHEEL_LINES = 3
@@ -111,6 +112,7 @@ class Preview(Vertical):
             body.show("")
             return
         when = f" · {row.committed_at[:10]}" if row.committed_at else ""
-        head.update(Content.assemble((row.id, "b"), "\n", (f"revision {row.revision}{when}", "dim"), "\n",
+        pid = short_id(row.id, head.size.width or 40)  # the id's tail shows when it is cut
+        head.update(Content.assemble((pid, "b"), "\n", (f"revision {row.revision}{when}", "dim"), "\n",
                                      (row.heading, "i")), layout=False)  # fixed height in curator.tcss
         body.show(row.text)
