@@ -8,32 +8,34 @@ each check is a named function that reads the scan and adds `Problem`s to the re
 - `_check_changelog`: every changelog.jsonl line is a valid entry;
 - `_check_pairing`: each case line has its change-log entry and the other way round;
 - `_check_labels`: the labelled passage ids of active cases are in the corpus;
-- `_check_history`: no line the last checkpoint saw was edited, removed or reordered;
-- `check_freezes`: the frozen subsets still match their manifests (curator.freeze).
+- `_check_appended`: no committed line (git) or line the last checkpoint saw (without git)
+  was edited, removed or reordered (curator.githistory, curator.checkpoint);
+- `check_freezes`: the frozen subsets still match their manifests (curator.freezecheck).
 
-A checkpoint remembers the files as a passing verify read them. Lines a passing verify of
-this curator version checked, byte for byte unchanged since, get no second schema check:
-their key (query_id, rev) is read off the line (curator writes it first).
+A checkpoint (curator.checkpoint) remembers the files as a passing verify read them. Lines
+a passing verify of this curator version checked, byte for byte unchanged since, get no
+second schema check: their key (query_id, rev) is read off the line (curator writes it
+first). `require_sound`, the gate of the commands that build on a set, first tries the
+checkpoint's incremental path (`checkpoint.advance`) and runs a full verify only when that
+cannot prove the set sound.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
-import subprocess
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from curator import __version__
+from curator import __version__, checkpoint
 from curator._process import paused_gc
-from curator.appendonly import JsonLines, first_change, is_subsequence, write_durably
-from curator.freeze import FREEZES, check_freezes
+from curator.appendonly import JsonLines
+from curator.freezecheck import check_freezes
 from curator.githistory import check_appended, file_history
-from curator.models import Case, ChangeEntry, utcnow, validation_problems
+from curator.models import Case, ChangeEntry, validation_problems
 from curator.problems import Problem
 from curator.questionset import QuestionSet
 from curator.setchecks import (
@@ -58,10 +60,36 @@ class SetScan:
     """What one verify read of a set. Its checkpoint and the freeze checks use this instead of
     reading the files again, so they describe the files exactly as they were verified."""
 
-    cases: JsonLines
-    changelog: JsonLines
-    line_hashes: list[str]  # of each whole cases.jsonl line
+    files: dict[str, JsonLines]  # cases.jsonl, changelog.jsonl, freezes.jsonl as read
+    known: dict[str, list[str]]  # line hashes the checkpoint has for an intact prefix of a file
     query_ids: set[str]  # every query_id with a valid line in cases.jsonl
+    revs: dict[str, int] = field(default_factory=dict)  # each case's highest rev
+    retired: set[str] = field(default_factory=set)  # the cases whose latest line is retired
+    _hashes: dict[str, list[str]] = field(default_factory=dict, repr=False)
+
+    @property
+    def cases(self) -> JsonLines:
+        return self.files[CASES]
+
+    @property
+    def changelog(self) -> JsonLines:
+        return self.files[CHANGELOG]
+
+    def hashes(self, name: str) -> list[str]:
+        """The hash of each line of a file (worked out once; the checkpoint's where it has them)."""
+        if name not in self._hashes:
+            file = self.files[name]
+            known = self.known.get(name, [])[: file.count]
+            sha1 = hashlib.sha1  # line_hash, inlined: 200k calls
+            self._hashes[name] = known + [sha1(line).hexdigest()[:16] for line in file.lines[len(known):]]
+        return self._hashes[name]
+
+    @property
+    def line_hashes(self) -> list[str]:
+        return self.hashes(CASES)
+
+
+CASES, CHANGELOG = "cases.jsonl", "changelog.jsonl"
 
 
 @dataclass
@@ -129,20 +157,22 @@ def verify_workspace(ws: Workspace, names: list[str], *, strict: bool = False) -
 def verify(qs: QuestionSet, *, known_ids: KnownIds | None = None, strict: bool = False) -> VerifyReport:
     """Check a set's files: schema, rev order, change-log pairing, labelled passage ids (via
     `known_ids`; unknown ones are errors only with `strict`), that no earlier line changed
-    since the last checkpoint, and its freezes."""
+    (against git, else the last checkpoint), and its freezes."""
     report = VerifyReport(qs.name)
     if not qs.exists():
         report.problems.append(Problem(str(qs.cases_path), None, "no such question set (file missing)"))
         return report
-    checkpoint = load_checkpoint(qs)
-    cases, changelog = JsonLines.read(qs.cases_path), JsonLines.read(qs.changelog_path)
+    record = checkpoint.load(qs)
+    files = {name: JsonLines.read(qs.root / name) for name in checkpoint.FILES}
+    cases, changelog = files[CASES], files[CHANGELOG]
+    entries = record["files"] if record else {}
+    intact = {name: name in entries and checkpoint.prefix_intact(file, entries[name]) for name, file in files.items()}
     check_pending(report.problems, qs.root / ".pending.json")
-    check_bytes(report.problems, cases)
-    check_bytes(report.problems, changelog)
-    trusted = _trusted_keys(checkpoint, cases, "lines", "sha256", _KEY)
-    hashes = _line_hashes(cases, checkpoint, len(trusted))
-    case_keys, latest = _check_cases(report, cases, trusted)
-    change_trusted = _trusted_keys(checkpoint, changelog, "changelog_lines", "changelog_sha256", _CHANGE_KEY)
+    for file in files.values():
+        check_bytes(report.problems, file)
+    trusted = _trusted_keys(record, cases, intact[CASES], _KEY)
+    case_keys, latest, revs = _check_cases(report, cases, trusted)
+    change_trusted = _trusted_keys(record, changelog, intact[CHANGELOG], _CHANGE_KEY)
     change_keys = _check_changelog(report, changelog, change_trusted)
     _check_pairing(report, str(qs.cases_path), str(qs.changelog_path), case_keys, change_keys)
     retired = {key: line_retired(cases.lines[i]) for i, key in enumerate(case_keys) if key and i >= len(trusted)}
@@ -152,9 +182,14 @@ def verify(qs: QuestionSet, *, known_ids: KnownIds | None = None, strict: bool =
     check_candidates(report.problems, str(qs.cases_path), report.latest_cases, lines_of)
     check_slices(report.problems, str(qs.cases_path), report.latest_cases, lines_of)
     _check_labels(report, str(qs.cases_path), latest, known_ids, strict)
-    _check_appended(report, qs, checkpoint, cases, changelog, hashes)
-    report.scan = SetScan(cases, changelog, hashes, set(latest))
-    infos, notes = check_freezes(qs, cases, line_hashes=hashes, query_ids=report.scan.query_ids)
+    known = {}
+    for name in files:
+        if record and intact[name]:
+            known[name] = checkpoint.line_hashes(qs, record, name)
+    retired_ids = {query_id for query_id, case in report.latest_cases.items() if case.status == "retired"}
+    report.scan = SetScan(files, known, set(latest), revs, retired_ids)
+    _check_appended(report, qs, record, intact)
+    infos, notes = check_freezes(qs, cases, line_hashes=report.scan.line_hashes, query_ids=report.scan.query_ids)
     for info in infos:
         report.problems.extend(info.problems)
     report.notes.extend(notes)
@@ -169,9 +204,10 @@ Labels = tuple[str, list[str]]  # a case line's status and relevant passage ids
 
 def _check_cases(
     report: VerifyReport, cases: JsonLines, trusted: list[Key]
-) -> tuple[list[Key | None], dict[str, Labels]]:
+) -> tuple[list[Key | None], dict[str, Labels], dict[str, int]]:
     """Schema-check each cases.jsonl line after the trusted ones, and check that each case's
-    revs run 1, 2, 3... Gives each line's key (None if invalid) and each case's latest labels."""
+    revs run 1, 2, 3... Gives each line's key (None if invalid), each case's latest labels
+    and its highest rev."""
     path = str(cases.path)
     keys: list[Key | None] = []
     labels: dict[str, Labels] = {}  # query_id -> labels of its latest valid line checked here
@@ -218,7 +254,7 @@ def _check_cases(
             labels[query_id] = (case.status, [rel.id for rel in case.relevant])
             report.latest_cases[query_id] = case
     report.latest_lines = {index + 1: query_id for query_id, index in latest.items()}
-    return keys, {query_id: labels[query_id] for query_id in latest if query_id in labels}
+    return keys, {query_id: labels[query_id] for query_id in latest if query_id in labels}, last_rev
 
 
 def _check_changelog(report: VerifyReport, changelog: JsonLines, trusted: list[Key]) -> list[Key | None]:
@@ -288,97 +324,49 @@ def line_retired(line: bytes) -> bool:
 
 
 def _check_appended(
-    report: VerifyReport, qs: QuestionSet, checkpoint: dict[str, Any] | None,
-    cases: JsonLines, changelog: JsonLines, hashes: list[str],
+    report: VerifyReport, qs: QuestionSet, record: dict[str, Any] | None, intact: dict[str, bool]
 ) -> None:
-    """The append-only rule: against git when the set is in a repository with commits of
-    its files (curator.githistory), else against the local checkpoint."""
-    history = file_history(qs.root, [cases.path.name, changelog.path.name, FREEZES])
+    """The append-only rule over cases.jsonl, changelog.jsonl and freezes.jsonl: against git
+    when the set is in a repository with commits of its files (curator.githistory), else
+    against the local checkpoint (curator.checkpoint)."""
+    assert report.scan is not None
+    files = report.scan.files
+    history = file_history(qs.root, list(files))
     if history is not None and history.head:
         report.history = f"checked against {history.commits} commit(s)"
-        for file in (cases, changelog, JsonLines.read(qs.root / FREEZES)):
-            report.problems.extend(check_appended(history, file.path.name, file.path, file.lines))
-        report.notes.append(f"append-only: {report.history}")
-        return
-    if checkpoint:
+        for name, file in files.items():
+            report.problems.extend(check_appended(history, name, file.path, file.lines))
+    elif record:
         report.history = "checked against the local checkpoint"
-    _check_history(report, checkpoint, cases, hashes)
-    report.notes.append(f"append-only: {report.history}")
-
-
-def _check_history(
-    report: VerifyReport, checkpoint: dict[str, Any] | None, cases: JsonLines, hashes: list[str]
-) -> None:
-    """The lines the last checkpoint saw are still there, unchanged and in order (a union
-    merge may have inserted lines among them)."""
-    if not checkpoint:
+        changed = [name for name, ok in intact.items() if not ok]
+        problems, notes = checkpoint.check_history(qs, record, {n: files[n] for n in changed}, report.scan.hashes)
+        report.problems.extend(problems)
+        report.notes.extend(notes)
+    else:
         report.notes.append("no earlier checkpoint: this verify records the first one")
-        return
-    n = checkpoint["lines"]
-    if cases.digest(n) == (n, checkpoint["sha256"]):
-        return
-    old = checkpoint.get("line_hashes", [])
-    if is_subsequence(old, hashes):
-        report.notes.append(
-            "lines were inserted after the shared prefix (a union merge); every checkpointed line is intact"
-        )
-        return
-    index, verb = first_change(old, hashes)
-    report.problems.append(
-        Problem(
-            str(cases.path), index,
-            f"line {index} as of the checkpoint of {checkpoint['at']} was {verb}; cases.jsonl is append-only",
-        )
-    )
-
-
-# ---- checkpoints ------------------------------------------------------------------------------
-
-
-def load_checkpoint(qs: QuestionSet) -> dict[str, Any] | None:
-    path = qs.checkpoint_path
-    try:
-        checkpoint: dict[str, Any] | None = json.loads(path.read_text(encoding="utf-8")) if path else None
-    except (FileNotFoundError, ValueError):
-        return None
-    return checkpoint
+    report.notes.append(f"append-only: {report.history}")
 
 
 def save_checkpoint(qs: QuestionSet, scan: SetScan) -> dict[str, Any] | None:
     """Remember the files as a passing verify read them (`report.scan`), so a later verify
     can tell whether any earlier line was edited, removed or reordered, and need not check
     the unchanged lines again."""
-    path = qs.checkpoint_path
-    if not path:
-        return None
-    count, digest = scan.cases.digest()
-    changes, changes_digest = scan.changelog.digest()
-    record = {
-        "at": utcnow(), "curator": __version__, "lines": count, "sha256": digest, "line_hashes": scan.line_hashes,
-        "changelog_lines": changes, "changelog_sha256": changes_digest, "seal": _seal(qs),
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_durably(path, json.dumps(record))
-    return record
+    hashes = {name: scan.hashes(name) for name in scan.files}
+    return checkpoint.save(qs, checkpoint.Verified(scan.files, hashes, scan.revs, scan.retired))
 
 
 _KEY = re.compile(rb'^\{"query_id":"([a-z0-9][a-z0-9-]*)","rev":([1-9][0-9]*),')
 _CHANGE_KEY = re.compile(rb'^\{"at":"[^"]*","query_id":"([a-z0-9][a-z0-9-]*)","rev":([1-9][0-9]*),')
 
 
-def _trusted_keys(
-    checkpoint: dict[str, Any] | None, file: JsonLines, lines_key: str, sha_key: str, pattern: re.Pattern[bytes]
-) -> list[Key]:
+def _trusted_keys(record: dict[str, Any] | None, file: JsonLines, intact: bool, pattern: re.Pattern[bytes]) -> list[Key]:
     """The keys of the leading lines of the file a passing verify by this curator version
-    checked, unchanged since, read off each line with `pattern`. Trust ends at the first
-    line the pattern does not fit."""
-    if not checkpoint or checkpoint.get("curator") != __version__ or lines_key not in checkpoint:
-        return []
-    lines = checkpoint[lines_key]
-    if file.digest(lines) != (lines, checkpoint[sha_key]):
+    checked, unchanged since (`intact`), read off each line with `pattern`. Trust ends at
+    the first line the pattern does not fit."""
+    if not record or not intact or record.get("curator") != __version__:
         return []
     keys = []
-    for line in file.lines[:lines]:
+    for line in file.lines[: int(record["files"][file.path.name]["lines"])]:
         match = pattern.match(line)
         if match is None:
             break
@@ -386,26 +374,16 @@ def _trusted_keys(
     return keys
 
 
-def _line_hashes(cases: JsonLines, checkpoint: dict[str, Any] | None, trusted: int) -> list[str]:
-    """The hash of each cases.jsonl line; the trusted lines' from the checkpoint."""
-    hashes: list[str] = checkpoint.get("line_hashes", [])[:trusted] if checkpoint and trusted else []
-    if len(hashes) != trusted:
-        hashes = []
-    sha1 = hashlib.sha1  # line_hash, inlined: 200k calls
-    return hashes + [sha1(line).hexdigest()[:16] for line in cases.lines[len(hashes):]]
-
-
 def require_sound(ws: Workspace, names: list[str] | None = None) -> None:
     """Refuse to build on a set that fails verify: raise CuratorError naming the first
-    problem (file:line) of the first failing set among `names` (every set if None). Uses
-    the checkpoint, so only lines after the last verified one are parsed in full."""
+    problem (file:line) of the first failing set among `names` (every set if None). Through
+    the checkpoint only lines after the last verified one are parsed in full
+    (`checkpoint.advance`); a full verify runs when that cannot prove the set sound."""
     from curator.errors import CuratorError
 
     for name in names if names is not None else ws.set_names():
         qs = ws.question_set(name)
-        if not qs.exists():
-            continue
-        if _unchanged(qs):
+        if not qs.exists() or checkpoint.advance(qs):
             continue
         report = verify(qs)
         problem = report.first_problem
@@ -428,37 +406,3 @@ def repair(qs: QuestionSet) -> bool:
     with qs.locked():
         pass
     return True
-
-
-def _seal(qs: QuestionSet) -> dict[str, Any]:
-    """What else a passing verify depended on: the git HEAD, freezes.jsonl and frozen/."""
-    from curator.freeze import FREEZES, FROZEN_DIR, git
-
-    try:
-        head = git(qs.root, "rev-parse", "--verify", "--quiet", "HEAD").strip()
-    except (OSError, subprocess.CalledProcessError):
-        head = ""
-    frozen = qs.root / FROZEN_DIR
-    listing = sorted(
-        (p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in frozen.iterdir()
-    ) if frozen.is_dir() else []
-    freezes = qs.root / FREEZES
-    return {
-        "head": head, "frozen": [list(item) for item in listing],
-        "freezes": hashlib.sha256(freezes.read_bytes()).hexdigest() if freezes.exists() else "",
-        "pending": (qs.root / ".pending.json").exists(),
-    }
-
-
-def _unchanged(qs: QuestionSet) -> bool:
-    """The gate's fast path: the set's files are byte for byte what the last passing verify
-    (its checkpoint) saw, and so are HEAD and the freezes. Costs one read and hash of each file."""
-    checkpoint = load_checkpoint(qs)
-    if not checkpoint or checkpoint.get("curator") != __version__ or "seal" not in checkpoint:
-        return False
-    for path, lines_key, sha_key in ((qs.cases_path, "lines", "sha256"),
-                                     (qs.changelog_path, "changelog_lines", "changelog_sha256")):
-        data = path.read_bytes() if path.exists() else b""
-        if hashlib.sha256(data).hexdigest() != checkpoint[sha_key] or data.count(b"\n") != checkpoint[lines_key]:
-            return False
-    return bool(_seal(qs) == checkpoint["seal"])

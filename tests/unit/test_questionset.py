@@ -356,7 +356,7 @@ def test_checkpoint_describes_the_file_as_verified(tmp_path: Path) -> None:
     report = verify(qs)
     qs.add(_case("appended after the verify"))  # between verify and its checkpoint
     record = save_checkpoint(qs, report.scan)
-    assert record["lines"] == 3 and len(record["line_hashes"]) == 3
+    assert record["files"]["cases.jsonl"]["lines"] == 3 and len(report.scan.line_hashes) == 3
     # so the appended line is schema-checked by the next verify, not trusted
     with open(qs.cases_path, "a") as fh:
         fh.write('{"query_id":"zz","rev":1,"query":"","slice":"s"}\n')
