@@ -132,15 +132,17 @@ class VerifyReport:
 def verify_workspace(ws: Workspace, names: list[str], *, strict: bool = False) -> list[VerifyReport]:
     """`verify` each named set against the workspace's corpus; record a checkpoint of each
     set that passes."""
-    from curator.corpus.labels import stale_label_problems
+    from curator.corpus.labels import stale_labels
 
     reports = []
     has_corpus = ws.corpus_stats().passages > 0  # a fresh clone has no workspace.db corpus yet
     for name in names:
         qs = ws.question_set(name)
         report = verify(qs, known_ids=ws.existing_passage_ids if has_corpus else None, strict=strict)
-        if has_corpus:
-            report.problems.extend(stale_label_problems(ws, qs))  # labels on ids only in history
+        if has_corpus:  # labels on ids only in history, from the latest revs verify has read
+            for stale in stale_labels(ws, report.latest_cases.values()):
+                if stale.in_history:
+                    report.problems.append(Problem(str(qs.cases_path), None, stale.describe(), fatal=False))
         elif strict:
             report.problems.append(Problem(str(qs.cases_path), None, "--strict: the labels cannot be checked, this "
                                            "workspace has no corpus yet (curator corpus add)"))

@@ -476,3 +476,16 @@ def test_a_torn_last_line_does_not_stop_the_gate(templates: dict[str, Path], tmp
     with open(root / SET / "cases.jsonl", "ab") as fh:
         fh.write(b'{"query_id":"half-writ')  # a crash mid-append: no line yet
     assert _export(root, tmp_path).returncode == 0
+
+
+def test_verify_prints_the_first_problems_and_how_many_more(templates: dict[str, Path], tmp_path: Path) -> None:
+    root = _setup(templates, "local checkpoint", tmp_path)
+    with open(root / SET / "cases.jsonl", "ab") as fh:
+        fh.write(b'{"query_id":"broken"}\r\n' * 70)  # two errors a line: CRLF and no valid case
+    short = verify(root)
+    errors = [line for line in short.stderr.splitlines() if line.strip().startswith("error:")]
+    assert short.returncode == 1 and len(errors) == 50, short.stderr
+    assert "and 90 more errors" in short.stderr and "curator verify --all" in short.stderr
+    every = verify(root, "--all")
+    assert len([line for line in every.stderr.splitlines() if line.strip().startswith("error:")]) == 140
+    assert len(json.loads(verify(root, "--json").stdout)[0]["problems"]) >= 140
