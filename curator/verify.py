@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -104,7 +105,6 @@ class VerifyReport:
     scan: SetScan | None = field(default=None, repr=False)  # what verify read (None if no set)
     history: str = "not checked: no history"  # what the append-only check rested on
     duplicates: list[Duplicate] = field(default_factory=list, repr=False)
-    latest_cases: dict[str, Case] = field(default_factory=dict, repr=False)  # checked here, by query_id
     latest_lines: dict[int, str] = field(default_factory=dict, repr=False)  # line number -> query_id
 
     @property
@@ -132,34 +132,45 @@ class VerifyReport:
 def verify_workspace(ws: Workspace, names: list[str], *, strict: bool = False) -> list[VerifyReport]:
     """`verify` each named set against the workspace's corpus; record a checkpoint of each
     set that passes."""
-    from curator.corpus.labels import stale_labels
-
     reports = []
     has_corpus = ws.corpus_stats().passages > 0  # a fresh clone has no workspace.db corpus yet
     for name in names:
         qs = ws.question_set(name)
-        report = verify(qs, known_ids=ws.existing_passage_ids if has_corpus else None, strict=strict)
-        if has_corpus:  # labels on ids only in history, from the latest revs verify has read
-            for stale in stale_labels(ws, report.latest_cases.values()):
-                if stale.in_history:
-                    report.problems.append(Problem(str(qs.cases_path), None, stale.describe(), fatal=False))
-        elif strict:
-            report.problems.append(Problem(str(qs.cases_path), None, "--strict: the labels cannot be checked, this "
-                                           "workspace has no corpus yet (curator corpus add)"))
+        if has_corpus:
+            report = verify(qs, known_ids=ws.existing_passage_ids, strict=strict,
+                            more_label_checks=partial(_history_labels, ws, str(qs.cases_path)))
         else:
-            report.notes.append("labels not checked against the corpus: this workspace has none yet "
-                                "(curator corpus add)")
+            report = verify(qs, strict=strict)
+            if strict:
+                report.problems.append(Problem(str(qs.cases_path), None, "--strict: the labels cannot be checked, "
+                                               "this workspace has no corpus yet (curator corpus add)"))
+            else:
+                report.notes.append("labels not checked against the corpus: this workspace has none yet "
+                                    "(curator corpus add)")
         if report.ok and report.scan is not None:
             save_checkpoint(qs, report.scan)
         reports.append(report)
     return reports
 
 
+def _history_labels(ws: Workspace, where: str, latest: Iterable[Case]) -> list[Problem]:
+    """Warnings for labels on ids that exist only in an older revision of the corpus (ids
+    in no revision at all are `_check_labels`' "not in the corpus")."""
+    from curator.corpus.labels import stale_labels
+
+    return [Problem(where, None, s.describe(), fatal=False) for s in stale_labels(ws, latest) if s.in_history]
+
+
 @paused_gc()
-def verify(qs: QuestionSet, *, known_ids: KnownIds | None = None, strict: bool = False) -> VerifyReport:
+def verify(
+    qs: QuestionSet, *, known_ids: KnownIds | None = None, strict: bool = False,
+    more_label_checks: Callable[[Iterable[Case]], list[Problem]] | None = None,
+) -> VerifyReport:
     """Check a set's files: schema, rev order, change-log pairing, labelled passage ids (via
-    `known_ids`; unknown ones are errors only with `strict`), that no earlier line changed
-    (against git, else the last checkpoint), and its freezes."""
+    `known_ids`; unknown ones are errors only with `strict`; `more_label_checks` gets the
+    latest rev of every case), that no earlier line changed (against git, else the last
+    checkpoint), and its freezes. The parsed cases are not kept in the report: a 50k-case
+    set's would be half a million objects for the collector to scan after verify."""
     report = VerifyReport(qs.name)
     if not qs.exists():
         report.problems.append(Problem(str(qs.cases_path), None, "no such question set (file missing)"))
@@ -173,7 +184,8 @@ def verify(qs: QuestionSet, *, known_ids: KnownIds | None = None, strict: bool =
     for file in files.values():
         check_bytes(report.problems, file)
     trusted = _trusted_keys(record, cases, intact[CASES], _KEY)
-    case_keys, latest, revs = _check_cases(report, cases, trusted)
+    latest_cases: dict[str, Case] = {}  # the latest rev of each case, by query_id
+    case_keys, latest, revs = _check_cases(report, cases, trusted, latest_cases)
     change_trusted = _trusted_keys(record, changelog, intact[CHANGELOG], _CHANGE_KEY)
     change_keys = _check_changelog(report, changelog, change_trusted)
     _check_pairing(report, str(qs.cases_path), str(qs.changelog_path), case_keys, change_keys)
@@ -181,14 +193,17 @@ def verify(qs: QuestionSet, *, known_ids: KnownIds | None = None, strict: bool =
     check_actions(report.problems, str(qs.changelog_path), changelog, len(change_trusted), retired)
     check_conflicts(report.problems, str(qs.cases_path), report.duplicates, changelog)
     lines_of = {query_id: number for number, query_id in report.latest_lines.items()}
-    check_candidates(report.problems, str(qs.cases_path), report.latest_cases, lines_of)
-    check_slices(report.problems, str(qs.cases_path), report.latest_cases, lines_of)
+    check_candidates(report.problems, str(qs.cases_path), latest_cases, lines_of)
+    check_slices(report.problems, str(qs.cases_path), latest_cases, lines_of)
     _check_labels(report, str(qs.cases_path), latest, known_ids, strict)
+    if more_label_checks is not None:
+        report.problems.extend(more_label_checks(latest_cases.values()))
     known = {}
     for name in files:
         if record and intact[name]:
             known[name] = checkpoint.line_hashes(qs, record, name)
-    retired_ids = {query_id for query_id, case in report.latest_cases.items() if case.status == "retired"}
+    retired_ids = {query_id for query_id, case in latest_cases.items() if case.status == "retired"}
+    del latest_cases
     report.scan = SetScan(files, known, set(latest), revs, retired_ids)
     _check_appended(report, qs, record, intact)
     infos, notes = check_freezes(qs, cases, line_hashes=report.scan.line_hashes, query_ids=report.scan.query_ids)
@@ -205,7 +220,7 @@ Labels = tuple[str, list[str]]  # a case line's status and relevant passage ids
 
 
 def _check_cases(
-    report: VerifyReport, cases: JsonLines, trusted: list[Key]
+    report: VerifyReport, cases: JsonLines, trusted: list[Key], latest_cases: dict[str, Case]
 ) -> tuple[list[Key | None], dict[str, Labels], dict[str, int]]:
     """Schema-check each cases.jsonl line after the trusted ones, and check that each case's
     revs run 1, 2, 3... Gives each line's key (None if invalid), each case's latest labels
@@ -229,7 +244,7 @@ def _check_cases(
                 continue
             query_id, rev = case.query_id, case.rev
             labels[query_id] = (case.status, [rel.id for rel in case.relevant])
-            report.latest_cases[query_id] = case
+            latest_cases[query_id] = case
         keys.append((query_id, rev))
         latest[query_id] = index
         previous = last_rev.get(query_id, 0)
@@ -254,7 +269,7 @@ def _check_cases(
                 report.problems.append(Problem(path, index + 1, f"not a valid case: {validation_problems(exc, 'record')}"))
                 continue
             labels[query_id] = (case.status, [rel.id for rel in case.relevant])
-            report.latest_cases[query_id] = case
+            latest_cases[query_id] = case
     report.latest_lines = {index + 1: query_id for query_id, index in latest.items()}
     return keys, {query_id: labels[query_id] for query_id in latest if query_id in labels}, last_rev
 
