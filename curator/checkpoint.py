@@ -9,9 +9,10 @@ it is retired, and a seal of what else verify depended on (git HEAD, frozen/, a 
 
 - `check_history`: without git, the append-only rule over the three files;
 - `advance`: the gate's incremental path. If the checkpoint's bytes are still the files'
-  prefix (one sha256 over them) and the seal is unchanged, only the lines appended since
-  are parsed in full; when they are clean appends the checkpoint moves past them. Anything
-  else (an edited prefix, a new freeze or commit, an odd rev) is left to a full verify.
+  prefix (one sha256 over them), frozen/ is unchanged and any commit since only appended
+  (`githistory.only_appended_since`), only the lines appended since are parsed in full;
+  when they are clean appends the checkpoint moves past them. Anything else (an edited
+  prefix, a new freeze, a rewritten commit, an odd rev) is left to a full verify.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from pydantic import ValidationError
 
 from curator import __version__
 from curator.appendonly import JsonLines, byte_problems, first_change, is_subsequence, write_durably
+from curator.githistory import only_appended_since
 from curator.models import Case, ChangeEntry, utcnow
 from curator.problems import Problem
 
@@ -207,7 +209,11 @@ def advance(qs: QuestionSet) -> bool:
     checkpoint = load(qs)
     if not checkpoint or checkpoint.get("format") != FORMAT or checkpoint.get("curator") != __version__:
         return False
-    if checkpoint.get("seal") != seal(qs):  # a commit, a freeze, a pending journal
+    now, before = seal(qs), checkpoint.get("seal") or {}
+    if now["pending"] or before.get("frozen") != now["frozen"]:  # a pending journal, a freeze
+        return False
+    moved = before.get("head") != now["head"]  # commits since: only appends, or a full verify
+    if moved and not only_appended_since(qs.root, str(before.get("head", "")), list(FILES)):
         return False
     appended: dict[str, list[bytes]] = {}
     files: dict[str, Any] = {}
@@ -221,7 +227,7 @@ def advance(qs: QuestionSet) -> bool:
     state = _check_appended_lines(checkpoint, appended["cases.jsonl"], appended["changelog.jsonl"])
     if state is None:
         return False
-    if not appended["cases.jsonl"] and not appended["changelog.jsonl"]:
+    if not appended["cases.jsonl"] and not appended["changelog.jsonl"] and not moved:
         return True  # unchanged: nothing to record
     for name, lines in appended.items():
         if lines:

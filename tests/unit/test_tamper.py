@@ -489,3 +489,24 @@ def test_verify_prints_the_first_problems_and_how_many_more(templates: dict[str,
     every = verify(root, "--all")
     assert len([line for line in every.stderr.splitlines() if line.strip().startswith("error:")]) == 140
     assert len(json.loads(verify(root, "--json").stdout)[0]["problems"]) >= 140
+
+
+def test_after_a_commit_that_only_appends_the_gate_stays_incremental(templates: dict[str, Path], tmp_path: Path) -> None:
+    from curator import checkpoint
+    from curator.workspace import Workspace
+
+    root = _setup(templates, "fresh clone", tmp_path)
+    assert _export(root, tmp_path).returncode == 0  # a full verify against git records the checkpoint
+    _append_case(root, "a question committed after the checkpoint")
+    git(root, "commit", "-qam", "one more case")
+    ws = Workspace.open(root)
+    try:
+        assert checkpoint.advance(ws.question_set())  # the commit only appended: no full verify
+        assert checkpoint.load(ws.question_set())["seal"]["head"] == git(root, "rev-parse", "HEAD").strip()
+        _edit(root, "cases.jsonl", edit_question)
+        git(root, "commit", "-q", "-a", "--amend", "-m", "one more case (and an edit)")
+        assert not checkpoint.advance(ws.question_set())
+    finally:
+        ws.close()
+    refused = _export(root, tmp_path)
+    assert refused.returncode == 1 and "cases.jsonl:2" in refused.stderr.replace("\n", ""), refused.stderr
