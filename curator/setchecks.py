@@ -101,31 +101,29 @@ def check_actions(
             problems.append(Problem(path, number, f"{query_id} rev {rev} retires the case but the action is {verb!r}"))
 
 
-def check_candidates(problems: list[Problem], path: str, latest: dict[str, Case], lines: dict[str, int]) -> None:
-    """Two active cases kept from the same candidate (a warning: candidate ids are one
-    workspace's, so cases merged from another clone may share one by chance)."""
-    seen: dict[tuple[str, int], str] = {}
-    for query_id, case in latest.items():
-        candidate = case.source.candidate_id
-        if case.status != "active" or candidate is None:
-            continue
-        key = (case.source.kind, candidate)
-        if key in seen:
-            problems.append(Problem(
-                path, lines.get(query_id),
-                f"{query_id} and {seen[key]} are both active and came from the same candidate {candidate}; "
-                f"retire one (`curator` review's retire, or a retire through the API)",
-                fatal=False,
-            ))
-        else:
-            seen[key] = query_id
+def check_candidate(
+    problems: list[Problem], path: str, line: int, case: Case, seen: dict[tuple[str, int], str]
+) -> None:
+    """An active case kept from the same candidate as an earlier one (`seen`: (source kind,
+    candidate id) -> query_id). A warning: candidate ids are one workspace's, so cases
+    merged from another clone may share one by chance."""
+    candidate = case.source.candidate_id
+    if candidate is None:
+        return
+    key = (case.source.kind, candidate)
+    if key in seen:
+        problems.append(Problem(
+            path, line,
+            f"{case.query_id} and {seen[key]} are both active and came from the same candidate {candidate}; "
+            f"retire one (`curator` review's retire, or a retire through the API)",
+            fatal=False,
+        ))
+    else:
+        seen[key] = case.query_id
 
 
-def check_slices(problems: list[Problem], path: str, latest: dict[str, Case], lines: dict[str, int]) -> None:
-    """The slice rules (curator.slicerules) over active cases, as warnings: cases written
+def check_slice(problems: list[Problem], path: str, line: int, case: Case) -> None:
+    """The slice rules (curator.slicerules) over an active case, as warnings: cases written
     before the rule may break it."""
-    for query_id, case in latest.items():
-        if case.status != "active":
-            continue
-        for reason in slice_problems(case):
-            problems.append(Problem(path, lines.get(query_id), f"{query_id}: {reason}", fatal=False))
+    for reason in slice_problems(case):
+        problems.append(Problem(path, line, f"{case.query_id}: {reason}", fatal=False))

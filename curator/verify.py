@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -43,10 +43,10 @@ from curator.setchecks import (
     Duplicate,
     check_actions,
     check_bytes,
-    check_candidates,
+    check_candidate,
     check_conflicts,
     check_pending,
-    check_slices,
+    check_slice,
 )
 
 if TYPE_CHECKING:
@@ -153,18 +153,29 @@ def verify_workspace(ws: Workspace, names: list[str], *, strict: bool = False) -
     return reports
 
 
-def _history_labels(ws: Workspace, where: str, latest: Iterable[Case]) -> list[Problem]:
+def _history_labels(ws: Workspace, where: str, labels: dict[str, Labels]) -> list[Problem]:
     """Warnings for labels on ids that exist only in an older revision of the corpus (ids
-    in no revision at all are `_check_labels`' "not in the corpus")."""
+    in no revision at all are `_check_labels`' "not in the corpus"). `labels`: each case's
+    (status, passage ids); only cases naming an id the current corpus lacks are looked at."""
     from curator.corpus.labels import stale_labels
+    from curator.models import Relevant
 
-    return [Problem(where, None, s.describe(), fatal=False) for s in stale_labels(ws, latest) if s.in_history]
+    wanted = {pid for status, ids in labels.values() if status == "active" for pid in ids}
+    missing = wanted - ws.current_passage_ids(wanted)
+    if not missing:
+        return []
+    touched = [
+        Case.model_construct(query_id=query_id, query="", slice="", status="active",
+                             relevant=[Relevant.model_construct(id=p) for p in ids])
+        for query_id, (status, ids) in labels.items() if status == "active" and missing.intersection(ids)
+    ]
+    return [Problem(where, None, s.describe(), fatal=False) for s in stale_labels(ws, touched) if s.in_history]
 
 
 @paused_gc()
 def verify(
     qs: QuestionSet, *, known_ids: KnownIds | None = None, strict: bool = False,
-    more_label_checks: Callable[[Iterable[Case]], list[Problem]] | None = None,
+    more_label_checks: Callable[[dict[str, Labels]], list[Problem]] | None = None,
 ) -> VerifyReport:
     """Check a set's files: schema, rev order, change-log pairing, labelled passage ids (via
     `known_ids`; unknown ones are errors only with `strict`; `more_label_checks` gets the
@@ -184,26 +195,22 @@ def verify(
     for file in files.values():
         check_bytes(report.problems, file)
     trusted = _trusted_keys(record, cases, intact[CASES], _KEY)
-    latest_cases: dict[str, Case] = {}  # the latest rev of each case, by query_id
-    case_keys, latest, revs = _check_cases(report, cases, trusted, latest_cases)
+    case_keys, latest, revs = _check_cases(report, cases, trusted)
     change_trusted = _trusted_keys(record, changelog, intact[CHANGELOG], _CHANGE_KEY)
     change_keys = _check_changelog(report, changelog, change_trusted)
     _check_pairing(report, str(qs.cases_path), str(qs.changelog_path), case_keys, change_keys)
     retired = {key: line_retired(cases.lines[i]) for i, key in enumerate(case_keys) if key and i >= len(trusted)}
     check_actions(report.problems, str(qs.changelog_path), changelog, len(change_trusted), retired)
     check_conflicts(report.problems, str(qs.cases_path), report.duplicates, changelog)
-    lines_of = {query_id: number for number, query_id in report.latest_lines.items()}
-    check_candidates(report.problems, str(qs.cases_path), latest_cases, lines_of)
-    check_slices(report.problems, str(qs.cases_path), latest_cases, lines_of)
-    _check_labels(report, str(qs.cases_path), latest, known_ids, strict)
+    labels = _check_latest(report, cases, latest)
+    _check_labels(report, str(qs.cases_path), labels, known_ids, strict)
     if more_label_checks is not None:
-        report.problems.extend(more_label_checks(latest_cases.values()))
+        report.problems.extend(more_label_checks(labels))
     known = {}
     for name in files:
         if record and intact[name]:
             known[name] = checkpoint.line_hashes(qs, record, name)
-    retired_ids = {query_id for query_id, case in latest_cases.items() if case.status == "retired"}
-    del latest_cases
+    retired_ids = {query_id for query_id, (status, _) in labels.items() if status == "retired"}
     report.scan = SetScan(files, known, set(latest), revs, retired_ids)
     _check_appended(report, qs, record, intact)
     infos, notes = check_freezes(qs, cases, line_hashes=report.scan.line_hashes, query_ids=report.scan.query_ids)
@@ -220,14 +227,14 @@ Labels = tuple[str, list[str]]  # a case line's status and relevant passage ids
 
 
 def _check_cases(
-    report: VerifyReport, cases: JsonLines, trusted: list[Key], latest_cases: dict[str, Case]
-) -> tuple[list[Key | None], dict[str, Labels], dict[str, int]]:
+    report: VerifyReport, cases: JsonLines, trusted: list[Key]
+) -> tuple[list[Key | None], dict[str, int], dict[str, int]]:
     """Schema-check each cases.jsonl line after the trusted ones, and check that each case's
-    revs run 1, 2, 3... Gives each line's key (None if invalid), each case's latest labels
-    and its highest rev."""
+    revs run 1, 2, 3... Gives each line's key (None if invalid), the index of each case's
+    latest valid line and its highest rev. The parsed lines are not kept (keeping the latest
+    of each made the loop a third slower: fresh memory for every line)."""
     path = str(cases.path)
     keys: list[Key | None] = []
-    labels: dict[str, Labels] = {}  # query_id -> labels of its latest valid line checked here
     latest: dict[str, int] = {}  # query_id -> index of its latest valid line
     last_rev: dict[str, int] = {}
     seen_at: dict[Key, int] = {}  # (query_id, rev) -> its first line number
@@ -243,12 +250,11 @@ def _check_cases(
                 keys.append(None)
                 continue
             query_id, rev = case.query_id, case.rev
-            labels[query_id] = (case.status, [rel.id for rel in case.relevant])
-            latest_cases[query_id] = case
-        keys.append((query_id, rev))
+        key = (query_id, rev)
+        keys.append(key)
         latest[query_id] = index
         previous = last_rev.get(query_id, 0)
-        first = seen_at.setdefault((query_id, rev), index + 1)
+        first = seen_at.setdefault(key, index + 1)
         if first != index + 1:  # a second line with this rev: a merge conflict, reported as one
             report.duplicates.append(Duplicate(query_id, rev, first, index + 1))
         elif rev != previous + 1:
@@ -259,19 +265,28 @@ def _check_cases(
     if cases.torn:
         message = "torn last line (interrupted write); the next append repairs it"
         report.problems.append(Problem(path, cases.count + 1, message, fatal=False))
-    # A case whose latest line is trusted still has it read, for its status and labels (any
-    # line checked here comes after every trusted one).
-    for query_id, index in latest.items():
-        if query_id not in labels:
-            try:
-                case = validate(cases.lines[index])
-            except ValidationError as exc:  # only if the schema changed without a version bump
-                report.problems.append(Problem(path, index + 1, f"not a valid case: {validation_problems(exc, 'record')}"))
-                continue
-            labels[query_id] = (case.status, [rel.id for rel in case.relevant])
-            latest_cases[query_id] = case
     report.latest_lines = {index + 1: query_id for query_id, index in latest.items()}
-    return keys, {query_id: labels[query_id] for query_id in latest if query_id in labels}, last_rev
+    return keys, latest, last_rev
+
+
+def _check_latest(report: VerifyReport, cases: JsonLines, latest: dict[str, int]) -> dict[str, Labels]:
+    """Read each case's latest line once more and run the checks on latest revs (one case
+    per candidate, the slice rules); gives each case's labels."""
+    path = str(cases.path)
+    labels: dict[str, Labels] = {}
+    candidates: dict[tuple[str, int], str] = {}
+    validate = Case.__pydantic_validator__.validate_json
+    for query_id, index in latest.items():
+        try:
+            case = validate(cases.lines[index])
+        except ValidationError as exc:  # a trusted line, only if the schema changed without a version bump
+            report.problems.append(Problem(path, index + 1, f"not a valid case: {validation_problems(exc, 'record')}"))
+            continue
+        labels[query_id] = (case.status, [rel.id for rel in case.relevant])
+        if case.status == "active":
+            check_candidate(report.problems, path, index + 1, case, candidates)
+            check_slice(report.problems, path, index + 1, case)
+    return labels
 
 
 def _check_changelog(report: VerifyReport, changelog: JsonLines, trusted: list[Key]) -> list[Key | None]:
