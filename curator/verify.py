@@ -195,12 +195,12 @@ def verify(
     for file in files.values():
         check_bytes(report.problems, file)
     trusted = _trusted_keys(record, cases, intact[CASES], _KEY)
-    case_keys, latest, revs = _check_cases(report, cases, trusted)
+    case_keys, latest, revs, retired = _check_cases(report, cases, trusted)
     change_trusted = _trusted_keys(record, changelog, intact[CHANGELOG], _CHANGE_KEY)
-    change_keys = _check_changelog(report, changelog, change_trusted)
+    change_keys, actions = _check_changelog(report, changelog, change_trusted)
     _check_pairing(report, str(qs.cases_path), str(qs.changelog_path), case_keys, change_keys)
-    retired = {key: line_retired(cases.lines[i]) for i, key in enumerate(case_keys) if key and i >= len(trusted)}
-    check_actions(report.problems, str(qs.changelog_path), changelog, len(change_trusted), retired)
+    known_revisions = {key for key in case_keys if key is not None}
+    check_actions(report.problems, str(qs.changelog_path), change_keys, actions, retired, known_revisions)
     check_conflicts(report.problems, str(qs.cases_path), report.duplicates, changelog)
     labels = _check_latest(report, cases, latest)
     _check_labels(report, str(qs.cases_path), labels, known_ids, strict)
@@ -228,13 +228,15 @@ Labels = tuple[str, list[str]]  # a case line's status and relevant passage ids
 
 def _check_cases(
     report: VerifyReport, cases: JsonLines, trusted: list[Key]
-) -> tuple[list[Key | None], dict[str, int], dict[str, int]]:
+) -> tuple[list[Key | None], dict[str, int], dict[str, int], set[Key]]:
     """Schema-check each cases.jsonl line after the trusted ones, and check that each case's
     revs run 1, 2, 3... Gives each line's key (None if invalid), the index of each case's
-    latest valid line and its highest rev. The parsed lines are not kept (keeping the latest
-    of each made the loop a third slower: fresh memory for every line)."""
+    latest valid line, its highest rev, and the revisions that are retired. The parsed lines
+    are not kept (keeping the latest of each made the loop a third slower: fresh memory for
+    every line)."""
     path = str(cases.path)
     keys: list[Key | None] = []
+    retired: set[Key] = set()
     latest: dict[str, int] = {}  # query_id -> index of its latest valid line
     last_rev: dict[str, int] = {}
     seen_at: dict[Key, int] = {}  # (query_id, rev) -> its first line number
@@ -242,6 +244,8 @@ def _check_cases(
     for index, line in enumerate(cases.lines):
         if index < len(trusted):
             query_id, rev = trusted[index]
+            if line_retired(line):
+                retired.add(trusted[index])
         else:
             try:
                 case = validate(line)
@@ -250,6 +254,8 @@ def _check_cases(
                 keys.append(None)
                 continue
             query_id, rev = case.query_id, case.rev
+            if case.status == "retired":
+                retired.add((query_id, rev))
         key = (query_id, rev)
         keys.append(key)
         latest[query_id] = index
@@ -266,7 +272,7 @@ def _check_cases(
         message = "torn last line (interrupted write); the next append repairs it"
         report.problems.append(Problem(path, cases.count + 1, message, fatal=False))
     report.latest_lines = {index + 1: query_id for query_id, index in latest.items()}
-    return keys, latest, last_rev
+    return keys, latest, last_rev, retired
 
 
 def _check_latest(report: VerifyReport, cases: JsonLines, latest: dict[str, int]) -> dict[str, Labels]:
@@ -289,10 +295,14 @@ def _check_latest(report: VerifyReport, cases: JsonLines, latest: dict[str, int]
     return labels
 
 
-def _check_changelog(report: VerifyReport, changelog: JsonLines, trusted: list[Key]) -> list[Key | None]:
-    """Schema-check each change-log line after the trusted ones; gives each line's key."""
+def _check_changelog(
+    report: VerifyReport, changelog: JsonLines, trusted: list[Key]
+) -> tuple[list[Key | None], list[str | None]]:
+    """Schema-check each change-log line after the trusted ones; gives each line's key and
+    action (None for a trusted line, and both None for an invalid one)."""
     path = str(changelog.path)
     keys: list[Key | None] = list(trusted)
+    actions: list[str | None] = [None] * len(trusted)
     validate = ChangeEntry.__pydantic_validator__.validate_json
     for number, line in enumerate(changelog.lines[len(trusted):], start=len(trusted) + 1):
         try:
@@ -300,11 +310,13 @@ def _check_changelog(report: VerifyReport, changelog: JsonLines, trusted: list[K
         except ValidationError as exc:
             report.problems.append(Problem(path, number, f"not a valid change entry: {validation_problems(exc, 'record')}"))
             keys.append(None)
+            actions.append(None)
             continue
         keys.append((entry.query_id, entry.rev))
+        actions.append(entry.action)
     if changelog.torn:
         report.problems.append(Problem(path, changelog.count + 1, "torn last line ignored", fatal=False))
-    return keys
+    return keys, actions
 
 
 def _check_pairing(
