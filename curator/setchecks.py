@@ -1,5 +1,5 @@
 """verify's checks beyond schema and pairing: bytes, a pending journal, merge conflicts,
-change-log actions, one case per candidate and the slice rules.
+change-log actions and one case per candidate (the slice rules are curator.slicerules').
 
 Each is a plain function adding `Problem`s to a list; `curator.verify` calls them over what
 it read once. Merge conflicts are resolved with `curator resolve QUERY_ID` (a later rev
@@ -13,9 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from curator.appendonly import JsonLines
-from curator.models import Case
 from curator.problems import Problem
-from curator.slicerules import slice_problems
 
 RESOLVE_REASON = "resolve merge conflict"
 _CHANGE_ID = re.compile(rb'"query_id":"([a-z0-9][a-z0-9-]*)","rev":([1-9][0-9]*)')
@@ -101,28 +99,18 @@ def check_actions(
 
 
 def check_candidate(
-    problems: list[Problem], path: str, line: int, case: Case, seen: dict[tuple[str, int], str]
+    problems: list[Problem], path: str, line: int, query_id: str, source: tuple[str, int],
+    seen: dict[tuple[str, int], str],
 ) -> None:
-    """An active case kept from the same candidate as an earlier one (`seen`: (source kind,
-    candidate id) -> query_id). A warning: candidate ids are one workspace's, so cases
-    merged from another clone may share one by chance."""
-    candidate = case.source.candidate_id
-    if candidate is None:
-        return
-    key = (case.source.kind, candidate)
-    if key in seen:
+    """An active case kept from the same candidate (`source`: its source kind and candidate
+    id) as an earlier one (`seen`: source -> query_id). A warning: candidate ids are one
+    workspace's, so cases merged from another clone may share one by chance."""
+    if source in seen:
         problems.append(Problem(
             path, line,
-            f"{case.query_id} and {seen[key]} are both active and came from the same candidate {candidate}; "
+            f"{query_id} and {seen[source]} are both active and came from the same candidate {source[1]}; "
             f"retire one (`curator` review's retire, or a retire through the API)",
             fatal=False,
         ))
     else:
-        seen[key] = case.query_id
-
-
-def check_slice(problems: list[Problem], path: str, line: int, case: Case) -> None:
-    """The slice rules (curator.slicerules) over an active case, as warnings: cases written
-    before the rule may break it."""
-    for reason in slice_problems(case):
-        problems.append(Problem(path, line, f"{case.query_id}: {reason}", fatal=False))
+        seen[source] = query_id

@@ -46,8 +46,8 @@ from curator.setchecks import (
     check_candidate,
     check_conflicts,
     check_pending,
-    check_slice,
 )
+from curator.slicerules import slice_problems
 
 if TYPE_CHECKING:
     from curator.workspace import Workspace
@@ -195,14 +195,16 @@ def verify(
     for file in files.values():
         check_bytes(report.problems, file)
     trusted = _trusted_keys(record, cases, intact[CASES], _KEY)
-    case_keys, latest, revs, retired = _check_cases(report, cases, trusted)
+    facts: dict[str, Facts] = {}
+    case_keys, latest, revs, retired = _check_cases(report, cases, trusted, facts)
     change_trusted = _trusted_keys(record, changelog, intact[CHANGELOG], _CHANGE_KEY)
     change_keys, actions = _check_changelog(report, changelog, change_trusted)
     _check_pairing(report, str(qs.cases_path), str(qs.changelog_path), case_keys, change_keys)
     known_revisions = {key for key in case_keys if key is not None}
     check_actions(report.problems, str(qs.changelog_path), change_keys, actions, retired, known_revisions)
     check_conflicts(report.problems, str(qs.cases_path), report.duplicates, changelog)
-    labels = _check_latest(report, cases, latest)
+    labels = _check_latest(report, cases, latest, facts)
+    del facts
     _check_labels(report, str(qs.cases_path), labels, known_ids, strict)
     if more_label_checks is not None:
         report.problems.extend(more_label_checks(labels))
@@ -227,19 +229,21 @@ Labels = tuple[str, list[str]]  # a case line's status and relevant passage ids
 
 
 def _check_cases(
-    report: VerifyReport, cases: JsonLines, trusted: list[Key]
+    report: VerifyReport, cases: JsonLines, trusted: list[Key], facts: dict[str, Facts]
 ) -> tuple[list[Key | None], dict[str, int], dict[str, int], set[Key]]:
     """Schema-check each cases.jsonl line after the trusted ones, and check that each case's
     revs run 1, 2, 3... Gives each line's key (None if invalid), the index of each case's
-    latest valid line, its highest rev, and the revisions that are retired. The parsed lines
-    are not kept (keeping the latest of each made the loop a third slower: fresh memory for
-    every line)."""
+    latest valid line, its highest rev, and the revisions that are retired; `facts` gets
+    what the checks on latest revs need of each case's last line. The parsed lines are not
+    kept (keeping the latest of each made the loop a third slower: fresh memory for every
+    line)."""
     path = str(cases.path)
     keys: list[Key | None] = []
     retired: set[Key] = set()
     latest: dict[str, int] = {}  # query_id -> index of its latest valid line
     last_rev: dict[str, int] = {}
     seen_at: dict[Key, int] = {}  # (query_id, rev) -> its first line number
+    last_lines = _last_lines(cases.lines, len(trusted))
     validate = Case.__pydantic_validator__.validate_json  # Case.model_validate_json, minus a call
     for index, line in enumerate(cases.lines):
         if index < len(trusted):
@@ -256,6 +260,8 @@ def _check_cases(
             query_id, rev = case.query_id, case.rev
             if case.status == "retired":
                 retired.add((query_id, rev))
+            if index in last_lines:
+                facts[query_id] = _facts(index, case)
         key = (query_id, rev)
         keys.append(key)
         latest[query_id] = index
@@ -275,23 +281,58 @@ def _check_cases(
     return keys, latest, last_rev, retired
 
 
-def _check_latest(report: VerifyReport, cases: JsonLines, latest: dict[str, int]) -> dict[str, Labels]:
-    """Read each case's latest line once more and run the checks on latest revs (one case
-    per candidate, the slice rules); gives each case's labels."""
+Facts = tuple[int, str, list[str], "tuple[str, int] | None", list[str]]  # of a case's latest line
+
+
+def _facts(index: int, case: Case) -> Facts:
+    """What the checks on latest revs need of a case line: its index, status, passage ids,
+    (source kind, candidate id) and why it breaks its slice's rule."""
+    candidate = case.source.candidate_id
+    source = (case.source.kind, candidate) if candidate is not None else None
+    reasons = slice_problems(case) if case.status == "active" else []
+    return index, case.status, [rel.id for rel in case.relevant], source, reasons
+
+
+def _last_lines(lines: list[bytes], start: int) -> set[int]:
+    """The indexes (from `start`) of each case's last line, by the query_id the writer puts
+    first; a line without it is found by `_check_latest`'s second look."""
+    last: set[int] = set()
+    seen: set[bytes] = set()
+    match = _QUERY_ID.match
+    for index in range(len(lines) - 1, start - 1, -1):
+        found = match(lines[index])
+        if found is not None and found.group(1) not in seen:
+            seen.add(found.group(1))
+            last.add(index)
+    return last
+
+
+def _check_latest(
+    report: VerifyReport, cases: JsonLines, latest: dict[str, int], facts: dict[str, Facts]
+) -> dict[str, Labels]:
+    """The checks on latest revs (one case per candidate, the slice rules), from the facts
+    the case loop gathered on each case's last line; a latest line it did not gather them
+    on (a trusted one, or one `_last_lines` could not place) is read once more. Gives each
+    case's labels."""
     path = str(cases.path)
     labels: dict[str, Labels] = {}
     candidates: dict[tuple[str, int], str] = {}
     validate = Case.__pydantic_validator__.validate_json
     for query_id, index in latest.items():
-        try:
-            case = validate(cases.lines[index])
-        except ValidationError as exc:  # a trusted line, only if the schema changed without a version bump
-            report.problems.append(Problem(path, index + 1, f"not a valid case: {validation_problems(exc, 'record')}"))
-            continue
-        labels[query_id] = (case.status, [rel.id for rel in case.relevant])
-        if case.status == "active":
-            check_candidate(report.problems, path, index + 1, case, candidates)
-            check_slice(report.problems, path, index + 1, case)
+        fact = facts.get(query_id)
+        if fact is None or fact[0] != index:
+            try:
+                fact = _facts(index, validate(cases.lines[index]))
+            except ValidationError as exc:  # a trusted line, only if the schema changed without a version bump
+                report.problems.append(Problem(path, index + 1, f"not a valid case: {validation_problems(exc, 'record')}"))
+                continue
+        _, status, ids, source, reasons = fact
+        labels[query_id] = (status, ids)
+        if status == "active":
+            if source is not None:
+                check_candidate(report.problems, path, index + 1, query_id, source, candidates)
+            for reason in reasons:
+                report.problems.append(Problem(path, index + 1, f"{query_id}: {reason}", fatal=False))
     return labels
 
 
@@ -399,6 +440,7 @@ def save_checkpoint(qs: QuestionSet, scan: SetScan) -> dict[str, Any] | None:
     return checkpoint.save(qs, checkpoint.Verified(scan.files, hashes, scan.revs, scan.retired))
 
 
+_QUERY_ID = re.compile(rb'^\{"query_id":"([a-z0-9][a-z0-9-]*)"')
 _KEY = re.compile(rb'^\{"query_id":"([a-z0-9][a-z0-9-]*)","rev":([1-9][0-9]*),')
 _CHANGE_KEY = re.compile(rb'^\{"at":"[^"]*","query_id":"([a-z0-9][a-z0-9-]*)","rev":([1-9][0-9]*),')
 
