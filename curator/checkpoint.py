@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -83,29 +84,42 @@ def _from_format_1(record: dict[str, Any]) -> dict[str, Any] | None:
             "seal": record.get("seal")}
 
 
+HASH_LINE = 17  # a line's hash as the sidecar holds it: 16 hex digits and a newline
+
+
 def line_hashes(qs: QuestionSet, checkpoint: dict[str, Any], name: str) -> list[str]:
-    """The hash of each line of `name` the checkpoint covers ([] if unknown)."""
+    """The hash of each line of `name` the checkpoint covers ([] if unknown, or if the
+    sidecar file does not match the digest the checkpoint recorded of it)."""
     entry = checkpoint["files"].get(name, {})
     if "hashes" in entry:
         return list(entry["hashes"])
     path = _hashes_path(qs, name)
-    try:
-        hashes = path.read_text(encoding="ascii").split() if path else []
-    except (OSError, ValueError):
+    size = int(entry.get("lines", 0)) * HASH_LINE
+    if path is None:
         return []
-    lines = int(entry.get("lines", 0))
-    return hashes[:lines] if len(hashes) >= lines else []
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(size)
+    except OSError:
+        return []
+    if len(data) != size or hashlib.sha256(data).hexdigest() != entry.get("hashes_sha256"):
+        return []
+    return data.decode("ascii").split()
 
 
 def save(qs: QuestionSet, verified: Verified) -> dict[str, Any] | None:
     """Record what a passing verify read (the files exactly as verified: a line appended
     meanwhile is checked by the next verify, never trusted unseen)."""
-    if qs.checkpoint_path is None:
+    path = qs.checkpoint_path
+    if path is None:
         return None
+    path.parent.mkdir(parents=True, exist_ok=True)
     files = {}
     for name, file in verified.files.items():
-        files[name] = {"bytes": len(file.blob), "lines": file.count, "sha256": file.digest()[1]}
-        _write_hashes(qs, name, verified.hashes[name], append=False)
+        text = "".join(h + "\n" for h in verified.hashes[name])
+        write_durably(path.with_name(f"{qs.name}.{name}.hashes"), text)
+        files[name] = {"bytes": len(file.blob), "lines": file.count, "sha256": file.digest()[1],
+                       "hashes_sha256": hashlib.sha256(text.encode("ascii")).hexdigest()}
     return _write(qs, files, verified.revs, verified.retired)
 
 
@@ -124,18 +138,27 @@ def _hashes_path(qs: QuestionSet, name: str) -> Path | None:
     return path.with_name(f"{qs.name}.{name}.hashes") if path else None
 
 
-def _write_hashes(qs: QuestionSet, name: str, hashes: list[str], *, append: bool) -> None:
-    """Line hashes, one per line. Appended by the gate (before the record that counts them
-    is written, so a crash leaves extra hashes, which are ignored, never too few)."""
+def _append_hashes(qs: QuestionSet, name: str, entry: dict[str, Any], lines: list[bytes]) -> str | None:
+    """Append the hashes of `lines` to the sidecar after the `entry["lines"]` it holds
+    (anything after those, left by a crash, is cut); gives the digest of the sidecar as it
+    now is, or None if its recorded part no longer matches."""
     path = _hashes_path(qs, name)
     assert path is not None
-    text = "".join(h + "\n" for h in hashes)
-    if append:
-        with open(path, "a", encoding="ascii") as fh:
-            fh.write(text)
-    else:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_durably(path, text)
+    size = int(entry["lines"]) * HASH_LINE
+    new = "".join(hashlib.sha1(line).hexdigest()[:16] + "\n" for line in lines).encode("ascii")
+    try:
+        with open(path, "r+b") as fh:
+            data = fh.read(size)
+            if len(data) != size or hashlib.sha256(data).hexdigest() != entry.get("hashes_sha256"):
+                return None
+            fh.seek(size)
+            fh.truncate()
+            fh.write(new)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError:
+        return None
+    return hashlib.sha256(data + new).hexdigest()
 
 
 def seal(qs: QuestionSet) -> dict[str, Any]:
@@ -229,9 +252,14 @@ def advance(qs: QuestionSet) -> bool:
         return False
     if not appended["cases.jsonl"] and not appended["changelog.jsonl"] and not moved:
         return True  # unchanged: nothing to record
-    for name, lines in appended.items():
+    for name, lines in appended.items():  # the sidecars first: a crash leaves extra hashes, never too few
         if lines:
-            _write_hashes(qs, name, [hashlib.sha1(line).hexdigest()[:16] for line in lines], append=True)
+            digest = _append_hashes(qs, name, checkpoint["files"][name], lines)
+            if digest is None:
+                return False  # a damaged sidecar: the full verify writes it anew
+            files[name]["hashes_sha256"] = digest
+        else:
+            files[name]["hashes_sha256"] = checkpoint["files"][name].get("hashes_sha256")
     revs, retired = state
     _write(qs, files, revs, retired)
     return True

@@ -135,3 +135,16 @@ def test_a_checkpoint_of_the_earlier_format_still_guards_the_history(checked) ->
     _rewrite(qs.cases_path, 3, b'"query":"three"', b'"query":"three!"')
     report = verify(qs)
     assert any(p.line == 3 and "as of the checkpoint" in p.message for p in report.problems), report.problems
+
+
+def test_a_damaged_line_hash_file_is_never_trusted(checked) -> None:
+    qs = checked.question_set()
+    sidecar = qs.checkpoint_path.with_name("main.cases.jsonl.hashes")
+    sidecar.write_text(sidecar.read_text().replace(sidecar.read_text()[:16], "0" * 16, 1))
+    assert checkpoint.line_hashes(qs, checkpoint.load(qs), "cases.jsonl") == []
+    qs.add(_case("four"))
+    assert not checkpoint.advance(qs)  # cannot extend it: the full verify writes it anew
+    require_sound(checked, ["main"])
+    assert checkpoint.line_hashes(qs, checkpoint.load(qs), "cases.jsonl") == verify(qs).scan.line_hashes
+    _rewrite(qs.cases_path, 2, b'"query":"two"', b'"query":"two!"')
+    assert any(p.line == 2 and "as of the checkpoint" in p.message for p in verify(qs).problems)
