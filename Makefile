@@ -16,7 +16,12 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 ## Build the bundled demo workspace (offline, no API key) and open it.
-demo: $(STAMP)
+## Installs only the package (no test tools), unless `make install` already did.
+demo:
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@if [ ! $(STAMP) -nt pyproject.toml ] && [ ! $(VENV)/.demo-stamp -nt pyproject.toml ]; then \
+		$(BIN)/python -m pip install --quiet -e . && touch $(VENV)/.demo-stamp; \
+	fi
 	$(BIN)/curator demo $(DEMO)
 	cd $(DEMO) && $(abspath $(BIN))/curator status
 	@if [ -t 0 ] && [ -t 1 ]; then \

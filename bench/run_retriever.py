@@ -7,7 +7,7 @@ httpx2.AsyncClient loop. Reported: curator's overhead per request (its measured 
 minus the server's own time, p50; goal <= 1 ms) and throughput at concurrency 8 against
 the bare loop (goal >= 0.9x).
 
-    python bench/run_retriever.py [--queries 1000]
+    python bench/run_retriever.py [--queries 1000] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -100,13 +100,12 @@ def _queries(n: int) -> list[str]:
     return [f"{words[(i * 7) % len(words)]} {words[(i * 13 + 5) % len(words)]} q{i}" for i in range(n)]
 
 
-async def _bare(url: str, queries: list[str], k: int, concurrency: int) -> float:
+async def _bare(url: str, queries: list[str], k: int, concurrency: int) -> None:
     import httpx2
 
     limits = httpx2.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx2.AsyncClient(timeout=10, limits=limits, trust_env=False) as client:
         todo = list(reversed(queries))
-        start = time.perf_counter()
 
         async def worker() -> None:
             while todo:
@@ -116,12 +115,86 @@ async def _bare(url: str, queries: list[str], k: int, concurrency: int) -> float
                 response.json()
 
         await asyncio.gather(*(worker() for _ in range(concurrency)))
-        return time.perf_counter() - start
+
+
+def bare_loop(url: str, queries: list[str], k: int, concurrency: int) -> float:
+    """The bare loop's wall time, timed as curator's runner times itself: around
+    asyncio.run, client creation and closing included."""
+    start = time.perf_counter()
+    asyncio.run(_bare(url, queries, k, concurrency))
+    return time.perf_counter() - start
+
+
+def _overhead(log_file: Path, run_file: Path, queries: list[str]) -> list[float]:
+    """Per request: curator's measured latency minus the server's own time (its log)."""
+    server = {}
+    for line in log_file.read_text().splitlines():
+        record = json.loads(line)
+        server[record["q"]] = record["ms"]
+    overhead = []
+    for line in run_file.read_text().splitlines():
+        record = json.loads(line)
+        query = queries[int(record["query_id"][1:])]
+        if "latency_ms" in record and query in server:
+            overhead.append(record["latency_ms"] - server[query])
+    return overhead
+
+
+def client_cpu(n: int = 3000, concurrency: int = 8) -> tuple[float, float]:
+    """Client CPU per request (us), curator's runner and the bare loop, over an in-memory
+    httpx2 transport answering 10 hits: no sockets and no server, so the figure hardly
+    moves with the machine's load, unlike wall-clock throughput."""
+    import httpx2
+
+    from curator.harness.adapters import HttpAdapter, RetrieverSpec
+    from curator.harness.runner import run_retriever
+    from curator.models import Case
+
+    answer = json.dumps({"results": [{"id": f"doc{i}.md#{i}", "score": 1.0 / (i + 1)} for i in range(10)]}).encode()
+
+    def transport() -> httpx2.MockTransport:
+        return httpx2.MockTransport(lambda _request: httpx2.Response(
+            200, content=answer, headers={"content-type": "application/json"}))
+
+    class InMemory(HttpAdapter):
+        async def start(self) -> None:
+            await super().start()
+            await self.client.aclose()
+            self.client = httpx2.AsyncClient(transport=transport(), trust_env=False, verify=False)
+
+    async def bare(queries: list[str]) -> None:
+        async with httpx2.AsyncClient(transport=transport(), trust_env=False, verify=False) as client:
+            todo = list(reversed(queries))
+
+            async def worker() -> None:
+                while todo:
+                    body = json.dumps({"q": todo.pop(), "k": 10}).encode()
+                    response = await client.post("http://bench/search", content=body,
+                                                 headers={"content-type": "application/json"})
+                    response.json()
+
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+    queries = [f"alerting rule number {i}" for i in range(n)]
+    cases = [Case(query_id=f"q{i}", query=q, slice="bench", relevant=[{"id": "x"}]) for i, q in enumerate(queries)]
+    spec = RetrieverSpec("bench", kind="http", url="http://bench/search", body='{"q": "{query}", "k": {k}}',
+                         hits="results")
+    out = Path(tempfile.mkdtemp(prefix="bench-cpu-")) / "run.jsonl"
+    ours, theirs = [], []
+    for _ in range(5):
+        start = time.process_time()
+        asyncio.run(bare(queries))
+        theirs.append(time.process_time() - start)
+        start = time.process_time()
+        run_retriever(InMemory(spec, concurrency), cases, out, k=10, concurrency=concurrency, retries=0)
+        ours.append(time.process_time() - start)
+    return statistics.median(ours) / n * 1e6, statistics.median(theirs) / n * 1e6
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--queries", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=3, help="runs of each loop, alternating (default 3)")
     parser.add_argument("--serve", nargs=2, metavar=("PORT_FILE", "LOG_FILE"))
     args = parser.parse_args()
     if args.serve:
@@ -147,26 +220,37 @@ def main() -> None:
         cases = [Case(query_id=f"q{i}", query=q, slice="bench", relevant=[{"id": "x"}]) for i, q in enumerate(queries)]
         spec = RetrieverSpec("bench", kind="http", url=url, body='{"q": "{query}", "k": {k}}', hits="results")
         for concurrency in (1, 8):
-            log_file.write_text("")
-            bare_s = asyncio.run(_bare(url, queries, 10, concurrency))
-            log_file.write_text("")
-            outcome = run_retriever(HttpAdapter(spec, concurrency), cases, tmp / f"run{concurrency}.jsonl",
-                                    k=10, concurrency=concurrency, retries=0)
-            server = {}
-            for line in log_file.read_text().splitlines():
-                record = json.loads(line)
-                server[record["q"]] = record["ms"]
-            overhead = []
-            for line in (tmp / f"run{concurrency}.jsonl").read_text().splitlines():
-                record = json.loads(line)
-                query = queries[int(record["query_id"][1:])]
-                if "latency_ms" in record and query in server:
-                    overhead.append(record["latency_ms"] - server[query])
-            print(f"concurrency {concurrency}: curator {outcome.wall_s:.2f} s ({outcome.done / outcome.wall_s:.0f} q/s), "
-                  f"bare httpx2 {bare_s:.2f} s ({len(queries) / bare_s:.0f} q/s); throughput ratio "
-                  f"{bare_s / outcome.wall_s:.2f}x of bare (goal >= 0.9); overhead per request p50 "
+            # Rounds alternate which loop goes first, and the median of each is kept: on a
+            # shared machine one run's wall time moves by 20% or more. CPU seconds per
+            # request (this process only; the server is another) move far less.
+            bare_runs, curator_runs, bare_cpu, curator_cpu = [], [], [], []
+            for round_no in range(args.rounds):
+                for which in (("bare", "curator") if round_no % 2 == 0 else ("curator", "bare")):
+                    cpu = time.process_time()
+                    if which == "bare":
+                        bare_runs.append(bare_loop(url, queries, 10, concurrency))
+                        bare_cpu.append(time.process_time() - cpu)
+                        continue
+                    log_file.write_text("")
+                    outcome = run_retriever(HttpAdapter(spec, concurrency), cases, tmp / f"run{concurrency}.jsonl",
+                                            k=10, concurrency=concurrency, retries=0)
+                    curator_cpu.append(time.process_time() - cpu)
+                    curator_runs.append(outcome.wall_s)
+                    overhead = _overhead(log_file, tmp / f"run{concurrency}.jsonl", queries)
+            bare_s, curator_s = statistics.median(bare_runs), statistics.median(curator_runs)
+            per = 1000 / len(queries)
+            print(f"concurrency {concurrency}: curator {curator_s:.2f} s ({len(queries) / curator_s:.0f} q/s), "
+                  f"bare httpx2 {bare_s:.2f} s ({len(queries) / bare_s:.0f} q/s), medians of {args.rounds}; "
+                  f"throughput ratio {bare_s / curator_s:.2f}x of bare (goal >= 0.9; rounds "
+                  f"{', '.join(f'{b / c:.2f}' for b, c in zip(bare_runs, curator_runs, strict=True))}); "
+                  f"client CPU per request {statistics.median(curator_cpu) * per:.3f} ms vs "
+                  f"{statistics.median(bare_cpu) * per:.3f} ms bare; overhead per request p50 "
                   f"{statistics.median(overhead):.2f} ms, p95 {percentile(overhead, 95):.2f} ms (goal p50 <= 1 ms); "
                   f"failed {len(outcome.failed)}")
+        ours, theirs = client_cpu()
+        print(f"client CPU per request over an in-memory transport (concurrency 8, 10 hits, run file "
+              f"written): curator {ours:.0f} us, bare httpx2 {theirs:.0f} us; with the sockets and server "
+              f"of the runs above, curator's extra work is {ours - theirs:.0f} us a request")
     finally:
         proc.terminate()
         proc.wait()

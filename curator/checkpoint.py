@@ -236,7 +236,7 @@ def advance(qs: QuestionSet) -> bool:
     if now["pending"] or before.get("frozen") != now["frozen"]:  # a pending journal, a freeze
         return False
     moved = before.get("head") != now["head"]  # commits since: only appends, or a full verify
-    if moved and not only_appended_since(qs.root, str(before.get("head", "")), list(FILES)):
+    if moved and not only_appended_since(qs.root, str(before.get("head", "")), [*FILES, "judgments.jsonl"]):
         return False
     appended: dict[str, list[bytes]] = {}
     files: dict[str, Any] = {}

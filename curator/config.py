@@ -67,7 +67,11 @@ class ModelConfig(_Section):
     concurrency: int = Field(8, ge=1, le=256)
     timeout: float = Field(60.0, gt=0)
     max_retries: int = Field(5, ge=0)
-    temperature: float = 0.2
+    temperature: float | None = Field(None, ge=0, le=2)  # unset: not sent (the server's default)
+    max_tokens: int | None = Field(None, ge=1)  # completion limit per request; unset: per task
+    token_param: Literal["auto", "max_tokens", "max_completion_tokens"] = "auto"
+    extra_body: dict[str, Any] = Field(default_factory=dict)  # laid over every request body
+    extra_headers: dict[str, str] = Field(default_factory=dict)  # $VAR reads the environment
     # USD per million tokens, {"model-name": {"input": 0.15, "output": 0.6}}
     prices: dict[str, dict[str, float]] = Field(
         default_factory=lambda: {
@@ -306,7 +310,10 @@ provider = "openai"                      # "azure" for Azure OpenAI (see below)
 concurrency = 8
 timeout = 60
 max_retries = 5
-temperature = 0.2
+temperature = 0.2                        # unset: not sent; remove it for reasoning models (o1/o3/o4, gpt-5)
+# max_tokens = 2048                      # completion limit per request; unset: per task (docs/generate.md)
+# extra_body = { options = { num_ctx = 8192 } }   # merged into every request (Ollama, vLLM)
+# extra_headers = { "X-Team" = "search", "X-Token" = "$MY_PROXY_TOKEN" }
 
 [logs]
 similarity = 88.0                # rapidfuzz score (0-100) that joins two queries in a cluster

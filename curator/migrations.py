@@ -297,3 +297,16 @@ def m008_identifier_search(db: Database) -> None:
     db.execute("CREATE VIRTUAL TABLE passages_fts_vocab USING fts5vocab(passages_fts, 'row')")
     db.execute("DELETE FROM term_stats")
     db.execute("INSERT INTO term_stats SELECT term, doc FROM passages_fts_vocab")
+
+
+@migrations()
+def m009_second_judgments(db: Database) -> None:
+    # Second judgments (issue 24, curator/judgments.py): each judgments.jsonl line this
+    # workspace wrote or saw, with its hash, so verify can hold the file to the append-only
+    # rule without git.
+    db.table("judgments").create(
+        {"id": int, "set_name": str, "line_hash": str, "target": str, "reviewer": str, "decision": str,
+         "line": str, "at": str},
+        pk="id", not_null={"set_name", "line_hash"},
+    )
+    db.table("judgments").create_index(["set_name", "line_hash"])

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from curator.appendonly import JsonLines
+from curator.judgments import check_file as check_judgments_file
 from curator.problems import Problem
 
 RESOLVE_REASON = "resolve merge conflict"
@@ -114,3 +115,10 @@ def check_candidate(
         ))
     else:
         seen[source] = query_id
+
+
+def check_judgments(problems: list[Problem], set_root: Path) -> None:
+    """judgments.jsonl beside the set (curator.judgments, the second pass): every line is a
+    valid judgment. Its append-only rule is checked with the set's files (git, or the
+    workspace's record of the lines it wrote)."""
+    check_judgments_file(problems, set_root)

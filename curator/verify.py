@@ -36,6 +36,7 @@ from curator._process import paused_gc
 from curator.appendonly import JsonLines
 from curator.freezecheck import check_freezes
 from curator.githistory import check_appended, file_history
+from curator.judgments import JUDGMENTS
 from curator.linechecks import (
     Facts,
     Key,
@@ -53,6 +54,7 @@ from curator.setchecks import (
     check_actions,
     check_bytes,
     check_conflicts,
+    check_judgments,
     check_pending,
 )
 
@@ -138,6 +140,8 @@ class VerifyReport:
 def verify_workspace(ws: Workspace, names: list[str], *, strict: bool = False) -> list[VerifyReport]:
     """`verify` each named set against the workspace's corpus; record a checkpoint of each
     set that passes."""
+    from curator.judgments import check_recorded
+
     reports = []
     has_corpus = ws.corpus_stats().passages > 0  # a fresh clone has no workspace.db corpus yet
     for name in names:
@@ -153,6 +157,8 @@ def verify_workspace(ws: Workspace, names: list[str], *, strict: bool = False) -
             else:
                 report.notes.append("labels not checked against the corpus: this workspace has none yet "
                                     "(curator corpus add)")
+        if "commit" not in report.history:  # judgments.jsonl without git (issue 24)
+            report.problems.extend(check_recorded(ws, qs))
         if report.ok and report.scan is not None:
             save_checkpoint(qs, report.scan)
         reports.append(report)
@@ -223,6 +229,7 @@ def verify(
     retired_ids = {query_id for query_id, (status, _) in labels.items() if status == "retired"}
     report.scan = SetScan(files, known, set(latest), revs, retired_ids)
     _check_appended(report, qs, record, intact)
+    check_judgments(report.problems, qs.root)  # the second pass's judgments.jsonl (issue 24)
     infos, notes = check_freezes(qs, cases, line_hashes=report.scan.line_hashes, query_ids=report.scan.query_ids)
     for info in infos:
         report.problems.extend(info.problems)
@@ -268,11 +275,11 @@ def _check_appended(
     against the local checkpoint (curator.checkpoint)."""
     assert report.scan is not None
     files = report.scan.files
-    history = file_history(qs.root, list(files))
+    history = file_history(qs.root, [*files, JUDGMENTS])
     if history is not None and history.head:
         report.history = f"checked against {history.commits} commit(s)"
-        for name, file in files.items():
-            report.problems.extend(check_appended(history, name, file.path, file.lines))
+        for file in [*files.values(), JsonLines.read(qs.root / JUDGMENTS)]:
+            report.problems.extend(check_appended(history, file.path.name, file.path, file.lines))
     elif record:
         report.history = "checked against the local checkpoint"
         changed = [name for name, ok in intact.items() if not ok]
@@ -320,7 +327,7 @@ def require_sound(ws: Workspace, names: list[str] | None = None) -> None:
 
     for name in names if names is not None else ws.set_names():
         qs = ws.question_set(name)
-        if not qs.exists() or checkpoint.advance(qs):
+        if not qs.exists() or (checkpoint.advance(qs) and _judgments_sound(ws, qs)):
             continue
         report = verify(qs)
         problem = report.first_problem
@@ -331,6 +338,20 @@ def require_sound(ws: Workspace, names: list[str] | None = None) -> None:
             )
         if report.scan is not None:
             save_checkpoint(qs, report.scan)
+
+
+def _judgments_sound(ws: Workspace, qs: QuestionSet) -> bool:
+    """The gate's check of judgments.jsonl (the checkpoint covers the set's own files; git
+    history of it is `checkpoint.advance`'s): every line valid and, outside git, every line
+    this workspace wrote still there."""
+    from curator.judgments import check_recorded
+
+    problems: list[Problem] = []
+    check_judgments(problems, qs.root)
+    record = checkpoint.load(qs)
+    if record and not (record.get("seal") or {}).get("head"):
+        problems.extend(check_recorded(ws, qs))
+    return not any(p.fatal for p in problems)
 
 
 def repair(qs: QuestionSet) -> bool:

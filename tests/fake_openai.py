@@ -11,6 +11,9 @@ passage ids and identifiers curator puts in it). Faults are injected on demand:
     server.fail("not_json") / ("html")               # HTTP 200, but a cut-off body / a proxy's HTML page
     server.fail("malformed", times=None, match="faq.md#")  # always, for matching prompts
     server.json_schema = False                       # reject response_format json_schema
+    server.full_limit = True                         # bill every completion at its token limit
+    server.fail("echo_key", times=None)              # answers carry the key, upper-cased and split
+    server.fail("auth_echo")                         # a 401 echoing the key altered three ways
 
 Used by tests (fixture `fake_openai`) and by bench/generate.py (with `latency`).
 """
@@ -65,6 +68,7 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         self.latency = 0.0
         self.json_schema = True
+        self.full_limit = False  # completion_tokens = the request's limit (a reasoning model's worst case)
         self.batch_polls = 1  # GETs of a batch before it completes
         self.responder: Callable[[dict[str, Any]], dict[str, Any]] = canned_answer
         self.files: dict[str, tuple[str, bytes]] = {}
@@ -130,6 +134,9 @@ class FakeOpenAI:
         fmt = (body.get("response_format") or {}).get("type")
         if fmt == "json_schema" and not self.json_schema:
             return 400, _error("response_format of type json_schema is not supported by this model"), {}
+        refused = _reasoning_refusal(body)
+        if refused:
+            return 400, _error(refused, "unsupported_parameter"), {}
         fault = self.take_fault(text)
         kind = fault.kind if fault else None
         if kind == "429":
@@ -141,6 +148,10 @@ class FakeOpenAI:
             key = headers.get("api-key") or headers.get("authorization", "").removeprefix("Bearer ")
             # Real servers echo (part of) the key: curator must not let it through.
             return 401, _error(f"Incorrect API key provided: {key}.", "invalid_api_key"), {}
+        key = headers.get("api-key") or headers.get("authorization", "").removeprefix("Bearer ")
+        if kind == "auth_echo":  # a 401 showing the key three altered ways
+            return 401, _error(f"Incorrect API key provided: {key.upper()} ({key[:9]} {key[9:]}; "
+                               f"{key[:5]}{'*' * 20}{key[-4:]}).", "invalid_api_key"), {}
         if kind == "not_json":
             return 200, RawBody(b'{"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"ind', "application/json"), {}
         if kind == "html":
@@ -148,6 +159,11 @@ class FakeOpenAI:
         if kind == "slow":
             time.sleep(fault.seconds)
         answer = self.responder(body)
+        if kind == "echo_key":
+            half = len(key) // 2
+            for entries in answer.values():
+                for entry in entries:
+                    entry["rationale"] = f"asked with {key.upper()}, i.e. {key[:half]} {key[half:]}"
         content: str | None = json.dumps(answer)
         finish = "stop"
         refusal = None
@@ -161,6 +177,8 @@ class FakeOpenAI:
             content, refusal = None, "I'm sorry, I can't help with that request."
         prompt_tokens = len(text) // 4
         completion_tokens = len(content or refusal or "") // 4
+        if self.full_limit:
+            completion_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or 16384
         return 200, {
             "id": self.next_id("chatcmpl"),
             "object": "chat.completion",
@@ -236,6 +254,18 @@ class FakeOpenAI:
         if errors:
             batch["error_file_id"] = self.upload("errors.jsonl", _jsonl(errors), "batch_output")["id"]
         batch["status"] = "completed"
+
+
+def _reasoning_refusal(body: dict[str, Any]) -> str | None:
+    """What OpenAI answers a reasoning model's request that carries chat-model parameters."""
+    if not re.match(r"^(o\d|gpt-5)", str(body.get("model", ""))):
+        return None
+    if "max_tokens" in body:
+        return ("Unsupported parameter: 'max_tokens' is not supported with this model. "
+                "Use 'max_completion_tokens' instead.")
+    if "temperature" in body and body["temperature"] != 1:
+        return "Unsupported value: 'temperature' does not support 0.2 with this model."
+    return None
 
 
 def _jsonl(rows: list[dict[str, Any]]) -> bytes:
@@ -337,7 +367,7 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             path, _, query = self.path.partition("?")
             fake.requests.append({"path": path, "query": parse_qs(query), "body": body,
                                   "auth": headers.get("authorization"),
-                                  "api_key": headers.get("api-key")})
+                                  "api_key": headers.get("api-key"), "headers": headers})
             return path, headers
 
         def do_POST(self) -> None:

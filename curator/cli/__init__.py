@@ -6,6 +6,7 @@ import sys
 
 # Importing a command module registers its commands on `cli`.
 from curator.cli import (  # noqa: F401
+    agreement,
     corpus,
     export,
     generate,

@@ -149,7 +149,7 @@ def import_logs_cmd(ws: Workspace, paths: tuple[str, ...], fmt: str, query_field
         print_json(summary.to_dict())
     else:
         _print(summary)
-    if summary.partial:
+    if summary.partial or any(f.status == "skipped" for f in summary.files):
         sys.exit(EXIT_PARTIAL)
 
 
@@ -181,6 +181,9 @@ def _print(s: ImportSummary) -> None:
         if f.status == "listed twice":
             console.print(f"[yellow]{escape(f.path)}[/]: listed twice (fingerprint {f.fingerprint}): the same "
                           "content as another file of this import, counted once.")
+            continue
+        if f.status == "skipped":
+            console.print(f"[yellow]{escape(f.path)}[/]: skipped, {escape(f.reason or 'cannot be read')}.")
             continue
         if f.status == "empty":
             lines = f"{f.lines:,} blank line{'s' if f.lines != 1 else ''}" if f.lines else "no lines"
@@ -217,8 +220,13 @@ def _print(s: ImportSummary) -> None:
     table.add_row("sampled", f"{s.sampled:,} ({s.sample}{seed}, limit {s.limit or 'none'})")
     if s.dry_run:
         table.add_row("queued", "nothing (dry run)")
+        if s.updated:
+            table.add_row("updated", f"up to {s.updated:,} queued candidates would gain this import's counts")
     else:
         table.add_row("queued", f"{s.queued:,} new candidates" + (f", {s.already_queued} already queued" if s.already_queued else ""))
+        if s.updated:
+            table.add_row("updated", f"{s.updated:,} queued candidates gained this import's counts, users and "
+                                     "first/last seen")
     console.print(table)
     if s.dry_run and s.preview:
         preview = Table(title="Would queue")

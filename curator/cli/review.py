@@ -12,6 +12,7 @@ from curator.cli.sets import check_sets, no_verify_option  # the verify gate (is
 from curator.errors import CuratorError
 
 if TYPE_CHECKING:
+    from curator.secondpass import SecondPassSession
     from curator.workspace import Workspace
 
 
@@ -21,10 +22,14 @@ if TYPE_CHECKING:
               help="Which candidates to review.")
 @click.option("--slice", "slice_name", help="Only candidates suggested for this slice.")
 @click.option("--reviewer", help="Your name in the files (default: [reviewer] or $USER).")
+@click.option("--second-pass", is_flag=True,
+              help="Blind second review of decided items (kept cases, binned candidates): a second judgment each.")
+@click.option("--sample", type=click.IntRange(min=1), help="Second pass: only N items of the seeded order.")
+@click.option("--seed", type=int, help="Second pass: the order's seed (default 0).")
 @no_verify_option
 @pass_ws
 def review(ws: Workspace, set_name: str | None, source: str, slice_name: str | None, reviewer: str | None,
-           no_verify: bool) -> None:
+           second_pass: bool, sample: int | None, seed: int | None, no_verify: bool) -> None:
     """Review candidates one card at a time: keep, bin or skip; label passages and slices.
 
     Every decision is written before the next card shows. Press ? in the app for every
@@ -34,19 +39,44 @@ def review(ws: Workspace, set_name: str | None, source: str, slice_name: str | N
     Example:
         curator review
         curator review --source logs --slice exact_identifier --reviewer ana
+        curator review --second-pass --sample 30 --seed 7 --reviewer bo
     """
     from curator.tui.keymap import check_keymap
 
     check_keymap(ws.config.keymap)  # a typo'd id or a key given twice: say so before the app starts
+    if not second_pass and (sample is not None or seed is not None):
+        raise click.UsageError("--sample and --seed belong to --second-pass")
+    if second_pass and (slice_name or source != "all"):
+        raise click.UsageError("--slice and --source would show the first decision: a second pass takes neither")
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise CuratorError(
             "curator review needs an interactive terminal (stdin and stdout are not a TTY).",
             "Run it in a terminal; `curator status` shows the queue without one.",
         )
     check_sets(ws, [set_name or ws.config.default_set], no_verify)
+    session = _second_pass(ws, set_name, reviewer, sample, seed) if second_pass else None
     from curator.tui.app import ReviewApp  # textual only now: the other commands start fast
 
-    app = ReviewApp(ws, set_name=set_name, source=source, slice=slice_name, reviewer=reviewer)
+    app = ReviewApp(ws, set_name=set_name, source=source, slice=slice_name, reviewer=reviewer, session=session)
     app.run()
     if app.return_code:  # the app crashed (textual printed why): CI and scripts see it
         raise SystemExit(app.return_code)
+
+
+def _second_pass(ws: Workspace, set_name: str | None, reviewer: str | None, sample: int | None,
+                 seed: int | None) -> SecondPassSession:
+    """The blind second pass's session, or why there is nothing to judge."""
+    from curator.secondpass import SecondPassSession, items, todo
+
+    name = set_name or ws.config.default_set
+    who = reviewer or ws.config.reviewer_name
+    chosen = items(ws, name, sample=sample, seed=seed or 0)
+    if not chosen:
+        raise CuratorError(f"set {name!r} has no decided items to judge a second time",
+                           "Keep or bin some candidates in a first review (curator review) first.")
+    if not todo(ws, name, who, chosen):
+        raise CuratorError(
+            f"nothing left for {who} to judge in {name!r}: each of the {len(chosen)} item(s) was decided by "
+            f"{who} the first time or already judged by {who}",
+            "A second pass is another reviewer's: pass --reviewer NAME; `curator agreement` shows the figures.")
+    return SecondPassSession(ws, set_name=name, reviewer=who, sample=sample, seed=seed or 0)

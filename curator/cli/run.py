@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -156,10 +157,15 @@ def _with_bar(show: bool, work: Any, total: int) -> Any:
                TimeElapsedColumn())
     with Progress(*columns, console=err_console, transient=True) as bar:
         task = bar.add_task("run", total=total, detail="")
+        next_detail = [0.0]
 
         def update(done: int, total: int, latencies: list[float]) -> None:
-            detail = ""
-            if latencies and (done % 10 == 0 or done == total):
+            # The running p50/p95 sort every latency so far: at most 4 times a second (the
+            # bar redraws 10 times), not every few requests, which cost ~0.1 ms a request
+            # at 10,000 queries on the event loop.
+            now = time.monotonic()
+            if latencies and (now >= next_detail[0] or done == total):
+                next_detail[0] = now + 0.25
                 detail = f"p50 {percentile(latencies, 50):.1f} ms  p95 {percentile(latencies, 95):.1f} ms"
                 bar.update(task, completed=done, detail=detail)
             else:

@@ -15,6 +15,7 @@ from curator.corpus.sources import (
     file_time,
     iso_utc,
     iter_jsonl,
+    link_problem,
     read_document,
     sniff_jsonl,
     walk,
@@ -44,10 +45,15 @@ def add_paths(
     report = ImportReport()
     if ws.meta("chunker_version") is None and ws.corpus_stats().passages_all == 0:
         ws.set_meta("chunker_version", CHUNKER_VERSION)  # a new corpus: cut by this chunker
-    for raw in paths:
-        path = Path(raw)
-        if not path.exists():
+    given = [Path(raw) for raw in paths]
+    for path in given:  # before anything is imported: a typo stops the import, not half of it
+        if not path.exists() and not path.is_symlink():
             raise InputError(str(path), "no such file or directory")
+    for path in given:
+        problem = link_problem(path, path.parent.resolve()) if path.is_symlink() else None
+        if problem and not problem.startswith("symlink to"):  # named by the user: followed wherever it leads
+            report.skip(str(path), problem)
+            continue
         docs = _docs_for(ws, path, report, history=history, base=base, prefix=prefix, progress=progress)
         report.merge(ws.import_documents(docs))
     return report
@@ -67,7 +73,8 @@ def _docs_for(ws: Workspace, path: Path, report: ImportReport, *, history: bool,
                         "or `path`, `revision` and `text` (revisions)")
         return
     root = base or (path if path.is_dir() else path.parent)
-    files = [path] if path.is_file() else list(walk(path, ws.config.corpus.include, ws.config.corpus.exclude))
+    files = [path] if path.is_file() else list(walk(path, ws.config.corpus.include, ws.config.corpus.exclude,
+                                                    skip=lambda p, why: report.skip(str(p), why)))
     tree = git.work_tree(path)
     commits: dict[str, git.Commit] = {}
     changed: set[str] = set()
@@ -81,13 +88,13 @@ def _docs_for(ws: Workspace, path: Path, report: ImportReport, *, history: bool,
     for file in files:
         if progress:
             progress(str(file))
-        rel = _relative(file, root)
         try:
+            rel = _relative(file, root)
             text = read_document(file)
         except SourceError as exc:
             report.skip(str(file), str(exc))
             continue
-        repo_rel = str(file.resolve().relative_to(tree)) if tree else None
+        repo_rel = _in_tree(file, tree)
         commit = commits.get(repo_rel) if repo_rel and repo_rel not in changed else None
         committed_at: str | None
         if commit:
@@ -218,5 +225,24 @@ def _document(
     )
 
 
+def _in_tree(file: Path, tree: Path | None) -> str | None:
+    """`file`'s path in git work tree `tree` (None: no tree, or it leads out of it)."""
+    if tree is None:
+        return None
+    try:
+        return str(file.resolve().relative_to(tree))
+    except ValueError:
+        return None
+
+
 def _relative(file: Path, root: Path) -> str:
-    return file.resolve().relative_to(root.resolve()).as_posix()
+    """The id path of `file` under `root`: its target's (a link inside the folder is
+    the file it leads to), or, for a file named by itself that leads elsewhere, its own."""
+    try:
+        return file.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        pass
+    try:
+        return file.absolute().relative_to(root.absolute()).as_posix()
+    except ValueError:
+        raise SourceError(f"outside {root}, the folder ids are taken from (--base)") from None

@@ -6,7 +6,7 @@ import gzip
 import io
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -126,13 +126,57 @@ def sniff_jsonl(path: Path) -> str | None:
     return None
 
 
-def walk(root: Path, include: list[str], exclude: list[str]) -> Iterator[Path]:
-    """Files under `root` matching `include` globs, skipping `exclude` names, sorted."""
+Skip = Callable[[Path, str], None]  # told of each path left out, and why
+
+
+def walk(root: Path, include: list[str], exclude: list[str], skip: Skip | None = None) -> Iterator[Path]:
+    """Files under `root` matching `include` globs, skipping `exclude` names, sorted.
+
+    Symlinks: a link to a file inside `root` is followed (each file is yielded once,
+    however many links lead to it); a link that leads outside `root`, nowhere, or round
+    in a loop is left out and `skip(path, why)` is told. Links to folders are not walked
+    (a folder inside `root` is walked under its own name); one leading outside is told."""
+    top = root.resolve()
+    seen: set[Path] = set()
     for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in exclude and not d.startswith("."))
+        kept = []
+        for d in sorted(dirs):
+            if d in exclude or d.startswith("."):
+                continue
+            path = Path(folder) / d
+            why = link_problem(path, top)
+            if why and skip:
+                skip(path, why)
+            elif not path.is_symlink():
+                kept.append(d)
+        dirs[:] = kept
         for name in sorted(files):
             path = Path(folder) / name
-            if name in exclude:
+            if name in exclude or not any(path.match(pattern) for pattern in include):
                 continue
-            if any(path.match(pattern) for pattern in include):
+            why = link_problem(path, top)
+            if why:
+                if skip:
+                    skip(path, why)
+                continue
+            target = path.resolve()
+            if target not in seen:
+                seen.add(target)
                 yield path
+
+
+def link_problem(path: Path, root: Path) -> str | None:
+    """Why symlink `path` is not followed (it leads outside `root`, which is resolved,
+    nowhere, or round in a loop), or None (not a symlink, or one to a place inside)."""
+    if not path.is_symlink():
+        return None
+    try:
+        target = path.resolve(strict=True)
+    except FileNotFoundError:
+        return f"dangling symlink (its target {os.readlink(path)} does not exist)"
+    except (RuntimeError, OSError):  # a loop: RuntimeError before Python 3.13, OSError (ELOOP) after
+        return "symlink loop (it leads back to itself)"
+    if not target.is_relative_to(root):
+        kind = "folder" if target.is_dir() else "file"
+        return f"symlink to a {kind} outside {root} ({target}); only links inside the folder are followed"
+    return None

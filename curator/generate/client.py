@@ -9,10 +9,8 @@ The API key is handed to the `openai` client and nowhere else: error texts pass 
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import random
-import re
 import time
 from collections.abc import Mapping
 from concurrent.futures import Executor
@@ -21,12 +19,28 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 from openai.types.chat import ChatCompletion
-from pydantic import BaseModel, SecretStr, ValidationError
+from pydantic import BaseModel
 
 from curator.errors import CuratorError
+from curator.generate.keyguard import Redactor
 from curator.generate.prompts import output_schema
 from curator.generate.store import record_call
-from curator.models import utcnow, validation_problems
+from curator.generate.wire import (
+    ClientOptions,
+    Prices,
+    is_reasoning_model,
+    log_params,
+    parse_output,
+    request_body,
+    strict_schema,
+    worst_case,
+)
+from curator.harness.adapters import resolve_headers
+from curator.models import utcnow
+
+__all__ = ["Budget", "CallLog", "CallResult", "ClientOptions", "ModelClient", "Prices", "Redactor",
+           "is_reasoning_model", "log_params", "make_client", "parse_output", "request_body",
+           "strict_schema"]
 
 if TYPE_CHECKING:
     from curator.generate.tasks import Task
@@ -34,26 +48,13 @@ if TYPE_CHECKING:
 
 RESPONSE_FORMATS = ("json_schema", "json_object", "text")
 _BACKOFF_BASE, _BACKOFF_MAX = 0.5, 30.0  # seconds
-# OpenAI-style keys, and JWTs (Azure Entra ID tokens from AZURE_OPENAI_AD_TOKEN).
-_KEYLIKE = re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-*]{8,}|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_.-]+")
-
-
-class Redactor:
-    """Removes the API key (and anything shaped like one) from text."""
-
-    def __init__(self, secret: SecretStr | None):
-        self._value = secret.get_secret_value() if secret else ""
-
-    def __call__(self, text: str) -> str:
-        if self._value and len(self._value) >= 4:
-            text = text.replace(self._value, "[redacted]")
-        return _KEYLIKE.sub("[redacted]", text)
 
 
 @dataclass
 class Budget:
     """A run's limits. `max_calls` counts HTTP attempts (retries and repairs included);
-    `max_cost` (USD) counts tokens at the price table's rates."""
+    `max_cost` (USD) counts tokens at the price table's rates, reserving each call's worst
+    case while it is in flight."""
 
     max_calls: int | None = None
     max_cost: float | None = None
@@ -61,41 +62,31 @@ class Budget:
     cost: float = 0.0
     reserved: float = 0.0
     stopped: str | None = None  # why the run stopped early, if it did
+    refused: float = 0.0  # the worst case of the call --max-cost refused
 
-    def take(self, estimate: float) -> bool:
-        """Reserve one call (estimated cost `estimate`); False once a limit is reached."""
+    def take(self, worst: float) -> bool | None:
+        """Reserve one call whose cost is at most `worst` (its prompt and its completion
+        token limit at the price table's rates). True: reserved; None: it fits once calls
+        in flight settle (wait for one); False: a limit is reached. Reserving the worst
+        case per in-flight call keeps `max_cost` a cap under concurrency."""
         if self.stopped:
             return False
         if self.max_calls is not None and self.calls >= self.max_calls:
             self.stopped = f"--max-calls {self.max_calls} reached"
             return False
-        if self.max_cost is not None and self.cost + self.reserved + estimate > self.max_cost:
-            self.stopped = f"--max-cost {self.max_cost:g} reached (spent ${self.cost:.4f})"
+        if self.max_cost is not None and self.cost + worst > self.max_cost:
+            self.stopped = f"--max-cost {self.max_cost:g} reached"
+            self.refused = worst
             return False
+        if self.max_cost is not None and self.cost + self.reserved + worst > self.max_cost:
+            return None  # what is in flight may cost less than reserved
         self.calls += 1
-        self.reserved += estimate
+        self.reserved += worst
         return True
 
-    def settle(self, estimate: float, actual: float) -> None:
-        self.reserved -= estimate
+    def settle(self, worst: float, actual: float) -> None:
+        self.reserved -= worst
         self.cost += actual
-
-
-@dataclass
-class Prices:
-    """USD per million tokens; `factor` multiplies both (the Batch API's half price)."""
-
-    input: float | None = None
-    output: float | None = None
-
-    def cost(self, prompt_tokens: int, completion_tokens: int, factor: float = 1.0) -> float:
-        if self.input is None or self.output is None:
-            return 0.0
-        return factor * (prompt_tokens * self.input + completion_tokens * self.output) / 1e6
-
-    @property
-    def known(self) -> bool:
-        return self.input is not None and self.output is not None
 
 
 @dataclass
@@ -107,27 +98,6 @@ class CallResult:
     completion_tokens: int = 0
     calls: int = 0
     cost: float = 0.0
-
-
-@dataclass
-class ClientOptions:
-    model: str
-    base_url: str | None
-    api_key: SecretStr | None
-    provider: str = "openai"  # openai | azure
-    azure_endpoint: str | None = None
-    api_version: str | None = None
-    deployment: str | None = None  # the name the server knows the model by (Azure)
-    timeout: float = 60.0
-    max_retries: int = 5
-    temperature: float = 0.2
-    response_format: str = "auto"  # auto | json_schema | json_object | text
-
-    @property
-    def wire_model(self) -> str:
-        """The request body's `model`: for Azure, the deployment (the client puts it in
-        the URL, /openai/deployments/<deployment>/chat/completions)."""
-        return self.deployment or self.model
 
 
 class CallLog:
@@ -170,7 +140,8 @@ def make_client(options: ClientOptions) -> openai.AsyncOpenAI:
         # Local servers (vLLM, Ollama, llama.cpp) accept any key; the client insists on one.
         key = "not-needed"
     return openai.AsyncOpenAI(
-        api_key=key, base_url=options.base_url, timeout=options.timeout, max_retries=0
+        api_key=key, base_url=options.base_url, timeout=options.timeout, max_retries=0,
+        default_headers=resolve_headers(options.extra_headers) or None,
     )
 
 
@@ -180,13 +151,14 @@ def _azure_client(options: ClientOptions, key: str | None) -> openai.AsyncAzureO
     try:
         # The stubs want azure_endpoint or base_url as a str; the client takes None for
         # either and reads AZURE_OPENAI_ENDPOINT itself.
-        return openai.AsyncAzureOpenAI(  # type: ignore[call-overload]
+        return openai.AsyncAzureOpenAI(  # type: ignore[call-overload, misc]
             api_key=key,
             azure_endpoint=None if options.base_url else options.azure_endpoint,
             base_url=options.base_url,
             api_version=options.api_version,
             timeout=options.timeout,
             max_retries=0,
+            default_headers=resolve_headers(options.extra_headers) or None,
         )
     except (openai.OpenAIError, ValueError) as exc:
         # The client's messages name arguments and variables, never a key.
@@ -216,6 +188,7 @@ class ModelClient:
         self.redact = log.redact
         self.client = make_client(options)
         self.semaphore = asyncio.Semaphore(concurrency)
+        self.settled = asyncio.Condition()  # notified whenever a call's reservation settles
         self.mode = options.response_format if options.response_format != "auto" else "json_schema"
         self.auto = options.response_format == "auto"
 
@@ -264,8 +237,8 @@ class ModelClient:
         """One logical request, retried; returns the reply text or None (result says why)."""
         attempt = 0
         while True:
-            estimate = self.prices.cost(*task.estimate_tokens)
-            if not self.budget.take(estimate):
+            estimate = worst_case(self.options, self.prices, task, messages)
+            if not await self._reserve(estimate):
                 result.outcome, result.error = "budget", self.budget.stopped or "budget reached"
                 return None
             attempt += 1
@@ -282,7 +255,7 @@ class ModelClient:
                     raise NotACompletion(str(response))
             except (openai.APIStatusError, openai.APIConnectionError, openai.APIResponseValidationError,
                     NotACompletion, ValueError) as exc:  # timeouts included; ValueError: a cut-off JSON body
-                self.budget.settle(estimate, 0.0)
+                await self._settle(estimate, 0.0)
                 row["latency_ms"] = (time.perf_counter() - start) * 1000
                 headers, status, retryable = None, None, True
                 if not isinstance(exc, (openai.APIStatusError, openai.APIConnectionError)):
@@ -324,7 +297,7 @@ class ModelClient:
             pt = usage.prompt_tokens if usage else 0
             ct = usage.completion_tokens if usage else 0
             cost = self.prices.cost(pt, ct)
-            self.budget.settle(estimate, cost)
+            await self._settle(estimate, cost)
             result.prompt_tokens += pt
             result.completion_tokens += ct
             result.cost += cost
@@ -344,6 +317,20 @@ class ModelClient:
                            error="reply cut off at the token limit" if truncated else None)
             return text
 
+    async def _reserve(self, worst: float) -> bool:
+        """Take a call from the budget, waiting while only calls in flight stand between."""
+        while True:
+            verdict = self.budget.take(worst)
+            if verdict is not None:
+                return verdict
+            async with self.settled:
+                await self.settled.wait()
+
+    async def _settle(self, worst: float, actual: float) -> None:
+        self.budget.settle(worst, actual)
+        async with self.settled:
+            self.settled.notify_all()
+
     def _delay(self, attempt: int, headers: Mapping[str, str] | None) -> float:
         """Retry-After (seconds or ms) when the server sends it, else exponential backoff
         with full jitter."""
@@ -357,27 +344,6 @@ class ModelClient:
                         pass  # an HTTP date: fall back to backoff
         cap = min(_BACKOFF_MAX, _BACKOFF_BASE * 2 ** (attempt - 1))
         return random.uniform(0, cap)
-
-
-def log_params(options: ClientOptions, mode: str) -> dict[str, Any]:
-    """The parameters a `model_calls` row records for a request."""
-    params: dict[str, Any] = {"model": options.model, "temperature": options.temperature}
-    if options.deployment:
-        params["deployment"] = options.deployment
-    return params | {"response_format": mode}
-
-
-def request_body(options: ClientOptions, task: Task, messages: list[dict[str, str]],
-                 mode: str = "json_schema") -> dict[str, Any]:
-    """A chat-completions request body, as sent live or written into a batch file."""
-    body: dict[str, Any] = {"model": options.wire_model, "messages": messages,
-                            "temperature": options.temperature}
-    if mode == "json_schema":
-        body["response_format"] = {"type": "json_schema", "json_schema": {
-            "name": task.output.__name__[:64], "schema": strict_schema(task.output), "strict": True}}
-    elif mode == "json_object":
-        body["response_format"] = {"type": "json_object"}
-    return body
 
 
 class NotACompletion(Exception):
@@ -404,34 +370,3 @@ def _error_text(exc: openai.APIStatusError) -> str:
 def _format_rejected(message: str) -> bool:
     lowered = message.lower()
     return any(w in lowered for w in ("response_format", "json_schema", "json schema", "json_object"))
-
-
-def parse_output(text: str, model: type[BaseModel]) -> tuple[BaseModel | None, str]:
-    """(validated output, None) or (None, what was wrong) for a reply's text."""
-    body = text.strip()
-    if body.startswith("```"):  # some local models fence their JSON
-        body = body.strip("`")
-        body = body[body.find("{") :] if "{" in body else body
-    try:
-        data = json.loads(body)
-    except json.JSONDecodeError as exc:
-        return None, f"not valid JSON ({exc.msg} at character {exc.pos})"
-    try:
-        return model.model_validate(data), ""
-    except ValidationError as exc:
-        return None, validation_problems(exc, "reply", limit=5)
-
-
-@functools.lru_cache(maxsize=64)
-def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The pydantic JSON schema, with what OpenAI's strict mode needs (no titles)."""
-
-    def clean(node: Any) -> Any:
-        if isinstance(node, dict):
-            return {k: clean(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
-        if isinstance(node, list):
-            return [clean(v) for v in node]
-        return node
-
-    return clean(output_schema(model))
-

@@ -39,6 +39,7 @@ from curator.generate.client import (
     ModelClient,
     Prices,
     Redactor,
+    is_reasoning_model,
 )
 from curator.generate.prompts import PromptTemplate, load_templates
 from curator.generate.store import store_prompt
@@ -118,9 +119,8 @@ class Generator:
         self.redact = Redactor(ws.config.api_key())
         price = cfg.prices.get(self.model, {})
         self.prices = Prices(price.get("input"), price.get("output"))
-        self.params = {
-            "temperature": opts.temperature if opts.temperature is not None else cfg.temperature
-        }
+        self.params = _cache_params(opts.temperature if opts.temperature is not None else cfg.temperature,
+                                    cfg.extra_body)
         self.templates: dict[str, PromptTemplate] = {}
         self.intake = Intake(ws, self.settings, self.run_id, self.summary, self.redact)
         self._topics: str | None = None
@@ -177,6 +177,8 @@ class Generator:
         if self.opts.dry_run:
             self._estimate(todo, len(tasks) - len(todo))
             return
+        if todo:
+            self._check_can_send()
         done = 0
         for task in tasks:
             if task.key in cached:
@@ -226,12 +228,33 @@ class Generator:
             ingester.shutdown(wait=True)
             await client.close()
         self.summary.stopped = budget.stopped
+        if budget.stopped and budget.max_cost is not None and budget.refused:
+            spent = store.run_cost(self.ws, self.run_id)
+            self.summary.stopped = (f"--max-cost {budget.max_cost:g} reached: ${spent:.4f} spent by the call "
+                                    f"log, and the next call could cost up to ${budget.refused:.4f}")
+
+    def _check_can_send(self) -> None:
+        """Before the first request: somewhere to send it, and parameters the model takes."""
+        options = self._client_options()
+        if options.provider == "openai" and options.api_key is None and not options.base_url:
+            raise CuratorError(
+                f"no API key and no server: {self.ws.config.api_key_env} is not set and no base URL is configured",
+                f"Set {self.ws.config.api_key_env} for OpenAI, or point at a local server with --base-url, "
+                "[model] base_url or OPENAI_BASE_URL (vLLM, Ollama and llama.cpp need no key). "
+                "`--backend identifiers` generates offline.",
+            )
+        if options.temperature is not None and is_reasoning_model(options.model):
+            raise CuratorError(
+                f"model {options.model!r} is a reasoning model, which refuses a temperature "
+                f"(temperature = {options.temperature:g} is set)",
+                "Remove `temperature` from [model] in curator.toml (and --temperature): unset, it is not sent.",
+            )
 
     def _finish(self, task: Task, result: CallResult) -> None:
         """A live or batch call's result: cached and ingested, not run, or failed."""
         self._count(result)
         if result.output is not None:
-            output = result.output.model_dump()
+            output = self.redact.deep(result.output.model_dump())  # a server may echo the key
             store.cache_put(
                 self.ws,
                 task.key,
@@ -259,7 +282,7 @@ class Generator:
     # ---- the Batch API -------------------------------------------------------------------
 
     def _submit_batch(self, todo: list[Task]) -> None:
-        settings = {"temperature": self.params["temperature"], "slices": list(self.templates)}
+        settings = {"temperature": self.params.get("temperature"), "slices": list(self.templates)}
         batch_id = batch.submit(self.ws, self._client_options(), self.run_id, todo, settings, self.redact)
         self.summary.batch_id, self.summary.batch_status = batch_id, "submitted"
         if self.opts.wait:
@@ -283,7 +306,8 @@ class Generator:
             return
         self.model = self.summary.model = row["model"]
         stored = json.loads(row["options"] or "{}")
-        self.params = {"temperature": stored.get("temperature", self.params["temperature"])}
+        self.params = _cache_params(stored.get("temperature", self.params.get("temperature")),
+                                    self.ws.config.model.extra_body)
         options = self._client_options()
         status, out, err = batch.poll(self.ws, options, batch_id, wait=self.opts.wait,
                                       interval=self.settings.poll_interval, redact=self.redact)
@@ -345,8 +369,12 @@ class Generator:
             deployment=cfg.deployment,
             timeout=o.timeout if o.timeout is not None else cfg.timeout,
             max_retries=o.max_retries if o.max_retries is not None else cfg.max_retries,
-            temperature=self.params["temperature"],
+            temperature=self.params.get("temperature"),
             response_format=o.response_format,
+            max_tokens=cfg.max_tokens,
+            token_param=cfg.token_param,
+            extra_body=cfg.extra_body,
+            extra_headers=cfg.extra_headers,
         )
 
     def _estimate(self, todo: list[Task], cached: int) -> None:
@@ -408,6 +436,17 @@ class Generator:
         items, rejected = idents.questions(self.ws, selected, self.opts.seed, self.run_id, self.opts.progress)
         self.intake.queue(items, rejected)
         self.summary.rejected = dict(rejected)
+
+
+def _cache_params(temperature: float | None, extra_body: dict[str, Any]) -> dict[str, Any]:
+    """The request parameters a cache key covers (only those set, so keys made before a
+    parameter existed stay valid)."""
+    params: dict[str, Any] = {}
+    if temperature is not None:
+        params["temperature"] = temperature
+    if extra_body:
+        params["extra_body"] = extra_body
+    return params
 
 
 def _settings(config: GenerateConfig, opts: GenerateOptions) -> GenerateConfig:

@@ -102,6 +102,12 @@ def record_call(ws: Workspace, row: dict[str, Any]) -> None:
         ws.db.table("model_calls").insert(row)
 
 
+def run_cost(ws: Workspace, run_id: str) -> float:
+    """What a run's calls cost, by its call log (USD)."""
+    row = ws.db.execute("SELECT COALESCE(SUM(cost), 0) FROM model_calls WHERE run_id = ?", [run_id]).fetchone()
+    return float(row[0])
+
+
 def add_batch(ws: Workspace, row: dict[str, Any]) -> None:
     with ws.lock:
         ws.db.table("batches").insert(row, pk="id")

@@ -18,6 +18,7 @@ import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
@@ -97,7 +98,10 @@ def redact_url(url: str) -> str:
 
 def render(template: str, query: str, k: int, *, in_url: bool) -> str:
     """Fill `{query}` and `{k}` only (other braces, JSON's own, stay as they are)."""
-    value = quote(query, safe="") if in_url else json.dumps(query, ensure_ascii=False)[1:-1]
+    if "{" not in template:
+        return template
+    # encode_basestring is json.dumps(query, ensure_ascii=False) without building an encoder
+    value = quote(query, safe="") if in_url else encode_basestring(query)[1:-1]
     return template.replace("{query}", value).replace("{k}", str(k))
 
 
@@ -124,7 +128,12 @@ def dig(obj: Any, path: str | None) -> Any:
     """`a.b[0].c`, `hits.hits[*]` (the `[*]` is a no-op: the list itself). None if absent."""
     if not path:
         return obj
-    for part in _parts(path):
+    return _walk(obj, _parts(path))
+
+
+def _walk(obj: Any, parts: tuple[str, ...]) -> Any:
+    """`dig` with the path already split (parse_hits walks every hit's few fields)."""
+    for part in parts:
         if isinstance(obj, dict):
             obj = obj.get(part)
         elif isinstance(obj, list) and part.lstrip("-").isdigit():
@@ -141,16 +150,33 @@ def parse_hits(data: Any, spec: RetrieverSpec) -> list[Hit]:
     items = dig(data, spec.hits)
     if not isinstance(items, list):
         raise RequestFailed(f"no list at {spec.hits or 'the top level'!r} in the response")
+    get_id, get_score, get_revision = _getter(spec.id), _getter(spec.score), _getter(spec.revision)
     hits: list[Hit] = []
     for pos, item in enumerate(items, 1):
-        ident = item if isinstance(item, str) else dig(item, spec.id)
+        if isinstance(item, str):
+            hits.append((item, None, None))
+            continue
+        ident = get_id(item)
         if ident is None or ident == "":
             raise RequestFailed(f"hit {pos} has no id at {spec.id!r}")
-        score = dig(item, spec.score) if spec.score and not isinstance(item, str) else None
-        revision = dig(item, spec.revision) if spec.revision and not isinstance(item, str) else None
-        number = float(score) if isinstance(score, int | float) and not isinstance(score, bool) else None
-        hits.append((str(ident), number, None if revision is None else str(revision)))
+        score = get_score(item)
+        revision = get_revision(item)
+        number = float(score) if type(score) is float or type(score) is int else None  # not bool
+        hits.append((ident if type(ident) is str else str(ident), number,
+                     None if revision is None else str(revision)))
     return hits
+
+
+@functools.cache
+def _getter(path: str | None) -> Callable[[Any], Any]:
+    """A function reading `path` from a hit; a one-key path (the usual case) is a dict get."""
+    if not path:
+        return lambda _item: None
+    parts = _parts(path)
+    if len(parts) == 1 and not parts[0].lstrip("-").isdigit():
+        key = parts[0]
+        return lambda item: item.get(key) if type(item) is dict else None
+    return lambda item: _walk(item, parts)
 
 
 class Adapter:
@@ -171,18 +197,22 @@ class HttpAdapter(Adapter):
         self.spec = spec
         self.concurrency = concurrency
         self.client: Any = None
+        self.httpx: Any = None  # the httpx2 module, imported by start()
         self.headers: dict[str, str] = {}
 
     async def start(self) -> None:
         import httpx2
 
+        self.httpx = httpx2
         self.headers = {"content-type": "application/json", **resolve_headers(self.spec.headers)}
         limits = httpx2.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
-        self.client = httpx2.AsyncClient(timeout=self.spec.timeout, limits=limits, trust_env=False)
+        # Loading the CA bundle costs 50-200 ms, several percent of a 1,000-query run; a
+        # plain-http URL (redirects are not followed) never needs it.
+        tls = (self.spec.url or "").lower().startswith("https:")
+        self.client = httpx2.AsyncClient(timeout=self.spec.timeout, limits=limits, trust_env=False, verify=tls)
 
     async def search(self, query: str, k: int) -> list[Hit]:
-        import httpx2
-
+        httpx2 = self.httpx
         spec = self.spec
         url = render(spec.url or "", query, k, in_url=True)
         body = render(spec.body, query, k, in_url=False).encode() if spec.body else None
@@ -240,13 +270,21 @@ def _coerce(item: Any) -> Hit:
 
 
 class CommandAdapter(Adapter):
-    """A program that reads one JSON query per line on stdin (`{"query_id", "query", "k"}`)
-    and writes one JSON result per line (`{"results": [...]}`), in the same order."""
+    """A program that reads one JSON request per line on stdin (`{"id", "query", "k"}`) and
+    writes one JSON result per line (`{"results": [...]}`, optionally with the request's
+    `id`), in the same order; requests are serial.
+
+    A late answer must never be taken for the next query's: an answer carrying an `id`
+    other than the current request's is discarded, and after a timeout a program that has
+    not shown it echoes ids is restarted (its late answer dies with it)."""
 
     def __init__(self, spec: RetrieverSpec):
         self.spec = spec
         self.proc: asyncio.subprocess.Process | None = None
         self.lock = asyncio.Lock()
+        self.seq = 0
+        self.echoes_ids = False
+        self.restarts = 0
 
     async def start(self) -> None:
         try:
@@ -257,26 +295,55 @@ class CommandAdapter(Adapter):
             raise CuratorError(f"[retrievers.{self.spec.name}] command: cannot start ({exc})") from None
 
     async def search(self, query: str, k: int) -> list[Hit]:
-        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
-        async with self.lock:  # one line out, one line back: requests are serial
-            try:
-                self.proc.stdin.write((json.dumps({"query": query, "k": k}, ensure_ascii=False) + "\n").encode())
-                await self.proc.stdin.drain()
-                line = await asyncio.wait_for(self.proc.stdout.readline(), self.spec.timeout)
-            except (TimeoutError, BrokenPipeError, ConnectionResetError) as exc:
-                raise RequestFailed(f"command: {type(exc).__name__}") from None
-        if not line:
-            raise RequestFailed("command: ended without an answer")
-        try:
-            data = json.loads(line)
-        except ValueError:
-            raise RequestFailed("command: the line it wrote is not JSON") from None
+        async with self.lock:
+            if self.proc is None or self.proc.returncode is not None:
+                await self.start()  # restarted after a timeout, or after it ended
+            self.seq += 1
+            data = await self._ask(self.seq, query, k)
         results = data.get("results") if isinstance(data, dict) else data
         if isinstance(data, dict) and data.get("error"):
             raise RequestFailed(f"command: {data['error']}")
         if not isinstance(results, list):
             raise RequestFailed("command: expected {\"results\": [...]}")
         return [_coerce(item) for item in results]
+
+    async def _ask(self, seq: int, query: str, k: int) -> Any:
+        proc = self.proc
+        assert proc is not None and proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write((json.dumps({"id": seq, "query": query, "k": k}, ensure_ascii=False) + "\n").encode())
+            await proc.stdin.drain()
+            return await asyncio.wait_for(self._answer(proc.stdout, seq), self.spec.timeout)
+        except TimeoutError:
+            if not self.echoes_ids:
+                await self._stop()
+                self.restarts += 1
+                raise RequestFailed(f"command: no answer within {self.spec.timeout:g} s (program restarted)") from None
+            raise RequestFailed(f"command: no answer within {self.spec.timeout:g} s") from None
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise RequestFailed(f"command: {type(exc).__name__}") from None
+
+    async def _answer(self, stdout: asyncio.StreamReader, seq: int) -> Any:
+        """The next line that answers request `seq` (lines answering earlier ones are skipped)."""
+        while True:
+            line = await stdout.readline()
+            if not line:
+                raise RequestFailed("command: ended without an answer")
+            try:
+                data = json.loads(line)
+            except ValueError:
+                raise RequestFailed("command: the line it wrote is not JSON") from None
+            if isinstance(data, dict) and "id" in data:
+                if data["id"] != seq:
+                    continue  # a late answer to an earlier request
+                self.echoes_ids = True
+            return data
+
+    async def _stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.returncode is None:
+            proc.kill()
+            await proc.wait()
 
     async def close(self) -> None:
         if self.proc is not None and self.proc.returncode is None:

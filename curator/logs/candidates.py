@@ -20,13 +20,15 @@ if TYPE_CHECKING:
 
 
 class ClusterItem:
-    """A chosen cluster: its groups (leader first) and how often it was asked."""
+    """A chosen cluster: its groups (leader first) and how often it was asked; `known`:
+    the norm of the candidate queued before that it adds its counts to, if any."""
 
-    __slots__ = ("groups", "count")
+    __slots__ = ("groups", "count", "known")
 
-    def __init__(self, groups: list[Group]) -> None:
+    def __init__(self, groups: list[Group], known: str | None = None) -> None:
         self.groups = groups
         self.count = groups[0].count if len(groups) == 1 else sum(g.count for g in groups)
+        self.known = known
 
 
 def look_up_users(chosen: list[ClusterItem], group_of: dict[str, Group], lookups: list[UsersOf]) -> None:
@@ -137,3 +139,52 @@ def _most_common(counter: dict[str, int], n: int | None = None) -> list[tuple[st
     """Counter.most_common with ties in key order, not in the order the reader met them
     (which differs between engines and, for DuckDB, between runs)."""
     return sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+
+
+def merged_provenance(count: int, old: dict[str, Any], new: CandidateIn, key: str) -> tuple[int, dict[str, Any]] | None:
+    """A queued candidate's count and provenance (`count`, `old`) with another import's
+    cluster (`new`, import `key`) added: counts, users, zero-result searches and clicks
+    summed, first and last seen widened, files and variants joined. None when import
+    `key` was already counted in (a rerun with --force, or a window read again).
+
+    Users are distinct within one import; the sum over imports counts a user of two
+    logs twice (a log keeps no names to compare), so it is marked `users_summed`."""
+    counted = old.get("imports") or ([old["import"]] if old.get("import") else [])
+    if key in counted:
+        return None
+    add = new.provenance
+    prov = dict(old)
+    prov["imports"] = [*counted, key]
+    prov["count"] = int(old.get("count") or count) + int(add.get("count") or new.count)
+    prov["files"] = list(dict.fromkeys([*old.get("files", []), *add.get("files", [])]))
+    for name, pick in (("first_seen", min), ("last_seen", max)):
+        seen = [t for t in (old.get(name), add.get(name)) if t]
+        if seen:
+            prov[name] = pick(seen)
+    users = int(old.get("users") or 0) + int(add.get("users") or 0)
+    if users:
+        prov["users"] = min(users, USERS_CAP)
+        prov["users_summed"] = True
+        if users >= USERS_CAP or old.get("users_at_least") or add.get("users_at_least"):
+            prov["users_at_least"] = True
+    zero = int(old.get("zero_result_searches") or 0) + int(add.get("zero_result_searches") or 0)
+    if zero:
+        prov["zero_result_searches"] = zero
+    clicks = Counter(old.get("clicks") or {})
+    clicks.update(add.get("clicks") or {})
+    if clicks:
+        prov["clicks"] = dict(_most_common(dict(clicks), 10))
+    variants: Counter[str] = Counter()
+    for v in [*old.get("variants", []), *add.get("variants", [])]:
+        variants[v["query"]] += int(v["count"])
+    if variants:
+        prov["variants"] = [{"query": q, "count": n} for q, n in _most_common(dict(variants), VARIANTS)]
+        prov["distinct_forms"] = max(int(old.get("distinct_forms") or 0), int(add.get("distinct_forms") or 0),
+                                     len(variants))
+    if add.get("latency_ms_mean") is not None:
+        if old.get("latency_ms_mean") is None:
+            prov["latency_ms_mean"] = add["latency_ms_mean"]
+        else:  # weighted by how often each import asked it
+            a, b = int(old.get("count") or count), int(add.get("count") or new.count)
+            prov["latency_ms_mean"] = round((old["latency_ms_mean"] * a + add["latency_ms_mean"] * b) / (a + b), 1)
+    return count + new.count, prov

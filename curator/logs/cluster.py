@@ -2,63 +2,73 @@
 
 Queries are visited most frequent first. Each either joins an existing cluster leader
 or becomes a leader itself. A query is only compared with leaders that share a block:
-the same digits (so `E1042` never joins `E1043`) and either the same first or the same
-last five characters of the word-sorted comparison form (a typo rarely hits both ends).
-Each block keeps at most `BLOCK_LEADERS` leaders, the most frequent, so the cost is
-bounded by `queries x 2 x BLOCK_LEADERS` comparisons however skewed the log is.
+the same digits (so `E1042` never joins `E1043`) and the same first or last five
+characters of the word-sorted comparison form or of the plain form (its own word order,
+without punctuation): a typo rarely hits all four ends (`a4retries queue` beside
+`a4 retries queue` shares only the plain form's last five). Each block keeps at most
+`BLOCK_LEADERS` leaders, the most frequent, so the cost is bounded by
+`queries x 4 x BLOCK_LEADERS` comparisons however skewed the log is.
+
+A query is scored against the leaders of the sorted-form blocks by the rapidfuzz ratio
+of the word-sorted forms (word order does not matter) and against those of the
+plain-form blocks by the ratio of the plain forms (a typo in a word's first letter, or
+two words run together, moves words in the sorted form but not in the plain one); the
+best score wins. Queries that
+name identifiers join only if their identifiers have the same parts
+(`normalise.same_identifiers`): `etcdGRPCWriteRequestsSlow` never joins
+`etcdGRPCRequestsSlow`.
 """
 
 from __future__ import annotations
 
 from rapidfuzz import fuzz, process
 
-from curator.logs.normalise import compare_keys, digit_signatures
+from curator.logs.normalise import (
+    Signature,
+    compare_keys,
+    digit_signatures,
+    identifier_signature,
+    plain_keys,
+    same_identifiers,
+)
 
 BLOCK_LEADERS = 32
 
 
-class _Block:
-    """The leaders of one block: their comparison forms and query indices."""
-
-    __slots__ = ("keys", "leaders")
-
-    def __init__(self) -> None:
-        self.keys: list[str] = []
-        self.leaders: list[int] = []
+Block = tuple[list[str], list[int]]  # the leaders of one block: their forms (sorted or plain), their positions
+_NONE: Block = ([], [])  # a block nobody has led yet (never added to)
 
 
-_NONE = _Block()  # a block nobody has led yet (never added to)
-
-
-def cluster(norms: list[str], counts: list[int], similarity: float) -> Clusters:
+def cluster(norms: list[str], counts: list[int], similarity: float, surfaces: list[str] | None = None) -> Clusters:
     """Clusters of `norms` (normalised, distinct); each member index appears once.
     `similarity` is a rapidfuzz ratio (0-100) over the comparison forms; 100 joins
-    only word-order and punctuation variants."""
+    only word-order and punctuation variants. `surfaces` (each norm as typed, for the
+    case of its identifiers) keep queries naming different identifiers apart."""
     # most frequent first, ties by text: two sorts (the second is stable)
     order = sorted(range(len(norms)), key=norms.__getitem__)
     order.sort(key=counts.__getitem__, reverse=True)
     signatures = digit_signatures(norms)
-    joiners, joined = _joins([norms[i] for i in order], [signatures[i] for i in order], similarity)
+    idents = [identifier_signature(surfaces[i]) for i in order] if surfaces is not None else None
+    joiners, joined = _joins([norms[i] for i in order], [signatures[i] for i in order], similarity, idents)
     joins = [-1] * len(norms)  # query -> the query whose cluster it joins; -1: it leads one
     for p, q in zip(joiners, joined, strict=True):
         joins[order[p]] = order[q]
     return Clusters(order, joins)
 
 
-def _joins(norms: list[str], signatures: list[str], similarity: float) -> tuple[list[int], list[int]]:
-    """For `norms` in visiting order (with their digit signatures): the positions of the
-    queries that join another's cluster, and of the query each joins."""
+def _joins(norms: list[str], signatures: list[str], similarity: float,
+           idents: list[Signature] | None = None) -> tuple[list[int], list[int]]:
+    """For `norms` in visiting order (with their digit and identifier signatures): the
+    positions of the queries that join another's cluster, and of the query each joins."""
     keys = compare_keys(norms)
-    # block keys as strings (`digits|first five`), whose hashes are kept, unlike tuples'
-    heads = [f"{signature}|{key[:5]}" for signature, key in zip(signatures, keys, strict=True)]
-    tails = [f"{signature}|{key[-5:]}" for signature, key in zip(signatures, keys, strict=True)]
-    head_blocks: dict[str, _Block] = {}
-    tail_blocks: dict[str, _Block] = {}
+    plains = plain_keys(norms)
+    blocks: dict[str, Block] = {}
     first_with: dict[str, int] = {}  # comparison form -> the first query that had it
     joiners: list[int] = []
     joined: list[int] = []
     fuzzy = similarity < 100
-    for i, key, head_key, tail_key in zip(range(len(keys)), keys, heads, tails, strict=True):
+    get = blocks.get
+    for i, key, plain, signature in zip(range(len(keys)), keys, plains, signatures, strict=True):
         first = first_with.setdefault(key, i)
         if first != i:
             joiners.append(i)
@@ -66,21 +76,57 @@ def _joins(norms: list[str], signatures: list[str], similarity: float) -> tuple[
             continue
         if not (fuzzy and key):
             continue
-        head, tail = head_blocks.get(head_key, _NONE), tail_blocks.get(tail_key, _NONE)
-        choices = head.keys + tail.keys
-        # ties go to the first best: head block before tail block, older leaders first
-        match = process.extractOne(key, choices, scorer=fuzz.ratio, score_cutoff=similarity) if choices else None
-        if match:
+        # block keys as strings (`digits|^first five`), whose hashes are kept, unlike tuples'
+        heads, tails = f"{signature}|^{key[:5]}", f"{signature}|${key[-5:]}"
+        pheads, ptails = f"{signature}|<{plain[:5]}", f"{signature}|>{plain[-5:]}"
+        a, b, c, d = get(heads, _NONE), get(tails, _NONE), get(pheads, _NONE), get(ptails, _NONE)
+        leaders = a[1] + b[1] + c[1] + d[1]  # lists joined with +, in C: comprehensions cost more than scoring
+        leader = _best(key, a[0] + b[0], plain, c[0] + d[0], similarity, leaders, idents, i)
+        if leader is not None:
             joiners.append(i)
-            joined.append((head.leaders + tail.leaders)[match[2]])
+            joined.append(leaders[leader])
             continue
-        for block, blocks, block_key in ((head, head_blocks, head_key), (tail, tail_blocks, tail_key)):
+        for block, block_key, form in ((a, heads, key), (b, tails, key), (c, pheads, plain), (d, ptails, plain)):
             if block is _NONE:
-                block = blocks[block_key] = _Block()
-            if len(block.keys) < BLOCK_LEADERS:
-                block.keys.append(key)
-                block.leaders.append(i)
+                blocks[block_key] = ([form], [i])
+            elif len(block[1]) < BLOCK_LEADERS:
+                block[0].append(form)
+                block[1].append(i)
     return joiners, joined
+
+
+def _best(key: str, keys: list[str], plain: str, plains: list[str], similarity: float, leaders: list[int],
+          idents: list[Signature] | None, i: int) -> int | None:
+    """The position in `keys + plains` (and `leaders`) of the leader query `i` joins: the best ratio of its
+    sorted form `key` to the leaders of the sorted-form blocks (`keys`) and of its plain
+    form to those of the plain-form blocks (`plains`) at `similarity` or more, whose
+    identifiers agree (see `same_identifiers`); ties go to the first best (in the order
+    of the blocks: sorted head, sorted tail, plain head, plain tail; older leaders first)."""
+    if not (keys or plains):
+        return None
+    best = None
+    for query, choices, offset in ((key, keys, 0), (plain, plains, len(keys))):
+        match = process.extractOne(query, choices, scorer=fuzz.ratio, score_cutoff=similarity) if choices else None
+        if match and (best is None or match[1] > best[0]):
+            best = (match[1], match[2] + offset)
+    if best is None:
+        return None
+    at = best[1]
+    if idents is None:
+        return at
+    ident = idents[i]  # the query's identifiers, and below its leaders'
+    if (not ident and not idents[leaders[at]]) or same_identifiers(ident, idents[leaders[at]]):
+        return at
+    # the best names other identifiers: every leader within reach, best first
+    scores: list[tuple[float, int]] = []
+    for query, choices, offset in ((key, keys, 0), (plain, plains, len(keys))):
+        for _choice, score, i in process.extract(query, choices, scorer=fuzz.ratio, score_cutoff=similarity,
+                                                 limit=None):
+            scores.append((-score, i + offset))
+    for _score, at in sorted(scores):
+        if same_identifiers(ident, idents[leaders[at]]):
+            return at
+    return None
 
 
 class Clusters:

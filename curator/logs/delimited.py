@@ -1,4 +1,11 @@
-"""CSV and TSV with a header row; also pre-aggregated exports (query + count column)."""
+"""CSV and TSV with a header row; also pre-aggregated exports (query + count column).
+
+A quoted field may hold line breaks (RFC 4180), but in a search log a quote left open
+is far likelier a broken row than a query spanning lines: a line that ends inside a
+quote is read as the start of a multi-line row only if that row closes within
+`MAX_SPAN` lines with the header's number of columns. Otherwise the line is rejected
+as `unterminated quote` (with its number) and the next line is read as its own row, so
+one stray quote never swallows the rows after it."""
 
 from __future__ import annotations
 
@@ -10,6 +17,9 @@ from typing import IO, Any
 from curator.logs.aggregate import Aggregate, parse_time
 from curator.logs.fields import GUESSES, Fields, as_number, id_list
 from curator.logs.lines import MAX_LINE_BYTES, Window, in_window, line_count
+
+MAX_SPAN = 20  # lines a quoted field may span
+UNTERMINATED = "unterminated quote (the line was not read as a row)"
 
 
 def sniff_delimiter(head: bytes, name: str) -> str:
@@ -47,7 +57,8 @@ def read_delimited(
 
     csv.field_size_limit(max(max_line_bytes, 1024))
     text = io.TextIOWrapper(stream, encoding="utf-8", errors="surrogateescape", newline="")
-    reader = csv.reader(text, delimiter=delimiter)
+    lines = _Lines(text, delimiter, agg)
+    reader = csv.reader(lines, delimiter=delimiter)
     try:
         header = next(reader)
     except StopIteration:
@@ -55,6 +66,7 @@ def read_delimited(
     except csv.Error as exc:
         raise InputError(label, f"cannot read the header row: {exc}", 1) from None
     header = [h.lstrip("\ufeff").strip() for h in header]
+    lines.columns = len(header)
     fields = guess_columns(header, given)
     index = {h: i for i, h in enumerate(header)}
     for role, column in fields.given().items():
@@ -76,8 +88,8 @@ def read_delimited(
     agg.lines += 1
     agg.ignored["header row"] += 1  # so that lines = parsed + rejected + ignored
     col = {role: index[name] for role, name in fields.given().items()}
-    for row in _rows(reader, agg):
-        lineno = reader.line_num
+    for row in _rows(reader, lines, agg):
+        lineno = lines.number
         agg.lines = lineno
         if not row or all(not c.strip() for c in row):
             agg.ignored["blank line"] += 1
@@ -110,6 +122,7 @@ def read_delimited(
             int(results) if results is not None else None,
             as_number(cell("latency")),
         )
+    agg.lines = max(agg.lines, lines.number)  # rejected lines after the last row count too
     return fields
 
 
@@ -127,7 +140,7 @@ def _utf8(row: list[str]) -> bool:
     return True
 
 
-def _rows(reader: Any, agg: Aggregate) -> Iterator[list[str]]:
+def _rows(reader: Any, lines: _Lines, agg: Aggregate) -> Iterator[list[str]]:
     while True:
         try:
             yield next(reader)
@@ -135,7 +148,74 @@ def _rows(reader: Any, agg: Aggregate) -> Iterator[list[str]]:
             return
         except csv.Error as exc:
             reason = "line too long" if "field larger" in str(exc) else "malformed CSV row"
-            agg.reject(reason, reader.line_num)
+            agg.reject(reason, lines.number)
         except UnicodeError:  # pragma: no cover - surrogateescape makes this rare
-            agg.reject("invalid UTF-8", reader.line_num)
+            agg.reject("invalid UTF-8", lines.number)
+
+
+class _Lines:
+    """The physical lines of a delimited file, for `csv.reader`, with a line left in an
+    open quote passed on only when the row it starts closes properly (see the module
+    docstring); `number` is the number of the last line passed on."""
+
+    def __init__(self, text: IO[str], delimiter: str, agg: Aggregate) -> None:
+        self.text, self.delimiter, self.agg = text, delimiter, agg
+        self.columns: int | None = None  # the header's, once read
+        self.number = 0
+        self._ahead: list[str] = []  # lines read ahead and not yet passed on
+        self._lines = self._generate()
+
+    def __iter__(self) -> _Lines:
+        return self
+
+    def __next__(self) -> str:
+        return next(self._lines)
+
+    def _next_line(self) -> str | None:
+        if self._ahead:
+            return self._ahead.pop(0)
+        return self.text.readline() or None
+
+    def _generate(self) -> Iterator[str]:
+        while (line := self._next_line()) is not None:
+            if '"' not in line or self.columns is None or not _open_at_end(line, self.delimiter):
+                self.number += 1
+                yield line
+                continue
+            span = self._span(line)
+            if span is None:
+                self.number += 1
+                self.agg.reject(UNTERMINATED, self.number)
+                continue
+            for part in span:
+                self.number += 1
+                yield part
+
+    def _span(self, first: str) -> list[str] | None:
+        """`first` and the lines that close its open quote into one row of the header's
+        width, or None (the lines read ahead are kept for reading as rows)."""
+        span = [first]
+        while len(span) < MAX_SPAN:
+            line = self._next_line()
+            if line is None:
+                break
+            span.append(line)
+            record = "".join(span)
+            if not _open_at_end(record, self.delimiter):
+                rows = list(csv.reader(io.StringIO(record, newline=""), delimiter=self.delimiter))
+                if len(rows) == 1 and len(rows[0]) == self.columns:
+                    return span
+                break
+        self._ahead = span[1:] + self._ahead
+        return None
+
+
+def _open_at_end(text: str, delimiter: str) -> bool:
+    """Does `text` end inside a quoted field?"""
+    try:
+        for _row in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True):
+            pass
+    except csv.Error as exc:
+        return "unexpected end of data" in str(exc)
+    return False
 

@@ -5,15 +5,15 @@ DuckDB reads each line as one text column and does the per-line work in C++ on a
 cores: pull the fields out of the JSON, apply --since/--until, and GROUP BY the exact
 query (the SQL is in duck_sql.py). Python then gets one row per distinct query, with
 its count, first and last seen, results and latency, which is what the rest of the
-pipeline needs.
+pipeline needs; hit and click ids are counted per query in SQL too (`_count_ids`).
 
 Exactness comes from a division of labour, not from re-implementing the reference
 reader in SQL: a line is counted by DuckDB only when it is plainly well-formed (a JSON
 object, the query a string, every other field of a type whose meaning is certain). Every
 other line, and every line DuckDB itself refuses (invalid UTF-8, over-long), goes to the
-python reader's own `process_line` with its line number, so reasons, line numbers and
-values are the python engine's by construction. Those lines are found in a second scan
-that only runs when the first one counted some.
+python reader's own `process_line`, so reasons, line numbers and values are the python
+engine's by construction. The counting pass keeps those lines' texts (`odd`), so they
+need no second scan (duck_odd.py).
 
 A thread hashes the file (its fingerprint) and counts its lines after DuckDB's counting
 pass: DuckDB's reader drops a line longer than its buffer without a word, so a line
@@ -25,11 +25,12 @@ from __future__ import annotations
 import importlib.util
 import threading
 from collections import Counter
-from collections.abc import Callable
-from typing import IO
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 from curator.errors import InputError
-from curator.logs.aggregate import Aggregate, add_ids
+from curator.logs.aggregate import IDS_CAP, Aggregate, add_ids
+from curator.logs.duck_odd import leftovers, leftovers_of_rows, refused
 from curator.logs.duck_sql import (
     FORMATS,
     NAMED,
@@ -40,6 +41,7 @@ from curator.logs.duck_sql import (
     Reader,
     lines_source,
     parquet_source,
+    quote,
 )
 from curator.logs.duck_users import Counted, UsersOf, hash_users
 from curator.logs.fields import Fields, id_list
@@ -62,9 +64,10 @@ def available() -> bool:
 
 
 def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, max_line: int,
-         progress: Progress) -> FileRead:
+         progress: Progress, temp: Path | None = None) -> FileRead:
     """Read one file with DuckDB into a FileRead, hashing it (and counting its lines) in
-    a thread after the counting pass. Raises NotForDuckDB for what only the python reader can do exactly."""
+    a thread after the counting pass; DuckDB spills to `temp` (a private folder) when
+    its memory is not enough. Raises NotForDuckDB for what only the python reader can do exactly."""
     if source.path is None:
         raise NotForDuckDB("a stream: standard input or a pipe")
     if not available():
@@ -82,14 +85,21 @@ def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, 
     sql = JsonSql(handler.fields, window, wrapped=b'"_source"' in head)
 
     fingerprint = _Fingerprint(source, fmt)
-    reader = Reader(_as_bytes(progress, source.size() or 0))
+    reader = Reader(_as_bytes(progress, source.size() or 0), temp=temp)
     try:
         agg, doubtful, counted = scan(reader, source_sql, sql, source.label)
         fingerprint.thread.start()  # after DuckDB's pass: beside its threads it slowed the pass more than it took
         refused_lines = [] if fmt == "parquet" else refused(reader)
+        if sql.fields.hits or sql.fields.clicks:
+            # a file whose every line pass 1 counted needs only the ids parsed again
+            rows = sql.id_rows(source_sql) if not (doubtful or refused_lines) else sql.rows(source_sql)
+            _count_ids(reader, f"({rows})", sql.fields, agg, source.label, (0.5, 1.0))
         if doubtful or refused_lines:
-            with _RawLines(source, max_line) as raw_line:
-                left = leftovers(reader, source_sql, sql, doubtful, refused_lines, raw_line, handler)
+            odd = _odd(reader)
+            if fmt == "parquet":
+                left = leftovers_of_rows(reader, source_sql, odd, handler)
+            else:
+                left = leftovers(source, odd, refused_lines, handler, max_line)
             hash_users(left, reader)
             agg.merge(left)
     except BaseException:
@@ -98,7 +108,7 @@ def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, 
     finally:
         reader.close()
     trusted = not (doubtful or refused_lines)
-    users_of = UsersOf(source_sql, sql, source.label, counted, trusted) if sql.fields.user else None
+    users_of = UsersOf(source_sql, sql, source.label, counted, trusted, temp) if sql.fields.user else None
     return FileRead(source, fmt, fingerprint.result(agg.lines), agg, handler.fields.given(), "duckdb", users_of)
 
 
@@ -116,13 +126,12 @@ def first_lines(source: Source, source_sql: str, what: str, rows: int = 2000) ->
 
 
 def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> tuple[Aggregate, int, Counted]:
-    """Pass 1 counts per query (and settles most queries' users, see SPREAD); a second
-    pass for hit/click ids when the log has them. Returns what `_counts` does: the
+    """Pass 1 counts per query (and settles most queries' users, see SPREAD); hit and
+    click ids are a second pass (`_count_ids`). Returns what `_counts` does: the
     counts, how many lines are left to the python reader, and the queries' `Counted`."""
     fields = sql.fields
     rows = f"({sql.rows(source_sql)})"
-    passes = 1 + bool(fields.hits or fields.clicks)
-    step = 1 / passes
+    step = 0.5 if fields.hits or fields.clicks else 1.0
     settling, hashed = ("", "")
     if fields.user:  # a user's hash once per line, on the lines that name one
         settling, hashed = f", {SETTLING}", f", CASE WHEN {NAMED} THEN {USER_HASH} END AS hu"
@@ -132,33 +141,87 @@ def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> tuple[Agg
     total = "sum(n)::BIGINT" if fields.count else "count(*)"  # not a sum of ones per line
     reader.query(
         f"""CREATE TEMP TABLE counted AS
-            SELECT ok, inside, empty, q, count(*) AS lines, {total} AS n,
+            SELECT ok, inside, empty, q, odd, count(*) AS lines, {total} AS n,
                    min(ts) AS first, max(ts) AS last,
                    {zero}::BIGINT AS zero, {lat_sum}::DOUBLE AS lat_sum, {lat_n}::BIGINT AS lat_n {settling}
-            FROM (SELECT * {hashed} FROM {rows}) GROUP BY ALL""",
+            FROM (SELECT * {hashed}, CASE WHEN NOT ok AND NOT empty THEN line END AS odd FROM {rows})
+            GROUP BY ALL""",
         label, (0.0, step),
     )
     reader.release()  # what the pass kept cached (150 MB), before Python decodes its table
     agg, doubtful, counted = _counts(reader, fields)
+    if doubtful:  # their texts, for the python reader (see duck_odd.py)
+        reader.con.execute("CREATE TEMP TABLE odd AS SELECT odd, sum(lines)::BIGINT AS n FROM counted "
+                           "WHERE NOT ok AND NOT empty GROUP BY odd")
     reader.con.execute("DROP TABLE counted")
     reader.release()
-    if fields.hits or fields.clicks:
-        roles = [agg.hits if fields.hits else None, agg.clicks if fields.clicks else None]
-        targets = [r for r in roles if r is not None]
-        ids = reader.query(  # no WHERE: see UsersOf
-            f"SELECT ok AND inside, q, ids, sum(n)::BIGINT FROM {rows} GROUP BY ALL",
-            label, (step, 1.0),
-        )
-        while chunk := ids.fetchmany(50_000):
-            for taken, raw, texts, n in chunk:
-                if not taken:
-                    continue
-                q = loads(raw)
-                for target, text in zip(targets, texts.split("\n"), strict=True):
-                    found = id_list(loads_record(text))
-                    if found:
-                        add_ids(target.setdefault(q, Counter()), found, n)
     return agg, doubtful, counted
+
+
+def _odd(reader: Reader) -> Iterator[tuple[str, int]]:
+    """Each distinct doubtful line of pass 1 and how many lines have it (table `odd`)."""
+    (made,) = reader.con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'odd'").fetchall()[0]
+    if not made:
+        return
+    rows = reader.con.execute("SELECT odd, n FROM odd")
+    while chunk := rows.fetchmany(10_000):
+        yield from chunk
+    reader.con.execute("DROP TABLE odd")
+
+
+# A JSON list of plain strings as DuckDB writes it (minified; a backslash would be an escape)
+_PLAIN_IDS = quote(r'\[("[^"\\]*"(,"[^"\\]*")*)?\]')
+
+
+def _count_ids(reader: Reader, rows: str, fields: Fields, agg: Aggregate, label: str,
+               share: tuple[float, float]) -> None:
+    """Hit and click ids per query, counted by DuckDB: a list of plain strings (what
+    search logs write) is unnested and counted in SQL, the IDS_CAP most frequent per
+    query kept; any other value (ids as objects or numbers, a comma-separated string,
+    an escape) comes as its JSON text, once per query and text, for `id_list`."""
+    roles = [(k, role) for k, role in enumerate(("hits", "clicks")) if getattr(fields, role)]
+    parts = []
+    for k, role in roles:
+        plain = f"regexp_full_match({role}, {_PLAIN_IDS})"
+        parts.append(
+            f"CASE WHEN NOT (ok AND inside) OR {role} IS NULL OR {role} = 'null' THEN NULL "
+            f"WHEN {plain} THEN {{'role': {k}, 'plain': true, 'ids': from_json({role}, '[\"VARCHAR\"]')}} "
+            f"ELSE {{'role': {k}, 'plain': false, 'ids': [{role}]}} END"
+        )
+    # no WHERE: see UsersOf
+    result = reader.query(
+        # the most frequent IDS_CAP ids of a plain list; every distinct text of another value
+        f"""SELECT role, plain, q, list(id ORDER BY c DESC, id)[1:CASE WHEN plain THEN {IDS_CAP} ELSE 2147483647 END],
+                   list(c ORDER BY c DESC, id)[1:CASE WHEN plain THEN {IDS_CAP} ELSE 2147483647 END]
+            FROM (SELECT e.role AS role, e.plain AS plain, q, id, sum(n)::BIGINT AS c FROM (
+                    SELECT q, n, e, unnest(e.ids) AS id FROM (
+                      SELECT q, n, unnest([{', '.join(parts)}]) AS e FROM {rows}))
+                  GROUP BY ALL)
+            GROUP BY role, plain, q""",
+        label, share,
+    )
+    targets = [agg.hits, agg.clicks]
+    decoded: dict[str, str] = {}
+    while chunk := result.fetchmany(20_000):
+        for role, plain, raw, ids, counts in chunk:
+            q = decoded.get(raw)
+            if q is None:
+                q = decoded[raw] = raw[1:-1] if "\\" not in raw else loads(raw)
+            target = targets[role].get(q)
+            if plain and target is None:  # the usual case: one spelling of the query, a list of strings
+                targets[role][q] = Counter(dict(zip(ids, counts, strict=True)))
+                continue
+            if target is None:
+                target = targets[role][q] = Counter()
+            if plain:
+                add_ids(target, ids, 1, counts=Counter(dict(zip(ids, counts, strict=True))))
+                continue
+            for text, n in zip(ids, counts, strict=True):
+                found = id_list(loads_record(text))
+                if found:
+                    add_ids(target, found, n)
+            if not target:
+                del targets[role][q]
 
 
 def _counts(reader: Reader, fields: Fields) -> tuple[Aggregate, int, Counted]:
@@ -220,43 +283,6 @@ def _counts(reader: Reader, fields: Fields) -> tuple[Aggregate, int, Counted]:
             acc[0] += details["lat_sum"][k]
             acc[1] += n
     return agg, doubtful, counted
-
-
-def refused(reader: Reader) -> list[tuple[int, int]]:
-    """(line number, byte offset) of the lines DuckDB's reader refused, in order."""
-    return reader.con.execute(
-        "SELECT DISTINCT line, line_byte_position FROM reject_errors ORDER BY line"
-    ).fetchall()
-
-
-def leftovers(reader: Reader, source_sql: str, sql: JsonSql, doubtful: int, refused_lines: list[tuple[int, int]],
-              raw_line: Callable[[int], bytes], handler: JsonlHandler) -> Aggregate:
-    """The python reader's verdict on every line DuckDB did not count, in line order.
-    `raw_line(offset)` gives the bytes of a refused line."""
-    agg = Aggregate()
-    pending = list(reversed(refused_lines))
-    skipped = 0  # refused lines before the current row: row numbers do not count them
-
-    def take_refused() -> None:
-        nonlocal skipped
-        line, offset = pending.pop()
-        handler.process_line(raw_line(offset), line, agg)
-        skipped += 1
-
-    if doubtful:
-        reader.con.execute("SET preserve_insertion_order = true")  # row numbers in file order
-        rows = reader.con.execute(
-            f"""SELECT rn, line FROM (SELECT row_number() OVER () AS rn, ok, empty, line
-                                      FROM ({sql.rows(source_sql)})) WHERE NOT ok AND NOT empty"""
-        )
-        while chunk := rows.fetchmany(10_000):
-            for rn, line in chunk:
-                while pending and pending[-1][0] <= rn + skipped:
-                    take_refused()
-                handler.process_line(line.encode(), rn + skipped, agg)
-    while pending:
-        take_refused()
-    return agg
 
 
 class _Fingerprint:
@@ -325,49 +351,3 @@ def _as_bytes(progress: Progress, size: int) -> Callable[[float], None]:
             reported = now
 
     return report
-
-
-class _RawLines:
-    """The stored bytes of the lines DuckDB refused, by offset in the (decompressed)
-    stream; offsets are asked for in increasing order."""
-
-    def __init__(self, source: Source, max_line: int) -> None:
-        self.max_line = max_line
-        self.seekable = source.compression is None
-        self.stream: IO[bytes]
-        if self.seekable:
-            assert source.path is not None
-            self.stream = source.path.open("rb")
-        else:
-            try:
-                self.stream = open_stream(source, BlockHasher(), lambda _n: None)
-            except InputError as exc:  # zstd without `zstandard`: the python reader says so
-                raise NotForDuckDB(str(exc)) from None
-        self.position = 0  # of the stream, when not seekable: where `ahead` starts
-        self.ahead = bytearray()  # read past the last line asked for: the next may be in it
-
-    def __enter__(self) -> Callable[[int], bytes]:
-        return self.line_at
-
-    def __exit__(self, *_exc: object) -> None:
-        self.stream.close()
-
-    def line_at(self, offset: int) -> bytes:
-        """The line at `offset`, cut after max_line + 2 bytes (so an over-long line is one)."""
-        want = self.max_line + 2
-        if self.seekable:
-            self.stream.seek(offset)
-            return self.stream.read(want).split(b"\n", 1)[0]
-        drop = offset - self.position
-        if drop <= len(self.ahead):
-            del self.ahead[:drop]
-        else:
-            drop -= len(self.ahead)
-            self.ahead.clear()
-            while drop and (skipped := self.stream.read(min(drop, 1 << 20))):
-                drop -= len(skipped)
-        self.position = offset
-        while b"\n" not in self.ahead and len(self.ahead) < want and (more := self.stream.read(1 << 16)):
-            self.ahead += more
-        return bytes(self.ahead[:want]).split(b"\n", 1)[0]
-

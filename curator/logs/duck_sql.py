@@ -2,16 +2,21 @@
 fields out of each JSON line and decides which lines DuckDB may count (`JsonSql`), the
 sources it reads lines from, and `Reader`, one connection with its limits and errors.
 
-Nothing leaves memory: temp_directory is off, so DuckDB cannot spill raw queries to
-disk (a query too big for memory_limit fails instead, with a hint).
+Memory is bounded by the machine, not by the log: DuckDB gets `memory_limit()` and,
+given a spill folder (`spill_folder`: private, inside the workspace's `.curator/`,
+removed afterwards), writes what does not fit there; the raw text of queries is written
+there only transiently, before redaction. Without one (a bare `read_source`) nothing
+leaves memory, and a query too big for the limit fails with a hint.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +25,8 @@ from curator.logs.fields import Fields
 from curator.logs.jsonl import MAX_DEPTH, NOT_JSON_WORDS
 from curator.logs.lines import Window
 
-MEMORY_LIMIT = "256MB"  # counting per query (pass 1)
 USERS_MEMORY_LIMIT = "192MB"  # users of the queued queries only
+_MB = 1 << 20
 FORMATS = ("jsonl", "ubi", "parquet")
 # A `\u` escape in a key: from the escape to the end of its string, then a colon. Looked
 # for from the escape on, not from each quote (four times cheaper); any string it could
@@ -61,7 +66,30 @@ class NotForDuckDB(Exception):
 
 
 class OutOfMemory(CuratorError):
-    """DuckDB needed more than its memory_limit (it never spills log data to disk)."""
+    """DuckDB needed more than its memory_limit (and its spill folder, if it had one)."""
+
+
+def machine_memory_limit() -> str:
+    """DuckDB's memory for counting: a quarter of the memory free now, 128 to 384 MB
+    (what does not fit is spilled: more memory buys little speed, and Python's own
+    per-query tables come on top of it)."""
+    try:
+        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # not on this system: the middle of the range
+        free = 1 << 30
+    return f"{max(128, min(384, free // 4 // _MB))}MB"
+
+
+@contextlib.contextmanager
+def spill_folder(parent: Path) -> Iterator[Path]:
+    """A private folder (mode 0700) inside `parent` for DuckDB to spill to, removed
+    with everything in it afterwards, whatever happens."""
+    parent.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="logs-spill-", dir=parent))  # mkdtemp makes it 0700
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def json_path(field: str) -> str:
@@ -77,7 +105,7 @@ def quote(text: str) -> str:
 
 
 class JsonSql:
-    """The SQL that turns raw lines into (ok, inside, empty, q, n, ts, u, ids, results, lat)."""
+    """The SQL that turns raw lines into (ok, inside, empty, q, n, ts, u, hits, clicks, results, lat)."""
 
     def __init__(self, fields: Fields, window: Window, wrapped: bool = False) -> None:
         """`wrapped`: the log holds OpenSearch / Elasticsearch hits (`_source` objects,
@@ -126,7 +154,8 @@ class JsonSql:
             *(f"lit_{i} IS NULL" for i in self.literal),
         ]
         values = {"q": "f_query", "n": "1", "ts": "NULL::TIMESTAMP", "u": "NULL::VARCHAR",
-                  "ids": "NULL::VARCHAR", "results": "NULL::VARCHAR", "lat": "NULL::DOUBLE"}
+                  "hits": "NULL::VARCHAR", "clicks": "NULL::VARCHAR", "results": "NULL::VARCHAR",
+                  "lat": "NULL::DOUBLE"}
         if f.count:
             j = "f_count"
             ok.append(f"regexp_full_match({j}, '[1-9][0-9]{{0,14}}')")
@@ -143,10 +172,9 @@ class JsonSql:
             ok.append(_unless(f"{j} IS NULL OR {j} = 'null' OR starts_with({j}, '\"')",
                               f"regexp_full_match({j}, '0|-?[1-9][0-9]{{0,17}}')"))  # past 64 bits: a float to orjson
             values["u"] = j
-        if f.hits or f.clicks:
-            values["ids"] = " || '\n' || ".join(
-                f"coalesce(f_{r}, 'null')" for r in ("hits", "clicks") if getattr(f, r)
-            )
+        for role in ("hits", "clicks"):
+            if getattr(f, role):
+                values[role] = f"f_{role}"
         if f.results:
             j = "f_results"
             ok.append(_unless(f"{j} IS NULL OR {j} = 'null'", f"regexp_full_match({j}, '-?[0-9]{{1,15}}')"))
@@ -181,6 +209,26 @@ class JsonSql:
         ts = self._time() if self.fields.time else "NULL::TIMESTAMP"
         return f"""
             SELECT TRUE AS ok, {self._inside()} AS inside, f_query AS q, f_user AS u
+            FROM (SELECT *, {ts} AS ts
+                  FROM (SELECT {columns}
+                        FROM (SELECT try(json_extract(line, {paths}))::VARCHAR[] AS j FROM {source})))
+        """
+
+    def id_rows(self, source: str) -> str:
+        """`ok`, `inside`, `q`, `n`, `hits` and `clicks` per line of a file whose every
+        line an earlier pass found `ok`: only those fields (and the time, for a window)
+        are parsed, nothing is checked again."""
+        roles = ["query", *(r for r in ("hits", "clicks", "count") if getattr(self.fields, r))]
+        if self.window and self.fields.time:
+            roles.append("time")
+        found, values = _field_paths({r: getattr(self.fields, r) for r in roles}, self.wrapped)
+        paths = "[" + ", ".join(quote(p) for p in found) + "]"
+        columns = ", ".join(f"{values[role]} AS f_{role}" for role in roles)
+        ts = self._time() if "time" in roles else "NULL::TIMESTAMP"
+        n = "TRY_CAST(f_count AS BIGINT)" if self.fields.count else "1"
+        ids = ", ".join(f"{f'f_{r}' if getattr(self.fields, r) else 'NULL::VARCHAR'} AS {r}" for r in ("hits", "clicks"))
+        return f"""
+            SELECT TRUE AS ok, {self._inside()} AS inside, f_query AS q, {n} AS n, {ids}
             FROM (SELECT *, {ts} AS ts
                   FROM (SELECT {columns}
                         FROM (SELECT try(json_extract(line, {paths}))::VARCHAR[] AS j FROM {source})))
@@ -277,14 +325,19 @@ class Reader:
     """One DuckDB connection; `progress(fraction)` while a query runs, from DuckDB's
     own measure of how far it is."""
 
-    def __init__(self, progress: Callable[[float], None], memory_limit: str = MEMORY_LIMIT) -> None:
+    def __init__(self, progress: Callable[[float], None], memory_limit: str | None = None,
+                 temp: Path | None = None) -> None:
+        """`temp`: the folder DuckDB may spill to (none: it keeps everything in memory)."""
         import duckdb
 
+        memory_limit = memory_limit or machine_memory_limit()
         self.duckdb = duckdb
         self.con = duckdb.connect(":memory:")
         threads = max(1, min(os.cpu_count() or 1, 8))
+        self.temp = temp
         self.con.execute(
-            f"SET threads = {threads}; SET memory_limit = '{memory_limit}'; SET temp_directory = ''; "
+            f"SET threads = {threads}; SET memory_limit = '{memory_limit}'; "
+            f"SET temp_directory = {quote(str(temp) if temp else '')}; "
             "SET enable_progress_bar = true; SET enable_progress_bar_print = false; "
             "SET preserve_insertion_order = false; "  # less memory; only `leftovers` needs order
             # give memory back as soon as a task is done: Python needs it next
@@ -321,10 +374,16 @@ class Reader:
         try:
             return self.con.execute(sql, params)
         except self.duckdb.OutOfMemoryException:
+            if self.temp is None:
+                raise OutOfMemory(
+                    f"{label}: DuckDB ran out of its {self.memory_limit} while counting queries "
+                    "(with no folder to spill to)", hint="Import it with `curator import-logs`, which gives DuckDB one.",
+                ) from None
             raise OutOfMemory(
-                f"{label}: DuckDB ran out of its {self.memory_limit} while counting queries "
-                "(and never spills log data to disk)",
-                hint="Read it with --engine python.",
+                f"{label}: DuckDB ran out of its {self.memory_limit} of memory and of the disk space it spills "
+                f"to ({self.temp.parent}) while counting queries; nothing was imported",
+                hint=f"Free disk space in {self.temp.parent} (or memory), or import the log in parts "
+                     "(--since/--until), then run the import again.",
             ) from None
         except self.duckdb.IOException as exc:  # a damaged gzip stream, for one
             # the python reader keeps what came before the damage and says where it was

@@ -14,6 +14,7 @@ the shared FULL stand-in.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from curator.logs.aggregate import USERS_CAP, Aggregate
@@ -72,6 +73,7 @@ class UsersOf:
     label: str
     counted: Counted
     trusted: bool
+    temp: Path | None = None  # the folder DuckDB may spill to
 
     def settled(self, queries: set[str]) -> tuple[dict[str, Users], set[str]]:
         """The users of those of `queries` that pass 1 settled, and the other queries."""
@@ -115,7 +117,7 @@ class UsersOf:
         bits = bytearray(b"0" * size)
         for h in wanted:
             bits[h % size] = ord("1")
-        reader = Reader(lambda _fraction: None, USERS_MEMORY_LIMIT)
+        reader = Reader(lambda _fraction: None, USERS_MEMORY_LIMIT, self.temp)
         rows = self.sql.user_rows(self.source_sql) if self.trusted else self.sql.rows(self.source_sql)
         try:
             result: list[tuple[int, list[int] | None]] = reader.query(

@@ -12,18 +12,22 @@ pairs, `null` for an open end); a row without any (before windows were kept) cou
 as the whole file.
 
 This is the storage module of the `log_imports` table (created by migrations.py): it
-reads the table with sqlite-utils and writes it in one `ws.transaction()`.
+reads the table with sqlite-utils and writes it in the same `ws.transaction()` as the
+candidates the import queues (`queue_import`).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from curator.logs.candidates import merged_provenance
 from curator.logs.lines import Window
+from curator.models import CandidateIn
 
 if TYPE_CHECKING:
     from curator.logs.python_reader import FileRead
@@ -93,13 +97,56 @@ class KnownImports:
         return fingerprint if fingerprint is not None and self.imported(fingerprint, window) else None
 
 
+@dataclass
+class Queued:
+    """What an import changed in the queue: candidates added, found queued already
+    (by exact text), and queued before and given this import's counts."""
+
+    added: list[int] = field(default_factory=list)
+    existing: list[int] = field(default_factory=list)
+    updated: list[int] = field(default_factory=list)
+
+
+def queue_import(ws: Workspace, found: list[CandidateIn], refreshed: list[tuple[str, CandidateIn]],
+                 reads: list[FileRead], window: Window, import_id: str) -> Queued:
+    """Queue `found`, add the counts of `refreshed` ((norm of a queued candidate, this
+    import's cluster of it)) and note the files as imported, in one transaction: a kill
+    part-way leaves the workspace as before, so a rerun neither queues another --limit
+    nor counts a log twice."""
+    key = import_key(import_id, window)
+    with ws.transaction():
+        result = ws.insert_candidates(found)
+        queued = Queued(result.added, result.existing)
+        before = ws.log_counts(norm for norm, _item in refreshed)
+        rows = []
+        for norm, item in refreshed:
+            if norm not in before:
+                continue
+            cid, count, provenance = before[norm]
+            merged = merged_provenance(count, provenance, item, key)
+            if merged is not None:
+                rows.append((cid, *merged))
+                queued.updated.append(cid)
+        ws.set_log_counts(rows)
+        record(ws, reads, window, len(queued.added))
+    return queued
+
+
+def import_key(import_id: str, window: Window) -> str:
+    """What a candidate's provenance notes of each import that counted into it: the
+    files' fingerprints (`import_id`) and the window read, if any."""
+    if window.since is None and window.until is None:
+        return import_id
+    return f"{import_id}@{window.since or ''}..{window.until or ''}"
+
+
 def record(ws: Workspace, reads: list[FileRead], window: Window, queued: int) -> None:
     """Note each file read as imported for `window`, besides the windows it was
-    imported for before."""
+    imported for before (in the caller's transaction, or its own)."""
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     span = (window.since, window.until)
     wanted = [read.fingerprint for read in reads]
-    with ws.transaction():
+    with ws.lock:
         before = {
             row["fingerprint"]: _spans(row["windows"])
             for row in ws.db.table("log_imports").rows_where(

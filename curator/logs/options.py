@@ -53,7 +53,7 @@ class ImportOptions:
 @dataclass
 class FileSummary:
     path: str
-    status: str  # imported | already imported | listed twice | empty
+    status: str  # imported | already imported | listed twice | empty | skipped
     format: str | None = None
     engine: str | None = None  # duckdb | python
     fingerprint: str | None = None
@@ -64,6 +64,7 @@ class FileSummary:
     ignored: dict[str, int] = field(default_factory=dict)
     # already imported: the windows it was imported for ([since, until], None for an open end)
     windows: list[list[str | None]] | None = None
+    reason: str | None = None  # skipped: why (a dangling symlink, a symlink loop)
 
 
 @dataclass
@@ -82,6 +83,7 @@ class ImportSummary:
     sampled: int = 0
     queued: int = 0
     already_queued: int = 0
+    updated: int = 0  # candidates queued before that this import's counts were added to
     candidate_ids: list[int] = field(default_factory=list)
     preview: list[dict[str, Any]] = field(default_factory=list)
     dry_run: bool = False

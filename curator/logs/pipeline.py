@@ -20,10 +20,10 @@ from curator.logs.aggregate import Aggregate
 from curator.logs.candidates import ClusterItem, candidates, look_up_users
 from curator.logs.cluster import cluster
 from curator.logs.dedupe import Existing
+from curator.logs.duck_sql import spill_folder
 from curator.logs.duck_users import hash_users
 from curator.logs.grouping import Grouped, bump, group, kept
-from curator.logs.imports import KnownImports, quick_key
-from curator.logs.imports import record as record_imports
+from curator.logs.imports import KnownImports, queue_import, quick_key
 from curator.logs.options import FileSummary, ImportOptions, ImportSummary, Settings, settle
 from curator.logs.python_reader import FileRead
 from curator.logs.reading import read_source
@@ -72,7 +72,18 @@ def import_logs(
     opts = settings.opts
     summary = ImportSummary(dry_run=opts.dry_run, sample=opts.sample or "top", limit=opts.limit or 0,
                             seed=None if opts.sample == "top" else opts.seed)
-    reads, total = _read_all(ws, sources, settings, summary, progress, on_file)
+    # DuckDB spills what its memory cannot hold to a private folder, removed afterwards
+    with spill_folder(ws.state_dir) as temp:
+        _import(ws, sources, settings, summary, redactor, temp, progress, on_file, on_stage)
+    return summary
+
+
+def _import(ws: Workspace, sources: list[Source], settings: Settings, summary: ImportSummary, redactor: Redactor,
+            temp: Path, progress: Progress | None, on_file: Callable[[Source, int | None], None] | None,
+            on_stage: Callable[[str], None] | None) -> None:
+    """Read, count, group, choose and queue: `import_logs` once its options are settled."""
+    opts = settings.opts
+    reads, total = _read_all(ws, sources, settings, summary, progress, on_file, temp)
 
     stage = on_stage or (lambda _text: None)
     stage(f"Grouping and clustering {len(total.counts):,} distinct queries")
@@ -82,15 +93,17 @@ def import_logs(
         summary.distinct_normalised = len(grouped.norms)
         del total
         summary.redactions = dict(redactor.counts)
-        chosen = _choose(ws, grouped, settings, summary)
+        chosen, updates = _choose(ws, grouped, settings, summary)
         del grouped  # all but the chosen groups: freed before DuckDB counts their users
     stage(f"Queueing {len(chosen):,} clusters")
-    group_of = {raw: g for item in chosen for g in item.groups for raw in g.raws}  # exact query -> its group
-    look_up_users(chosen, group_of, [r.users_of for r in reads if r.users_of])
+    group_of = {raw: g for item in chosen + updates for g in item.groups for raw in g.raws}  # exact query -> its group
+    look_up_users(chosen + updates, group_of, [r.users_of for r in reads if r.users_of])
 
     files = [r.source.label for r in reads]
     import_id = sha256_hex("".join(sorted(r.fingerprint for r in reads)))[:12]
     found = candidates(ws, chosen, files, import_id)
+    refreshed = list(zip([str(u.known) for u in updates], candidates(ws, updates, files, import_id), strict=True))
+    summary.updated = len(refreshed)  # a dry run's: at most (an import counted in before adds nothing)
     summary.preview = [
         {
             "query": c.query,
@@ -102,17 +115,16 @@ def import_logs(
         for c in found[:PREVIEW]
     ]
     if not opts.dry_run:
-        result = ws.add_candidates(found)
+        result = queue_import(ws, found, refreshed, reads, settings.window, import_id)
         summary.queued = len(result.added)
         summary.already_queued = len(result.existing)
         summary.candidate_ids = result.added
-        record_imports(ws, reads, settings.window, summary.queued)
-    return summary
+        summary.updated = len(result.updated)
 
 
 def _read_all(ws: Workspace, sources: list[Source], settings: Settings, summary: ImportSummary,
               progress: Progress | None, on_file: Callable[[Source, int | None], None] | None,
-              ) -> tuple[list[FileRead], Aggregate]:
+              temp: Path | None = None) -> tuple[list[FileRead], Aggregate]:
     """Read every source not imported before (for this window) into one Aggregate, a
     FileSummary each; the reads of the files imported now."""
     opts = settings.opts
@@ -122,6 +134,9 @@ def _read_all(ws: Workspace, sources: list[Source], settings: Settings, summary:
     seen_fingerprints: set[str] = set()
     hashed_users = False  # `total` holds users as DuckDB's hashes, not names
     for source in sources:
+        if source.skipped:  # a symlink that leads nowhere: named in the summary, the rest read
+            summary.files.append(FileSummary(source.label, "skipped", reason=source.skipped))
+            continue
         blank = blank_lines(source)
         if blank is not None:  # nothing to read, and no reason to stop the others
             summary.files.append(FileSummary(source.label, "empty", lines=blank,
@@ -137,7 +152,7 @@ def _read_all(ws: Workspace, sources: list[Source], settings: Settings, summary:
             on_file(source, source.size())
         read = read_source(
             source, opts.format, settings.fields, opts.param, settings.window, opts.max_line_bytes,
-            progress or (lambda _n: None), opts.engine or "auto",
+            progress or (lambda _n: None), opts.engine or "auto", temp,
         )
         _require_found(read)
         agg = read.agg
@@ -175,15 +190,19 @@ def _read_all(ws: Workspace, sources: list[Source], settings: Settings, summary:
     return reads, total
 
 
-def _choose(ws: Workspace, grouped: Grouped, settings: Settings, summary: ImportSummary) -> list[ClusterItem]:
-    """Filter, cluster, drop what is already known and sample to the budget."""
+def _choose(ws: Workspace, grouped: Grouped, settings: Settings,
+            summary: ImportSummary) -> tuple[list[ClusterItem], list[ClusterItem]]:
+    """Filter, cluster, drop what is already known and sample to the budget; also the
+    clusters of candidates queued before, which gain this import's counts (past the
+    budget, those that hold a queued candidate's exact text)."""
     opts = settings.opts
     assert opts.similarity is not None and opts.min_count is not None
     assert opts.min_length is not None and opts.max_length is not None
     rows = kept(grouped, opts.min_length, opts.max_length, settings.noise, summary.filtered)
     norms = [grouped.norms[j] for j in rows]
     counts = [grouped.counts[j] for j in rows]
-    clusters = cluster(norms, counts, opts.similarity)
+    surfaces = [grouped.surfaces[j] for j in rows]
+    clusters = cluster(norms, counts, opts.similarity, surfaces)
     summary.clusters = len(clusters)
     totals = clusters.totals(counts)
     eligible = [c for c, total in enumerate(totals) if total >= opts.min_count]
@@ -193,18 +212,25 @@ def _choose(ws: Workspace, grouped: Grouped, settings: Settings, summary: Import
 
     dedupe = Existing(ws, opts.similarity)
     chosen: list[ClusterItem] = []
+    updates: list[ClusterItem] = []
     order = sample_order([totals[c] for c in eligible], opts.sample or "top", opts.seed)
     walk = [eligible[i] for i in order]
     # members and items only for the clusters the sampler reaches: one per cluster costs 40 MB at 150k
-    for members, why in dedupe.along(walk, clusters.members, norms):
+    walked = 0
+    for members, why, known in dedupe.along(walk, clusters.members, norms, surfaces):
         if opts.limit and len(chosen) >= opts.limit:
             break
+        walked += 1
+        if known:  # a candidate queued before: it gains this import's counts
+            updates.append(ClusterItem([grouped.group(rows[i]) for i in members], known))
         if why:
             bump(summary.duplicates, why)
             continue
         chosen.append(ClusterItem([grouped.group(rows[i]) for i in members]))
+    for c, known in dedupe.queued_in(walk[walked:], clusters.of, norms):  # past the budget: exact texts
+        updates.append(ClusterItem([grouped.group(rows[i]) for i in clusters.members(c)], known))
     summary.sampled = len(chosen)
-    return chosen
+    return chosen, updates
 
 
 def _require_found(read: FileRead) -> None:

@@ -4,6 +4,7 @@ the python readers for everything else), and the checks every engine shares."""
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 from curator.errors import InputError
 from curator.logs import duck
@@ -29,12 +30,14 @@ def read_source(
     max_line: int = MAX_LINE_BYTES,
     progress: Progress = lambda _n: None,
     engine: str = "auto",
+    temp: Path | None = None,
 ) -> FileRead:
     """Read one source completely into a FileRead: with DuckDB (JSON Lines and Parquet
     files, see curator/logs/duck.py) or with the python readers; `auto` takes DuckDB
     where the input allows it, except for small files (DUCKDB_MIN_BYTES, or
     DUCKDB_MIN_COMPRESSED_BYTES compressed), and falls back to python where DuckDB
-    cannot read a file exactly as the python reader would."""
+    cannot read a file exactly as the python reader would. `temp`: a private folder
+    DuckDB may spill to (see duck_sql.spill_folder); without one it keeps to memory."""
     head = read_head(source)
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # PowerShell's `>` writes UTF-16
         raise InputError(source.label, "is UTF-16 text; logs are read as UTF-8",
@@ -47,7 +50,7 @@ def read_source(
         engine = "python"  # DuckDB's start costs more than it saves on a small file
     if engine != "python" and fmt in duck.FORMATS and source.path is not None:
         try:
-            return duck.read(source, fmt, head, fields, window, max_line, progress)
+            return duck.read(source, fmt, head, fields, window, max_line, progress, temp)
         except duck.NotForDuckDB as exc:
             if engine == "duckdb" or fmt == "parquet":
                 raise InputError(

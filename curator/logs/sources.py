@@ -7,6 +7,7 @@ bytes as stored, compressed or not), whichever reader reads it.
 
 from __future__ import annotations
 
+import errno
 import glob
 import gzip
 import hashlib
@@ -36,6 +37,7 @@ class Source:
     stream_head: bytes | None = None  # what was read from the stream to detect its format
     pipe: IO[bytes] | None = None  # a pipe named as a path (`<(zcat ...)`), opened once; None: stdin
     magic: bytes | None = None  # the first bytes as stored, once looked at
+    skipped: str | None = None  # why it is not read (a dangling symlink, a symlink loop); None: read it
 
     def stream(self) -> IO[bytes]:
         """A stream source's bytes, read once, as they come."""
@@ -90,9 +92,19 @@ def expand(paths: Sequence[str | os.PathLike[str]]) -> list[Source]:
             matched = [text]
         for name in matched:
             path = Path(name)
+            problem = link_problem(path)
+            if problem:  # the other files are still read; the summary names this one and why
+                sources.append(Source(name, None, skipped=problem))
+                continue
             if path.is_dir():  # every file inside but hidden ones (.git, .DS_Store)
-                sources.extend(Source(str(p), p) for p in sorted(path.rglob("*"))
-                               if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts))
+                for p in sorted(path.rglob("*")):
+                    if any(part.startswith(".") for part in p.relative_to(path).parts):
+                        continue
+                    problem = link_problem(p)
+                    if problem:
+                        sources.append(Source(str(p), None, skipped=problem))
+                    elif p.is_file():
+                        sources.append(Source(str(p), p))
                 continue
             if not path.exists():
                 raise InputError(name, "no such file")
@@ -109,6 +121,22 @@ def expand(paths: Sequence[str | os.PathLike[str]]) -> list[Source]:
                 raise InputError(name, f"cannot read: {exc.strerror or exc}") from None
             sources.append(Source(name, path))
     return sources
+
+
+def link_problem(path: Path) -> str | None:
+    """Why a symlink cannot be followed (its target missing, or a loop), or None (not a
+    symlink, or one that resolves)."""
+    if not path.is_symlink():
+        return None
+    try:
+        path.resolve(strict=True)
+    except FileNotFoundError:
+        return f"dangling symlink (its target {os.readlink(path)} does not exist)"
+    except (RuntimeError, OSError) as exc:  # a loop: RuntimeError before Python 3.13, OSError (ELOOP) after
+        if isinstance(exc, OSError) and exc.errno not in (errno.ELOOP, None):
+            return f"symlink cannot be followed: {exc.strerror or exc}"
+        return "symlink loop"
+    return None
 
 
 class BlockHasher:

@@ -28,9 +28,15 @@ class QueueStorage(Storage):
     def add_candidates(self, items: Iterable[CandidateIn]) -> AddResult:
         """Queue candidates for review; one whose normalised text is already queued (in
         any state) is not added again."""
+        with self.transaction():
+            return self.insert_candidates(items)
+
+    def insert_candidates(self, items: Iterable[CandidateIn]) -> AddResult:
+        """`add_candidates` inside the caller's `transaction()` (an import queues its
+        candidates and records its files in one)."""
         result = AddResult([], [])
         now = utcnow()
-        with self.transaction():
+        with self.lock:
             for item in items:
                 norm = normalize_query(item.query)
                 row = self.db.execute("SELECT id FROM candidates WHERE norm = ?", [norm]).fetchone()
@@ -59,6 +65,29 @@ class QueueStorage(Storage):
                 result.added.append(int(cur.lastrowid or 0))  # an INSERT always sets it
         return result
 
+    def log_counts(self, norms: Iterable[str]) -> dict[str, tuple[int, int, dict[str, Any]]]:
+        """norm -> (id, count, provenance) of the candidates mined from logs queued under
+        `norms` (a generated candidate's count is not a log's)."""
+        out: dict[str, tuple[int, int, dict[str, Any]]] = {}
+        with self.lock:
+            for norm in norms:
+                row = self.db.execute("SELECT id, count, provenance FROM candidates WHERE norm = ? AND source_kind = 'log'",
+                                      [norm]).fetchone()
+                if row:
+                    out[norm] = (int(row[0]), int(row[1] or 1), json.loads(row[2] or "{}"))
+        return out
+
+    def set_log_counts(self, rows: Iterable[tuple[int, int, dict[str, Any]]]) -> None:
+        """Give candidates (id, count, provenance) new counts, inside the caller's
+        `transaction()`; their state, decisions, leases and `updated_at` (the time of
+        the last decision) stay as they are."""
+        with self.lock:
+            for cid, count, provenance in rows:
+                self.db.execute(
+                    "UPDATE candidates SET count = ?, provenance = ? WHERE id = ?",
+                    [count, json.dumps(provenance, ensure_ascii=False, default=str), cid],
+                )
+
     def candidate(self, candidate_id: int) -> Candidate | None:
         row = next(self.db.query("SELECT * FROM candidates WHERE id = ?", [candidate_id]), None)
         return _candidate(row) if row else None
@@ -80,6 +109,10 @@ class QueueStorage(Storage):
 
     def candidate_norms(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT norm FROM candidates")]
+
+    def candidate_queries(self) -> list[tuple[str, str]]:
+        """(norm, query as shown) of every candidate, in the order queued."""
+        return [(r[0], r[1]) for r in self.db.execute("SELECT norm, query FROM candidates ORDER BY id")]
 
     def candidate_counts(self, by: str = "state") -> dict[str, int]:
         """How many candidates per `state` (or per `source_kind`)."""

@@ -21,13 +21,15 @@ class ReviewApp(App[None]):
 
     def __init__(
         self, ws: Workspace, *, blink: bool = True, set_name: str | None = None, source: str = "all",
-        slice: str | None = None, reviewer: str | None = None,
+        slice: str | None = None, reviewer: str | None = None, session: ReviewSession | None = None,
     ):
         """The candidates of `source` (and `slice`), kept in `set_name` under `reviewer`'s
-        name (see `ReviewSession`); `blink=False` stills the cursors (snapshot tests)."""
+        name (see `ReviewSession`); `blink=False` stills the cursors (snapshot tests);
+        `session`: a session made elsewhere to drive instead (the second pass)."""
         super().__init__()
         self.ws = ws
-        self.session = ReviewSession(ws, set_name=set_name, source=source, slice=slice, reviewer=reviewer)
+        self.session = session or ReviewSession(
+            ws, set_name=set_name, source=source, slice=slice, reviewer=reviewer)
         self.blink = blink
 
     def on_mount(self) -> None:

@@ -42,6 +42,7 @@ class Handler(BaseHTTPRequestHandler):
             return self._reply(500, {"error": "boom"})
         if "slow" in query:
             time.sleep(0.6)
+        time.sleep(getattr(self.server, "delay", 0.0))
         ids = answer_for(query)[:k]
         if urlsplit(self.path).path.endswith("/select"):  # Solr
             return self._reply(200, {"response": {"numFound": len(ids), "docs": [
@@ -66,10 +67,19 @@ def start_server() -> ThreadingHTTPServer:
 
 
 if __name__ == "__main__":  # the command retriever: JSONL in, JSONL out
+    # --echo-id: answers carry the request's id; a query with "slow" takes 1 s; each start
+    # is logged to the file named by --starts
+    echo = "--echo-id" in sys.argv
+    if "--starts" in sys.argv:
+        with open(sys.argv[sys.argv.index("--starts") + 1], "a") as log:
+            log.write("started\n")
     for line in sys.stdin:
         request = json.loads(line)
+        if "slow" in request["query"]:
+            time.sleep(1.0)
         if "boom" in request["query"]:
             print(json.dumps({"error": "cannot"}), flush=True)
             continue
         hits = [{"id": d, "score": 1.0} for d in answer_for(request["query"])[: request["k"]]]
-        print(json.dumps({"results": hits}), flush=True)
+        answer = {"results": hits, "id": request["id"]} if echo else {"results": hits}
+        print(json.dumps(answer), flush=True)

@@ -104,7 +104,7 @@ def test_core_modules_never_import_textual_or_click() -> None:
 
 
 STORAGE = {"workspace.py", "migrations.py", "storage", "generate/store.py", "logs/imports.py", "triage/store.py",
-           "suggest/store.py"}
+           "suggest/store.py", "judgments.py"}
 SQL = re.compile(r"\.execute\(|\.executemany\(|\bws\.db\b|\.db\[|\.db\.table\(|\.db\.query\(")
 
 

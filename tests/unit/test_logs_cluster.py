@@ -74,28 +74,31 @@ def test_sampling_orders() -> None:
 def _one_by_one(norms: list[str], counts: list[int], similarity: float) -> tuple[list[tuple[int, list[int]]], int]:
     """The algorithm as documented, each query compared on its turn (what `cluster` must
     equal); also how many queries met two full blocks and found a leader there."""
-    from rapidfuzz import fuzz, process
+    from rapidfuzz import fuzz
 
     from curator.logs.cluster import BLOCK_LEADERS
-    from curator.logs.normalise import compare_key, digit_signature
+    from curator.logs.normalise import compare_key, digit_signature, plain_key
 
     order = sorted(range(len(norms)), key=lambda i: (-counts[i], norms[i]))
     exact: dict[str, int] = {}
-    blocks: dict[tuple[str, str], tuple[list[str], list[int]]] = {}
+    blocks: dict[tuple[str, str], tuple[list[str], list[int], list[str]]] = {}
     clusters: list[tuple[int, list[int]]] = []
     full_and_found = 0
     for i in order:
         key = compare_key(norms[i])
         found = exact.get(key)
         digits = digit_signature(norms[i])
-        block_keys = ((digits, "^" + key[:5]), (digits, "$" + key[-5:]))
+        plain = plain_key(norms[i])
+        block_keys = ((digits, "^" + key[:5]), (digits, "$" + key[-5:]), (digits, "<" + plain[:5]),
+                      (digits, ">" + plain[-5:]))
         if found is None and similarity < 100 and key:
             best = None
-            for block_key in block_keys:
-                keys, ids = blocks.get(block_key, ([], []))
-                match = process.extractOne(key, keys, scorer=fuzz.ratio, score_cutoff=similarity)
-                if match and (best is None or match[1] > best[0]):
-                    best = (match[1], ids[match[2]])
+            for block_key in block_keys:  # sorted forms in the sorted blocks, plain ones in the plain blocks
+                keys, ids, plains = blocks.get(block_key, ([], [], []))
+                for k, p, leader in zip(keys, plains, ids, strict=True):
+                    score = fuzz.ratio(key, k) if block_key[1][0] in "^$" else fuzz.ratio(plain, p)
+                    if score >= similarity and (best is None or score > best[0]):
+                        best = (score, leader)
             if best is not None:
                 found = best[1]
                 full_and_found += all(len(blocks[k][0]) == BLOCK_LEADERS for k in block_keys if k in blocks)
@@ -103,10 +106,11 @@ def _one_by_one(norms: list[str], counts: list[int], similarity: float) -> tuple
             found = len(clusters)
             clusters.append((i, []))
             for block_key in block_keys if key else ():
-                keys, ids = blocks.setdefault(block_key, ([], []))
+                keys, ids, plains = blocks.setdefault(block_key, ([], [], []))
                 if len(keys) < BLOCK_LEADERS:
                     keys.append(key)
                     ids.append(found)
+                    plains.append(plain)
         exact.setdefault(key, found)
         clusters[found][1].append(i)
     return clusters, full_and_found

@@ -9,11 +9,11 @@ import random
 from pathlib import Path
 
 import pytest
-from rapidfuzz import fuzz, process
+from rapidfuzz import fuzz
 
 from curator.logs import dedupe, import_logs
 from curator.logs.dedupe import CHUNK, VARIANTS, Existing
-from curator.logs.normalise import compare_key, digit_signature, normalize_query
+from curator.logs.normalise import compare_key, digit_signature, normalize_query, plain_key
 from curator.models import CandidateIn
 
 # few short words, some with digits: many near matches, equal scores and shared signatures
@@ -29,8 +29,9 @@ def _query(rng: random.Random) -> str:
 
 
 def _one_by_one(existing: Existing, norms: list[str], blocks: dict[str, tuple[list[str], list[str]]]) -> str | None:
-    """The check as it was, one cluster at a time: an exact norm first, then `extractOne`
-    over the whole block of each of the first VARIANTS norms in turn."""
+    """The check, one cluster at a time: an exact norm first, then the first best
+    existing query of the whole block (the better of the sorted and the plain forms'
+    ratios) of each of the first VARIANTS norms in turn."""
     for norm in norms:
         if norm in existing.exact:
             return existing.exact[norm]
@@ -38,11 +39,13 @@ def _one_by_one(existing: Existing, norms: list[str], blocks: dict[str, tuple[li
         return None
     for norm in norms[:VARIANTS]:
         block = blocks.get(digit_signature(norm))
-        if block:
-            match = process.extractOne(compare_key(norm), block[0], scorer=fuzz.ratio,
-                                       score_cutoff=existing.similarity)
-            if match:
-                return block[1][match[2]]
+        best = None
+        for other, why in zip(*block, strict=True) if block else ():
+            score = max(fuzz.ratio(compare_key(norm), compare_key(other)), fuzz.ratio(plain_key(norm), plain_key(other)))
+            if score >= existing.similarity and (best is None or score > best[0]):
+                best = (score, why)
+        if best:
+            return best[1]
     return None
 
 
@@ -70,7 +73,7 @@ def test_batched_checks_give_the_one_by_one_answers(known, monkeypatch, similari
     blocks: dict[str, tuple[list[str], list[str]]] = {}
     for norm, why in existing.exact.items():
         keys, reasons = blocks.setdefault(digit_signature(norm), ([], []))
-        keys.append(compare_key(norm))
+        keys.append(norm)
         reasons.append(why)
     rng = random.Random(similarity)
     known_norms = list(existing.exact)
@@ -88,7 +91,7 @@ def test_batched_checks_give_the_one_by_one_answers(known, monkeypatch, similari
         walk.append(list(range(at, at + len(c))))
         at += len(c)
 
-    got = [why for _members, why in existing.along(list(range(len(walk))), walk.__getitem__, norms)]
+    got = [why for _members, why, _norm in existing.along(list(range(len(walk))), walk.__getitem__, norms)]
     expected = [_one_by_one(existing, c, blocks) for c in clusters]
     assert got == expected
     found = {why for why in expected if why}

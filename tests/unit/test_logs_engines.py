@@ -462,7 +462,7 @@ def test_python_engine_refuses_parquet(tmp_path: Path) -> None:
         read_source(Source(str(path), path), engine="python")
 
 
-def test_duckdb_never_spills_to_disk() -> None:
+def test_a_reader_without_a_spill_folder_never_spills_to_disk() -> None:
     reader = Reader(lambda _fraction: None)
     try:
         settings = dict(reader.con.execute(

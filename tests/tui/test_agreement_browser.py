@@ -1,0 +1,254 @@
+"""The blind second pass in the app, and the set browser's agreement and friction fixes:
+`d` disagreements settled by side or relabel, `m` cases on gone passages relabelled with
+the old text, a filter that keeps the cursor on its case, and columns that fit 120 cells.
+Pilot on a real workspace; the files are checked after."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from textual.widgets import DataTable
+
+from curator.agreement import agreement
+from curator.corpus.importer import add_paths
+from curator.review import ReviewSession
+from curator.secondpass import SecondPassSession
+from curator.tui.app import ReviewApp
+from tests.tui.conftest import lines, set_files, settle, type_text
+
+pytestmark = pytest.mark.anyio
+SIZE = (120, 40)
+E1042 = "errors/carrier-e1042.md#carrier-e1042-label-rejected"
+FAQ = "faq.md#pickups"
+QUESTION = "what does CARRIER-E1042 mean"
+
+
+def first_review(ws) -> list[str]:
+    """ana keeps all three candidates, each with its first row as the primary."""
+    session = ReviewSession(ws, reviewer="ana")
+    session.start()
+    kept = []
+    while (card := session.next_card()) is not None:
+        card.apply_slice(card.slice or "paraphrase")
+        card.set_label(E1042 if card.query == QUESTION else card.rows[0].id, "primary")
+        kept.append(session.keep(card).query_id)
+    session.close()
+    return kept
+
+
+def bo_disagrees(ws) -> None:
+    """bo's blind judgment of the E1042 case: paraphrase, with the faq as a secondary; the
+    other items the same as ana."""
+    session = SecondPassSession(ws, reviewer="bo")
+    session.start()
+    while (card := session.next_card()) is not None:
+        first = ws.question_set().read().cases
+        case = next(c for c in first.values() if c.query == card.query)
+        if card.query == QUESTION:
+            card.apply_slice("paraphrase")
+            card.set_label(E1042, "primary")
+            if card.row(FAQ) is None:
+                session.add_search(card, "pickups")
+            card.set_label(FAQ, "secondary")
+        else:
+            card.apply_slice(case.slice)
+            for rel in case.relevant:
+                if card.row(rel.id) is None:
+                    session.add_search(card, rel.id.split("#")[1].replace("-", " "))
+                card.set_label(rel.id, rel.role)
+        session.keep(card)
+    session.close()
+
+
+def judgments_file(ws) -> list[dict]:
+    return lines(ws.root / "datasets" / "main" / "judgments.jsonl")
+
+
+async def test_second_pass_in_the_app_is_blind_and_writes_judgments(rws):
+    first_review(rws)
+    cases_before = (rws.root / "datasets/main/cases.jsonl").read_bytes()
+    app = ReviewApp(rws, blink=False, session=SecondPassSession(rws, reviewer="bo"))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        card = app.screen.current
+        assert card is not None and card.slice is None and card.labels == {}
+        assert "slice –" in str(app.screen.query_one("#labels").render())
+        shown = card.query
+        first_row = card.rows[0].id
+        await pilot.press("2", "p", "k")  # paraphrase, the highlighted row primary, keep
+        await settle(pilot)
+        assert app.screen.current is not None and app.screen.current.query != shown
+        await pilot.press("x")
+        await settle(pilot)
+        await pilot.press("u")  # the bin is taken back
+        await settle(pilot)
+        await pilot.press("b")  # the browser would show ana's labels: closed
+        await settle(pilot)
+        assert app.screen.__class__.__name__ == "BrowserScreen"
+        assert app.screen.query_one(DataTable).row_count == 0
+        assert "blind second pass" in str(app.screen.query_one("#history").render())
+    assert (rws.root / "datasets/main/cases.jsonl").read_bytes() == cases_before
+    written = judgments_file(rws)
+    assert [j["decision"] for j in written] == ["keep", "bin", "undo"]
+    keep = written[0]
+    assert keep["query"] == shown and keep["reviewer"] == "bo" and keep["first_reviewer"] == "ana"
+    assert keep["slice"] == "paraphrase" and keep["relevant"] == [{"id": first_row, "role": "primary", "grade": 2}]
+
+
+async def test_d_lists_disagreements_and_2_takes_the_second_side(rws):
+    first_review(rws)
+    bo_disagrees(rws)
+    qid = next(c.query_id for c in rws.question_set().read().cases.values() if c.query == QUESTION)
+    app = ReviewApp(rws, blink=False, reviewer="cy")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("b")
+        await settle(pilot)
+        assert "1 open disagreement(s)" in str(app.screen.query_one("#browser-message").render())
+        await pilot.press("d")
+        await pilot.pause()
+        table = app.screen.query_one(DataTable)
+        assert table.row_count == 1
+        history = str(app.screen.query_one("#history").render())
+        assert "disagreement" in history and "bo: keep · paraphrase" in history
+        await pilot.press("2")
+        await settle(pilot)
+        await type_text(pilot, "the faq answers it too")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.screen.query_one(DataTable).row_count == 0  # settled: off the list
+    cases, changes = set_files(rws)
+    latest = cases[-1]
+    assert latest["query_id"] == qid and latest["rev"] == 2 and latest["slice"] == "paraphrase"
+    assert {r["id"]: r["role"] for r in latest["relevant"]} == {E1042: "primary", FAQ: "secondary"}
+    assert latest["reviewer"] == "cy"
+    reason = changes[-1]["reason"]
+    assert reason.startswith("adjudicated: ana vs bo") and "took bo's side" in reason
+    assert reason.endswith("the faq answers it too")
+    assert [d.resolved for d in agreement(rws).disagreements] == [reason]
+
+
+async def test_relabelling_a_disagreement_is_recorded_as_adjudicated(rws):
+    first_review(rws)
+    bo_disagrees(rws)
+    app = ReviewApp(rws, blink=False, reviewer="cy")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("b")
+        await settle(pilot)
+        await pilot.press("d", "l")
+        await settle(pilot)
+        assert app.screen.__class__.__name__ == "ReviseScreen"
+        await pilot.press("down", "o", "k")
+        await settle(pilot)
+        await type_text(pilot, "both had a point")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.screen.__class__.__name__ == "BrowserScreen"
+    changes = set_files(rws)[1]
+    assert changes[-1]["action"] == "relabel"
+    assert changes[-1]["reason"].startswith("adjudicated: ana vs bo")
+    assert changes[-1]["reason"].endswith("relabelled; both had a point")
+    assert all(d.resolved for d in agreement(rws).disagreements)
+
+
+async def test_filtering_keeps_the_cursor_on_its_case(rws):
+    kept = first_review(rws)
+    app = ReviewApp(rws, blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("b")
+        await settle(pilot)
+        await pilot.press("down")  # the second case, the dhl one
+        table = app.screen.query_one(DataTable)
+        assert table.cursor_row == 1
+        second = kept[1]
+        await pilot.press("slash")
+        await type_text(pilot, "l")  # the dhl and backlog cases, not the E1042 one above them
+        await pilot.press("enter")
+        await pilot.pause()
+        assert table.row_count == 2
+        assert table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value == second  # still on the case it was on (now row 0)
+        await pilot.press("l")  # and l opens that case, not the one at the old index
+        await settle(pilot)
+        assert app.screen.current.case.query_id == second
+        await pilot.press("escape")
+        await settle(pilot)
+        await pilot.press("slash", "ctrl+u")
+        await type_text(pilot, "what")  # the case under the cursor is filtered out: the first match
+        await pilot.press("enter")
+        await pilot.pause()
+        assert table.row_count == 1 and table.cursor_row == 0
+        await pilot.press("l")
+        await settle(pilot)
+        assert app.screen.current.case.query == QUESTION
+
+
+async def test_every_column_shows_at_120_columns(rws):
+    session = ReviewSession(rws, reviewer="ana")
+    session.start()
+    card = session.next_card()
+    card.query = "what does CARRIER-E1042 mean when a label for the Lisbon depot is rejected twice in a row"
+    card.set_label(E1042, "primary")
+    qid = session.keep(card).query_id
+    session.close()
+    app = ReviewApp(rws, blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("b")
+        await settle(pilot)
+        table = app.screen.query_one(DataTable)
+        # nothing to scroll sideways to: rev and question are in view
+        assert table.virtual_size.width <= table.scrollable_content_region.width
+        row = [str(cell) for cell in table.get_row_at(0)]
+        assert row[3] == "1" and row[4].startswith("what does CARRIER")
+        assert row[0] == qid or row[0].endswith(qid[-5:])  # an id cut keeps its tail
+
+
+async def test_m_offers_cases_on_gone_passages_with_the_old_text(rws):
+    docs = rws.root / "docs"
+    docs.mkdir()
+    page = docs / "pickups.md"
+    page.write_text("# Pickups\n\nPickups are booked through the carrier portal before 16:00.\n")
+    add_paths(rws, [docs])
+    session = ReviewSession(rws, reviewer="ana")
+    session.start()
+    card = session.next_card()
+    card.rows.extend(session.search_rows("pickups carrier portal"))
+    card.set_label("pickups.md#pickups", "primary")
+    card.set_label(E1042, None)
+    qid = session.keep(card).query_id
+    session.close()
+    page.write_text("# Booking a pickup\n\nPickups are booked in the new portal before 17:00.\n")
+    add_paths(rws, [docs])  # the heading changed: the labelled id now exists only in history
+    app = ReviewApp(rws, blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("b")
+        await settle(pilot)
+        assert "no longer has: m lists them" in str(app.screen.query_one("#browser-message").render())
+        await pilot.press("m")
+        await pilot.pause()
+        assert app.screen.query_one(DataTable).row_count == 1
+        assert "pickups.md#pickups" in str(app.screen.query_one("#history").render())
+        await pilot.press("l")
+        await settle(pilot)
+        relabel = app.screen.current
+        assert relabel.case.query_id == qid
+        gone = relabel.rows[0]
+        assert gone.id == "pickups.md#pickups" and gone.reason == "gone: old text"
+        assert "before 16:00" in gone.text  # the old passage's text
+        assert "pickups.md#booking-a-pickup" in [r.id for r in relabel.rows]  # the current candidate
+        await pilot.press("c")  # clear the labels, then label the current passage
+        index = [r.id for r in relabel.rows].index("pickups.md#booking-a-pickup")
+        for _ in range(index):
+            await pilot.press("down")
+        await pilot.press("p", "k")
+        await settle(pilot)
+        await type_text(pilot, "heading renamed")
+        await pilot.press("enter")
+        await settle(pilot)
+    latest = set_files(rws)[0][-1]
+    assert latest["rev"] == 2 and [r["id"] for r in latest["relevant"]] == ["pickups.md#booking-a-pickup"]
+    assert json.dumps(latest)
