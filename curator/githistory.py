@@ -9,10 +9,14 @@ docs/export.md: a non-merge commit may only append lines to its parent's version
 commit's version must keep each parent's lines in order (a union merge interleaves them);
 the working file must start with HEAD's version. By induction every committed line is still
 in the working file, byte for byte and in order.
+
+`only_appended_since(folder, old_head, names)` is the gate's cheap form of the same rule
+for the commits made since a checkpoint: blob ids and sizes only, no blob read.
 """
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -191,3 +195,60 @@ def _lost(
     first = history.first_commit_with(name, old[index])
     origin = f" (first committed in {first[:12]})" if first else ""
     return Problem(where, index + 1, f"line {index + 1}{origin} was {verb} in {by}; the file is append-only")
+
+
+def only_appended_since(folder: Path, old_head: str, names: list[str]) -> bool:
+    """Whether every commit since `old_head` (an ancestor of HEAD whose history a passing
+    verify checked) only appended to the files `names` of `folder`, and each working file
+    still starts with its HEAD version: the gate's check after a commit. Proven without
+    reading a blob: each version those commits hold is a prefix of the working file (its
+    git blob id is the hash of the working file's first `size` bytes), and along each
+    commit the version only grows. False means: let the full check decide."""
+    if not old_head or _git(folder, "merge-base", "--is-ancestor", old_head, "HEAD") is None:
+        return False
+    fmt = "--format=%x01%H"
+    log = _git(folder, "log", "-m", "--full-history", "--raw", "--no-abbrev", "--no-renames", fmt,
+               f"{old_head}..HEAD", "--", *names)
+    head = _git(folder, "ls-tree", "HEAD", "--", *names)
+    if log is None or head is None:
+        return False
+    steps: list[tuple[str, str, str]] = []  # (file name, old blob, new blob)
+    for row in log.decode("utf-8", "replace").splitlines():
+        if row.startswith(":"):
+            meta, _, path = row.partition("\t")
+            fields = meta.split()
+            steps.append((Path(path).name, fields[2], fields[3]))
+    for row in head.decode("utf-8", "replace").splitlines():
+        meta, _, path = row.partition("\t")
+        steps.append((Path(path).name, meta.split()[2], meta.split()[2]))
+    wanted = sorted({blob for _, old, new in steps for blob in (old, new)} - {_NULL})
+    sizes = _blob_sizes(folder, wanted)
+    data = {name: (folder / name).read_bytes() if (folder / name).exists() else b"" for name in names}
+    for name, old, new in steps:
+        if new == _NULL:
+            return False  # a file deleted
+        for blob in (old, new):
+            if blob != _NULL and not _is_prefix(blob, sizes.get(blob), data.get(name, b"")):
+                return False
+        if old != _NULL and sizes[old] > sizes[new]:
+            return False
+    return True
+
+
+def _blob_sizes(folder: Path, blobs: list[str]) -> dict[str, int]:
+    out = _git(folder, "cat-file", "--batch-check", stdin="".join(b + "\n" for b in blobs).encode()) if blobs else b""
+    sizes = {}
+    for row in (out or b"").decode().splitlines():
+        fields = row.split()
+        if len(fields) == 3 and fields[1] == "blob":
+            sizes[fields[0]] = int(fields[2])
+    return sizes
+
+
+def _is_prefix(blob: str, size: int | None, data: bytes) -> bool:
+    """Whether git blob `blob` of `size` bytes holds exactly the first `size` bytes of `data`."""
+    if size is None or size > len(data):
+        return False
+    digest = hashlib.new("sha1" if len(blob) == 40 else "sha256", b"blob %d\0" % size)
+    digest.update(memoryview(data)[:size])
+    return digest.hexdigest() == blob

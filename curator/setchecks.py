@@ -1,5 +1,5 @@
 """verify's checks beyond schema and pairing: bytes, a pending journal, merge conflicts,
-change-log actions, one case per candidate and the slice rules.
+change-log actions and one case per candidate (the slice rules are curator.slicerules').
 
 Each is a plain function adding `Problem`s to a list; `curator.verify` calls them over what
 it read once. Merge conflicts are resolved with `curator resolve QUERY_ID` (a later rev
@@ -14,12 +14,9 @@ from pathlib import Path
 
 from curator.appendonly import JsonLines
 from curator.judgments import check_file as check_judgments_file
-from curator.models import Case
 from curator.problems import Problem
-from curator.slicerules import slice_problems
 
 RESOLVE_REASON = "resolve merge conflict"
-_ACTION = re.compile(rb'"action":"([a-z]+)"')
 _CHANGE_ID = re.compile(rb'"query_id":"([a-z0-9][a-z0-9-]*)","rev":([1-9][0-9]*)')
 
 
@@ -77,59 +74,47 @@ def check_conflicts(problems: list[Problem], path: str, duplicates: list[Duplica
 
 
 def check_actions(
-    problems: list[Problem], path: str, changelog: JsonLines, start: int, retired: dict[tuple[str, int], bool]
+    problems: list[Problem], path: str, keys: list[tuple[str, int] | None], actions: list[str | None],
+    retired: set[tuple[str, int]], cases: set[tuple[str, int]],
 ) -> None:
-    """Each change-log line from `start` (0-based) names an action that fits the case
-    revision it explains: `add` for rev 1 only, `retire` exactly where the case turns
-    retired. `retired` is (query_id, rev) -> whether that case line is retired."""
-    for index in range(start, changelog.count):
-        line = changelog.lines[index]
-        key, action = _CHANGE_ID.search(line), _ACTION.search(line)
-        if key is None or action is None:
-            continue  # not a valid entry: the schema check reports it
-        query_id, rev, verb = key.group(1).decode(), int(key.group(2)), action.group(1).decode()
+    """Each change-log line names an action that fits the case revision it explains: `add`
+    for rev 1 only, `retire` exactly where the case turns retired. `keys` and `actions` are
+    each line's (query_id, rev) and action (None: not checked here); `retired` the case
+    revisions that are retired, `cases` every case revision cases.jsonl has."""
+    for index, action in enumerate(actions):
+        key = keys[index]
+        if action is None or key is None:
+            continue  # trusted, or not a valid entry (the schema check reports it)
+        query_id, rev = key
         number = index + 1
-        if (verb == "add") != (rev == 1):
+        if (action == "add") != (rev == 1):
             expected = "add" if rev == 1 else "an action other than add"
-            problems.append(Problem(path, number, f"{query_id} rev {rev}: action {verb!r} where {expected} fits"))
-        is_retired = retired.get((query_id, rev))
-        was_retired = retired.get((query_id, rev - 1), False)
-        if is_retired is None:
-            continue
-        if verb == "retire" and not is_retired:
+            problems.append(Problem(path, number, f"{query_id} rev {rev}: action {action!r} where {expected} fits"))
+        if key not in cases:
+            continue  # the pairing check reports it
+        is_retired, was_retired = key in retired, (query_id, rev - 1) in retired
+        if action == "retire" and not is_retired:
             problems.append(Problem(path, number, f"{query_id} rev {rev}: action 'retire' but the case is active"))
-        if is_retired and not was_retired and verb != "retire":
-            problems.append(Problem(path, number, f"{query_id} rev {rev} retires the case but the action is {verb!r}"))
+        if is_retired and not was_retired and action != "retire":
+            problems.append(Problem(path, number, f"{query_id} rev {rev} retires the case but the action is {action!r}"))
 
 
-def check_candidates(problems: list[Problem], path: str, latest: dict[str, Case], lines: dict[str, int]) -> None:
-    """Two active cases kept from the same candidate (a warning: candidate ids are one
-    workspace's, so cases merged from another clone may share one by chance)."""
-    seen: dict[tuple[str, int], str] = {}
-    for query_id, case in latest.items():
-        candidate = case.source.candidate_id
-        if case.status != "active" or candidate is None:
-            continue
-        key = (case.source.kind, candidate)
-        if key in seen:
-            problems.append(Problem(
-                path, lines.get(query_id),
-                f"{query_id} and {seen[key]} are both active and came from the same candidate {candidate}; "
-                f"retire one (`curator` review's retire, or a retire through the API)",
-                fatal=False,
-            ))
-        else:
-            seen[key] = query_id
-
-
-def check_slices(problems: list[Problem], path: str, latest: dict[str, Case], lines: dict[str, int]) -> None:
-    """The slice rules (curator.slicerules) over active cases, as warnings: cases written
-    before the rule may break it."""
-    for query_id, case in latest.items():
-        if case.status != "active":
-            continue
-        for reason in slice_problems(case):
-            problems.append(Problem(path, lines.get(query_id), f"{query_id}: {reason}", fatal=False))
+def check_candidate(
+    problems: list[Problem], path: str, line: int, query_id: str, source: tuple[str, int],
+    seen: dict[tuple[str, int], str],
+) -> None:
+    """An active case kept from the same candidate (`source`: its source kind and candidate
+    id) as an earlier one (`seen`: source -> query_id). A warning: candidate ids are one
+    workspace's, so cases merged from another clone may share one by chance."""
+    if source in seen:
+        problems.append(Problem(
+            path, line,
+            f"{query_id} and {seen[source]} are both active and came from the same candidate {source[1]}; "
+            f"retire one (`curator` review's retire, or a retire through the API)",
+            fatal=False,
+        ))
+    else:
+        seen[source] = query_id
 
 
 def check_judgments(problems: list[Problem], set_root: Path) -> None:

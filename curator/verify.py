@@ -4,54 +4,63 @@
 workspace's sets and records the checkpoints). Each file is read once, into a `SetScan`;
 each check is a named function that reads the scan and adds `Problem`s to the report:
 
-- `_check_cases`: every cases.jsonl line is a valid case, each case's revs run 1, 2, 3...;
-- `_check_changelog`: every changelog.jsonl line is a valid entry;
-- `_check_pairing`: each case line has its change-log entry and the other way round;
+- the line checks of curator.linechecks: every cases.jsonl line is a valid case and each
+  case's revs run 1, 2, 3...; every changelog.jsonl line is a valid entry; each case line
+  has its change-log entry and the other way round; the checks on latest revs;
+- the checks of curator.setchecks: bytes, a pending journal, change-log actions, merge
+  conflicts, one case per candidate;
 - `_check_labels`: the labelled passage ids of active cases are in the corpus;
-- `_check_history`: no line the last checkpoint saw was edited, removed or reordered;
-- `check_freezes`: the frozen subsets still match their manifests (curator.freeze).
+- `_check_appended`: no committed line (git) or line the last checkpoint saw (without git)
+  was edited, removed or reordered (curator.githistory, curator.checkpoint);
+- `check_freezes`: the frozen subsets still match their manifests (curator.freezecheck).
 
-A checkpoint remembers the files as a passing verify read them. Lines a passing verify of
-this curator version checked, byte for byte unchanged since, get no second schema check:
-their key (query_id, rev) is read off the line (curator writes it first).
+A checkpoint (curator.checkpoint) remembers the files as a passing verify read them. Lines
+a passing verify of this curator version checked, byte for byte unchanged since, get no
+second schema check: their key (query_id, rev) is read off the line (curator writes it
+first). `require_sound`, the gate of the commands that build on a set, first tries the
+checkpoint's incremental path (`checkpoint.advance`) and runs a full verify only when that
+cannot prove the set sound.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
-import subprocess
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
-from curator import __version__
+from curator import __version__, checkpoint
 from curator._process import paused_gc
-from curator.appendonly import JsonLines, first_change, is_subsequence, write_durably
-from curator.freeze import FREEZES, check_freezes
+from curator.appendonly import JsonLines
+from curator.freezecheck import check_freezes
 from curator.githistory import check_appended, file_history
 from curator.judgments import JUDGMENTS
-from curator.models import Case, ChangeEntry, utcnow, validation_problems
+from curator.linechecks import (
+    Facts,
+    Key,
+    Labels,
+    check_cases,
+    check_changelog,
+    check_latest,
+    check_pairing,
+)
+from curator.models import Case
 from curator.problems import Problem
 from curator.questionset import QuestionSet
 from curator.setchecks import (
     Duplicate,
     check_actions,
     check_bytes,
-    check_candidates,
     check_conflicts,
     check_judgments,
     check_pending,
-    check_slices,
 )
 
 if TYPE_CHECKING:
     from curator.workspace import Workspace
 
-Key = tuple[str, int]  # (query_id, rev) of a line; None stands for an invalid line
 KnownIds = Callable[[set[str]], set[str]]  # of the passage ids given, those in the corpus
 
 
@@ -60,10 +69,36 @@ class SetScan:
     """What one verify read of a set. Its checkpoint and the freeze checks use this instead of
     reading the files again, so they describe the files exactly as they were verified."""
 
-    cases: JsonLines
-    changelog: JsonLines
-    line_hashes: list[str]  # of each whole cases.jsonl line
+    files: dict[str, JsonLines]  # cases.jsonl, changelog.jsonl, freezes.jsonl as read
+    known: dict[str, list[str]]  # line hashes the checkpoint has for an intact prefix of a file
     query_ids: set[str]  # every query_id with a valid line in cases.jsonl
+    revs: dict[str, int] = field(default_factory=dict)  # each case's highest rev
+    retired: set[str] = field(default_factory=set)  # the cases whose latest line is retired
+    _hashes: dict[str, list[str]] = field(default_factory=dict, repr=False)
+
+    @property
+    def cases(self) -> JsonLines:
+        return self.files[CASES]
+
+    @property
+    def changelog(self) -> JsonLines:
+        return self.files[CHANGELOG]
+
+    def hashes(self, name: str) -> list[str]:
+        """The hash of each line of a file (worked out once; the checkpoint's where it has them)."""
+        if name not in self._hashes:
+            file = self.files[name]
+            known = self.known.get(name, [])[: file.count]
+            sha1 = hashlib.sha1  # line_hash, inlined: 200k calls
+            self._hashes[name] = known + [sha1(line).hexdigest()[:16] for line in file.lines[len(known):]]
+        return self._hashes[name]
+
+    @property
+    def line_hashes(self) -> list[str]:
+        return self.hashes(CASES)
+
+
+CASES, CHANGELOG = "cases.jsonl", "changelog.jsonl"
 
 
 @dataclass
@@ -78,7 +113,6 @@ class VerifyReport:
     scan: SetScan | None = field(default=None, repr=False)  # what verify read (None if no set)
     history: str = "not checked: no history"  # what the append-only check rested on
     duplicates: list[Duplicate] = field(default_factory=list, repr=False)
-    latest_cases: dict[str, Case] = field(default_factory=dict, repr=False)  # checked here, by query_id
     latest_lines: dict[int, str] = field(default_factory=dict, repr=False)  # line number -> query_id
 
     @property
@@ -106,22 +140,23 @@ class VerifyReport:
 def verify_workspace(ws: Workspace, names: list[str], *, strict: bool = False) -> list[VerifyReport]:
     """`verify` each named set against the workspace's corpus; record a checkpoint of each
     set that passes."""
-    from curator.corpus.labels import stale_label_problems
     from curator.judgments import check_recorded
 
     reports = []
     has_corpus = ws.corpus_stats().passages > 0  # a fresh clone has no workspace.db corpus yet
     for name in names:
         qs = ws.question_set(name)
-        report = verify(qs, known_ids=ws.existing_passage_ids if has_corpus else None, strict=strict)
         if has_corpus:
-            report.problems.extend(stale_label_problems(ws, qs))  # labels on ids only in history
-        elif strict:
-            report.problems.append(Problem(str(qs.cases_path), None, "--strict: the labels cannot be checked, this "
-                                           "workspace has no corpus yet (curator corpus add)"))
+            report = verify(qs, known_ids=ws.existing_passage_ids, strict=strict,
+                            more_label_checks=partial(_history_labels, ws, str(qs.cases_path)))
         else:
-            report.notes.append("labels not checked against the corpus: this workspace has none yet "
-                                "(curator corpus add)")
+            report = verify(qs, strict=strict)
+            if strict:
+                report.problems.append(Problem(str(qs.cases_path), None, "--strict: the labels cannot be checked, "
+                                               "this workspace has no corpus yet (curator corpus add)"))
+            else:
+                report.notes.append("labels not checked against the corpus: this workspace has none yet "
+                                    "(curator corpus add)")
         if "commit" not in report.history:  # judgments.jsonl without git (issue 24)
             report.problems.extend(check_recorded(ws, qs))
         if report.ok and report.scan is not None:
@@ -130,37 +165,72 @@ def verify_workspace(ws: Workspace, names: list[str], *, strict: bool = False) -
     return reports
 
 
+def _history_labels(ws: Workspace, where: str, labels: dict[str, Labels]) -> list[Problem]:
+    """Warnings for labels on ids that exist only in an older revision of the corpus (ids
+    in no revision at all are `_check_labels`' "not in the corpus"). `labels`: each case's
+    (status, passage ids); only cases naming an id the current corpus lacks are looked at."""
+    from curator.corpus.labels import stale_labels
+    from curator.models import Relevant
+
+    wanted = {pid for status, ids in labels.values() if status == "active" for pid in ids}
+    missing = wanted - ws.current_passage_ids(wanted)
+    if not missing:
+        return []
+    touched = [
+        Case.model_construct(query_id=query_id, query="", slice="", status="active",
+                             relevant=[Relevant.model_construct(id=p) for p in ids])
+        for query_id, (status, ids) in labels.items() if status == "active" and missing.intersection(ids)
+    ]
+    return [Problem(where, None, s.describe(), fatal=False) for s in stale_labels(ws, touched) if s.in_history]
+
+
 @paused_gc()
-def verify(qs: QuestionSet, *, known_ids: KnownIds | None = None, strict: bool = False) -> VerifyReport:
+def verify(
+    qs: QuestionSet, *, known_ids: KnownIds | None = None, strict: bool = False,
+    more_label_checks: Callable[[dict[str, Labels]], list[Problem]] | None = None,
+) -> VerifyReport:
     """Check a set's files: schema, rev order, change-log pairing, labelled passage ids (via
-    `known_ids`; unknown ones are errors only with `strict`), that no earlier line changed
-    since the last checkpoint, and its freezes."""
+    `known_ids`; unknown ones are errors only with `strict`; `more_label_checks` gets the
+    latest rev of every case), that no earlier line changed (against git, else the last
+    checkpoint), and its freezes. The parsed cases are not kept in the report: a 50k-case
+    set's would be half a million objects for the collector to scan after verify."""
     report = VerifyReport(qs.name)
     if not qs.exists():
         report.problems.append(Problem(str(qs.cases_path), None, "no such question set (file missing)"))
         return report
-    checkpoint = load_checkpoint(qs)
-    cases, changelog = JsonLines.read(qs.cases_path), JsonLines.read(qs.changelog_path)
+    record = checkpoint.load(qs)
+    files = {name: JsonLines.read(qs.root / name) for name in checkpoint.FILES}
+    cases, changelog = files[CASES], files[CHANGELOG]
+    entries = record["files"] if record else {}
+    intact = {name: name in entries and checkpoint.prefix_intact(file, entries[name]) for name, file in files.items()}
     check_pending(report.problems, qs.root / ".pending.json")
-    check_bytes(report.problems, cases)
-    check_bytes(report.problems, changelog)
-    trusted = _trusted_keys(checkpoint, cases, "lines", "sha256", _KEY)
-    hashes = _line_hashes(cases, checkpoint, len(trusted))
-    case_keys, latest = _check_cases(report, cases, trusted)
-    change_trusted = _trusted_keys(checkpoint, changelog, "changelog_lines", "changelog_sha256", _CHANGE_KEY)
-    change_keys = _check_changelog(report, changelog, change_trusted)
-    _check_pairing(report, str(qs.cases_path), str(qs.changelog_path), case_keys, change_keys)
-    retired = {key: line_retired(cases.lines[i]) for i, key in enumerate(case_keys) if key and i >= len(trusted)}
-    check_actions(report.problems, str(qs.changelog_path), changelog, len(change_trusted), retired)
+    for file in files.values():
+        check_bytes(report.problems, file)
+    trusted = _trusted_keys(record, cases, intact[CASES], _KEY)
+    facts: dict[str, Facts] = {}
+    case_keys, latest, revs, retired = check_cases(report.problems, report.duplicates, cases, trusted, facts)
+    report.lines = cases.count
+    report.latest_lines = {index + 1: query_id for query_id, index in latest.items()}
+    change_trusted = _trusted_keys(record, changelog, intact[CHANGELOG], _CHANGE_KEY)
+    change_keys, actions = check_changelog(report.problems, changelog, change_trusted)
+    check_pairing(report.problems, str(qs.cases_path), str(qs.changelog_path), case_keys, change_keys)
+    known_revisions = {key for key in case_keys if key is not None}
+    check_actions(report.problems, str(qs.changelog_path), change_keys, actions, retired, known_revisions)
     check_conflicts(report.problems, str(qs.cases_path), report.duplicates, changelog)
-    lines_of = {query_id: number for number, query_id in report.latest_lines.items()}
-    check_candidates(report.problems, str(qs.cases_path), report.latest_cases, lines_of)
-    check_slices(report.problems, str(qs.cases_path), report.latest_cases, lines_of)
-    _check_labels(report, str(qs.cases_path), latest, known_ids, strict)
-    _check_appended(report, qs, checkpoint, cases, changelog, hashes)
+    labels = check_latest(report.problems, cases, latest, facts)
+    del facts
+    _check_labels(report, str(qs.cases_path), labels, known_ids, strict)
+    if more_label_checks is not None:
+        report.problems.extend(more_label_checks(labels))
+    known = {}
+    for name in files:
+        if record and intact[name]:
+            known[name] = checkpoint.line_hashes(qs, record, name)
+    retired_ids = {query_id for query_id, (status, _) in labels.items() if status == "retired"}
+    report.scan = SetScan(files, known, set(latest), revs, retired_ids)
+    _check_appended(report, qs, record, intact)
     check_judgments(report.problems, qs.root)  # the second pass's judgments.jsonl (issue 24)
-    report.scan = SetScan(cases, changelog, hashes, set(latest))
-    infos, notes = check_freezes(qs, cases, line_hashes=hashes, query_ids=report.scan.query_ids)
+    infos, notes = check_freezes(qs, cases, line_hashes=report.scan.line_hashes, query_ids=report.scan.query_ids)
     for info in infos:
         report.problems.extend(info.problems)
     report.notes.extend(notes)
@@ -168,98 +238,6 @@ def verify(qs: QuestionSet, *, known_ids: KnownIds | None = None, strict: bool =
 
 
 # ---- the checks --------------------------------------------------------------------------------
-
-
-Labels = tuple[str, list[str]]  # a case line's status and relevant passage ids
-
-
-def _check_cases(
-    report: VerifyReport, cases: JsonLines, trusted: list[Key]
-) -> tuple[list[Key | None], dict[str, Labels]]:
-    """Schema-check each cases.jsonl line after the trusted ones, and check that each case's
-    revs run 1, 2, 3... Gives each line's key (None if invalid) and each case's latest labels."""
-    path = str(cases.path)
-    keys: list[Key | None] = []
-    labels: dict[str, Labels] = {}  # query_id -> labels of its latest valid line checked here
-    latest: dict[str, int] = {}  # query_id -> index of its latest valid line
-    last_rev: dict[str, int] = {}
-    seen_at: dict[Key, int] = {}  # (query_id, rev) -> its first line number
-    validate = Case.__pydantic_validator__.validate_json  # Case.model_validate_json, minus a call
-    for index, line in enumerate(cases.lines):
-        if index < len(trusted):
-            query_id, rev = trusted[index]
-        else:
-            try:
-                case = validate(line)
-            except ValidationError as exc:
-                report.problems.append(Problem(path, index + 1, f"not a valid case: {validation_problems(exc, 'record')}"))
-                keys.append(None)
-                continue
-            query_id, rev = case.query_id, case.rev
-            labels[query_id] = (case.status, [rel.id for rel in case.relevant])
-            report.latest_cases[query_id] = case
-        keys.append((query_id, rev))
-        latest[query_id] = index
-        previous = last_rev.get(query_id, 0)
-        first = seen_at.setdefault((query_id, rev), index + 1)
-        if first != index + 1:  # a second line with this rev: a merge conflict, reported as one
-            report.duplicates.append(Duplicate(query_id, rev, first, index + 1))
-        elif rev != previous + 1:
-            report.problems.append(Problem(path, index + 1, f"{query_id}: rev {rev} where {previous + 1} was expected"))
-        if rev > previous:
-            last_rev[query_id] = rev
-    report.lines = cases.count
-    if cases.torn:
-        message = "torn last line (interrupted write); the next append repairs it"
-        report.problems.append(Problem(path, cases.count + 1, message, fatal=False))
-    # A case whose latest line is trusted still has it read, for its status and labels (any
-    # line checked here comes after every trusted one).
-    for query_id, index in latest.items():
-        if query_id not in labels:
-            try:
-                case = validate(cases.lines[index])
-            except ValidationError as exc:  # only if the schema changed without a version bump
-                report.problems.append(Problem(path, index + 1, f"not a valid case: {validation_problems(exc, 'record')}"))
-                continue
-            labels[query_id] = (case.status, [rel.id for rel in case.relevant])
-            report.latest_cases[query_id] = case
-    report.latest_lines = {index + 1: query_id for query_id, index in latest.items()}
-    return keys, {query_id: labels[query_id] for query_id in latest if query_id in labels}
-
-
-def _check_changelog(report: VerifyReport, changelog: JsonLines, trusted: list[Key]) -> list[Key | None]:
-    """Schema-check each change-log line after the trusted ones; gives each line's key."""
-    path = str(changelog.path)
-    keys: list[Key | None] = list(trusted)
-    validate = ChangeEntry.__pydantic_validator__.validate_json
-    for number, line in enumerate(changelog.lines[len(trusted):], start=len(trusted) + 1):
-        try:
-            entry = validate(line)
-        except ValidationError as exc:
-            report.problems.append(Problem(path, number, f"not a valid change entry: {validation_problems(exc, 'record')}"))
-            keys.append(None)
-            continue
-        keys.append((entry.query_id, entry.rev))
-    if changelog.torn:
-        report.problems.append(Problem(path, changelog.count + 1, "torn last line ignored", fatal=False))
-    return keys
-
-
-def _check_pairing(
-    report: VerifyReport, cases_path: str, changelog_path: str,
-    case_keys: list[Key | None], change_keys: list[Key | None],
-) -> None:
-    """Each valid case line (query_id, rev) needs a valid change-log line and the other way
-    round. Curator appends the two in the same order, so equal lists settle it without
-    building sets; a union merge may interleave them differently, which is no problem."""
-    if case_keys == change_keys:
-        return
-    cases = {key for key in case_keys if key is not None}
-    changes = {key for key in change_keys if key is not None}
-    for query_id, rev in sorted(cases - changes):
-        report.problems.append(Problem(changelog_path, None, f"{query_id} rev {rev} has no change-log entry"))
-    for query_id, rev in sorted(changes - cases):
-        report.problems.append(Problem(cases_path, None, f"change-log entry for {query_id} rev {rev} has no case line"))
 
 
 def _check_labels(
@@ -289,102 +267,50 @@ def _check_labels(
         )
 
 
-def line_retired(line: bytes) -> bool:
-    return b'"status":"retired"' in line
-
-
 def _check_appended(
-    report: VerifyReport, qs: QuestionSet, checkpoint: dict[str, Any] | None,
-    cases: JsonLines, changelog: JsonLines, hashes: list[str],
+    report: VerifyReport, qs: QuestionSet, record: dict[str, Any] | None, intact: dict[str, bool]
 ) -> None:
-    """The append-only rule: against git when the set is in a repository with commits of
-    its files (curator.githistory), else against the local checkpoint."""
-    history = file_history(qs.root, [cases.path.name, changelog.path.name, FREEZES, JUDGMENTS])
+    """The append-only rule over cases.jsonl, changelog.jsonl and freezes.jsonl: against git
+    when the set is in a repository with commits of its files (curator.githistory), else
+    against the local checkpoint (curator.checkpoint)."""
+    assert report.scan is not None
+    files = report.scan.files
+    history = file_history(qs.root, [*files, JUDGMENTS])
     if history is not None and history.head:
         report.history = f"checked against {history.commits} commit(s)"
-        for file in (cases, changelog, JsonLines.read(qs.root / FREEZES), JsonLines.read(qs.root / JUDGMENTS)):
+        for file in [*files.values(), JsonLines.read(qs.root / JUDGMENTS)]:
             report.problems.extend(check_appended(history, file.path.name, file.path, file.lines))
-        report.notes.append(f"append-only: {report.history}")
-        return
-    if checkpoint:
+    elif record:
         report.history = "checked against the local checkpoint"
-    _check_history(report, checkpoint, cases, hashes)
-    report.notes.append(f"append-only: {report.history}")
-
-
-def _check_history(
-    report: VerifyReport, checkpoint: dict[str, Any] | None, cases: JsonLines, hashes: list[str]
-) -> None:
-    """The lines the last checkpoint saw are still there, unchanged and in order (a union
-    merge may have inserted lines among them)."""
-    if not checkpoint:
+        changed = [name for name, ok in intact.items() if not ok]
+        problems, notes = checkpoint.check_history(qs, record, {n: files[n] for n in changed}, report.scan.hashes)
+        report.problems.extend(problems)
+        report.notes.extend(notes)
+    else:
         report.notes.append("no earlier checkpoint: this verify records the first one")
-        return
-    n = checkpoint["lines"]
-    if cases.digest(n) == (n, checkpoint["sha256"]):
-        return
-    old = checkpoint.get("line_hashes", [])
-    if is_subsequence(old, hashes):
-        report.notes.append(
-            "lines were inserted after the shared prefix (a union merge); every checkpointed line is intact"
-        )
-        return
-    index, verb = first_change(old, hashes)
-    report.problems.append(
-        Problem(
-            str(cases.path), index,
-            f"line {index} as of the checkpoint of {checkpoint['at']} was {verb}; cases.jsonl is append-only",
-        )
-    )
-
-
-# ---- checkpoints ------------------------------------------------------------------------------
-
-
-def load_checkpoint(qs: QuestionSet) -> dict[str, Any] | None:
-    path = qs.checkpoint_path
-    try:
-        checkpoint: dict[str, Any] | None = json.loads(path.read_text(encoding="utf-8")) if path else None
-    except (FileNotFoundError, ValueError):
-        return None
-    return checkpoint
+    report.notes.append(f"append-only: {report.history}")
 
 
 def save_checkpoint(qs: QuestionSet, scan: SetScan) -> dict[str, Any] | None:
     """Remember the files as a passing verify read them (`report.scan`), so a later verify
     can tell whether any earlier line was edited, removed or reordered, and need not check
     the unchanged lines again."""
-    path = qs.checkpoint_path
-    if not path:
-        return None
-    count, digest = scan.cases.digest()
-    changes, changes_digest = scan.changelog.digest()
-    record = {
-        "at": utcnow(), "curator": __version__, "lines": count, "sha256": digest, "line_hashes": scan.line_hashes,
-        "changelog_lines": changes, "changelog_sha256": changes_digest, "seal": _seal(qs),
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_durably(path, json.dumps(record))
-    return record
+    hashes = {name: scan.hashes(name) for name in scan.files}
+    return checkpoint.save(qs, checkpoint.Verified(scan.files, hashes, scan.revs, scan.retired))
 
 
 _KEY = re.compile(rb'^\{"query_id":"([a-z0-9][a-z0-9-]*)","rev":([1-9][0-9]*),')
 _CHANGE_KEY = re.compile(rb'^\{"at":"[^"]*","query_id":"([a-z0-9][a-z0-9-]*)","rev":([1-9][0-9]*),')
 
 
-def _trusted_keys(
-    checkpoint: dict[str, Any] | None, file: JsonLines, lines_key: str, sha_key: str, pattern: re.Pattern[bytes]
-) -> list[Key]:
+def _trusted_keys(record: dict[str, Any] | None, file: JsonLines, intact: bool, pattern: re.Pattern[bytes]) -> list[Key]:
     """The keys of the leading lines of the file a passing verify by this curator version
-    checked, unchanged since, read off each line with `pattern`. Trust ends at the first
-    line the pattern does not fit."""
-    if not checkpoint or checkpoint.get("curator") != __version__ or lines_key not in checkpoint:
-        return []
-    lines = checkpoint[lines_key]
-    if file.digest(lines) != (lines, checkpoint[sha_key]):
+    checked, unchanged since (`intact`), read off each line with `pattern`. Trust ends at
+    the first line the pattern does not fit."""
+    if not record or not intact or record.get("curator") != __version__:
         return []
     keys = []
-    for line in file.lines[:lines]:
+    for line in file.lines[: int(record["files"][file.path.name]["lines"])]:
         match = pattern.match(line)
         if match is None:
             break
@@ -392,26 +318,16 @@ def _trusted_keys(
     return keys
 
 
-def _line_hashes(cases: JsonLines, checkpoint: dict[str, Any] | None, trusted: int) -> list[str]:
-    """The hash of each cases.jsonl line; the trusted lines' from the checkpoint."""
-    hashes: list[str] = checkpoint.get("line_hashes", [])[:trusted] if checkpoint and trusted else []
-    if len(hashes) != trusted:
-        hashes = []
-    sha1 = hashlib.sha1  # line_hash, inlined: 200k calls
-    return hashes + [sha1(line).hexdigest()[:16] for line in cases.lines[len(hashes):]]
-
-
 def require_sound(ws: Workspace, names: list[str] | None = None) -> None:
     """Refuse to build on a set that fails verify: raise CuratorError naming the first
-    problem (file:line) of the first failing set among `names` (every set if None). Uses
-    the checkpoint, so only lines after the last verified one are parsed in full."""
+    problem (file:line) of the first failing set among `names` (every set if None). Through
+    the checkpoint only lines after the last verified one are parsed in full
+    (`checkpoint.advance`); a full verify runs when that cannot prove the set sound."""
     from curator.errors import CuratorError
 
     for name in names if names is not None else ws.set_names():
         qs = ws.question_set(name)
-        if not qs.exists():
-            continue
-        if _unchanged(qs):
+        if not qs.exists() or (checkpoint.advance(qs) and _judgments_sound(ws, qs)):
             continue
         report = verify(qs)
         problem = report.first_problem
@@ -424,6 +340,20 @@ def require_sound(ws: Workspace, names: list[str] | None = None) -> None:
             save_checkpoint(qs, report.scan)
 
 
+def _judgments_sound(ws: Workspace, qs: QuestionSet) -> bool:
+    """The gate's check of judgments.jsonl (the checkpoint covers the set's own files; git
+    history of it is `checkpoint.advance`'s): every line valid and, outside git, every line
+    this workspace wrote still there."""
+    from curator.judgments import check_recorded
+
+    problems: list[Problem] = []
+    check_judgments(problems, qs.root)
+    record = checkpoint.load(qs)
+    if record and not (record.get("seal") or {}).get("head"):
+        problems.extend(check_recorded(ws, qs))
+    return not any(p.fatal for p in problems)
+
+
 def repair(qs: QuestionSet) -> bool:
     """Complete a write a crash interrupted (the `.pending.json` journal); True if there was one.
     The journal's lines are appended as they were written, so they credit the reviewer who
@@ -434,37 +364,3 @@ def repair(qs: QuestionSet) -> bool:
     with qs.locked():
         pass
     return True
-
-
-def _seal(qs: QuestionSet) -> dict[str, Any]:
-    """What else a passing verify depended on: the git HEAD, freezes.jsonl and frozen/."""
-    from curator.freeze import FREEZES, FROZEN_DIR, git
-
-    try:
-        head = git(qs.root, "rev-parse", "--verify", "--quiet", "HEAD").strip()
-    except (OSError, subprocess.CalledProcessError):
-        head = ""
-    frozen = qs.root / FROZEN_DIR
-    listing = sorted(
-        (p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in frozen.iterdir()
-    ) if frozen.is_dir() else []
-    freezes = qs.root / FREEZES
-    return {
-        "head": head, "frozen": [list(item) for item in listing],
-        "freezes": hashlib.sha256(freezes.read_bytes()).hexdigest() if freezes.exists() else "",
-        "pending": (qs.root / ".pending.json").exists(),
-    }
-
-
-def _unchanged(qs: QuestionSet) -> bool:
-    """The gate's fast path: the set's files are byte for byte what the last passing verify
-    (its checkpoint) saw, and so are HEAD and the freezes. Costs one read and hash of each file."""
-    checkpoint = load_checkpoint(qs)
-    if not checkpoint or checkpoint.get("curator") != __version__ or "seal" not in checkpoint:
-        return False
-    for path, lines_key, sha_key in ((qs.cases_path, "lines", "sha256"),
-                                     (qs.changelog_path, "changelog_lines", "changelog_sha256")):
-        data = path.read_bytes() if path.exists() else b""
-        if hashlib.sha256(data).hexdigest() != checkpoint[sha_key] or data.count(b"\n") != checkpoint[lines_key]:
-            return False
-    return bool(_seal(qs) == checkpoint["seal"])

@@ -11,11 +11,13 @@ from rich.markup import escape
 
 from curator.cli.main import cli, console, err_console, json_option, pass_ws, print_json
 from curator.errors import CuratorError
+from curator.problems import Problem
 
 if TYPE_CHECKING:
     from curator.workspace import Workspace
 
 F = TypeVar("F", bound=Callable[..., Any])
+SHOWN_ERRORS, SHOWN_WARNINGS = 50, 20  # per set, unless `curator verify --all`
 
 
 def no_verify_option(func: F) -> F:
@@ -39,9 +41,13 @@ def check_sets(ws: Workspace, names: list[str] | None, no_verify: bool) -> None:
 @click.argument("set_names", nargs=-1, metavar="[SET]...")
 @click.option("--strict", is_flag=True, help="Passage ids missing from the corpus are errors, not warnings.")
 @click.option("--repair", is_flag=True, help="First complete a write a crash interrupted (.pending.json).")
+@click.option("--all", "all_problems", is_flag=True,
+              help=f"Print every problem (else the first {SHOWN_ERRORS} errors and {SHOWN_WARNINGS} warnings per set).")
 @json_option
 @pass_ws
-def verify(ws: Workspace, set_names: tuple[str, ...], strict: bool, repair: bool, as_json: bool) -> None:
+def verify(
+    ws: Workspace, set_names: tuple[str, ...], strict: bool, repair: bool, all_problems: bool, as_json: bool
+) -> None:
     """Check question-set files: schema, revs, change log, passage ids, append-only history.
 
     Exits 1 (naming file and line) if a line is invalid, a rev skips, a change-log entry
@@ -54,6 +60,7 @@ def verify(ws: Workspace, set_names: tuple[str, ...], strict: bool, repair: bool
     Example:
         curator verify            # every set
         curator verify main --strict
+        curator verify --all      # every problem, not the first 50 errors and 20 warnings
     """
     from curator.verify import repair as repair_set
     from curator.verify import verify_workspace
@@ -73,16 +80,28 @@ def verify(ws: Workspace, set_names: tuple[str, ...], strict: bool, repair: bool
             mark = "[green]ok[/]" if report.ok else "[bold red]FAILED[/]"
             console.print(f"{mark}  set [bold]{report.set_name}[/]: {report.active} active cases, {report.lines} lines; "
                           f"append-only: {report.history}")
-            for problem in sorted(report.problems, key=lambda p: not p.fatal):  # errors first
-                colour = "red" if problem.fatal else "yellow"
-                label = "error" if problem.fatal else "warning"
-                err_console.print(f"  [{colour}]{label}:[/] {escape(str(problem))}", highlight=False)
+            _print_problems(report.problems, everything=all_problems)
             for note in report.notes:
                 if note.startswith("append-only:"):
                     continue
                 console.print(f"  [dim]{escape(note)}[/]")
     if failed:
         sys.exit(1)
+
+
+def _print_problems(problems: list[Problem], *, everything: bool) -> None:
+    """Errors first, then warnings; without `everything` only the first few of each, and
+    how many more there are (a set rewritten with CRLF has an error on every line)."""
+    errors = [p for p in problems if p.fatal]
+    warnings = [p for p in problems if not p.fatal]
+    for kind, found, shown, colour in (("error", errors, SHOWN_ERRORS, "red"), ("warning", warnings, SHOWN_WARNINGS,
+                                                                                 "yellow")):
+        limit = len(found) if everything else shown
+        for problem in found[:limit]:
+            err_console.print(f"  [{colour}]{kind}:[/] {escape(str(problem))}", highlight=False)
+        if len(found) > limit:
+            err_console.print(f"  [{colour}]... and {len(found) - limit:,} more {kind}s[/] "
+                              "(`curator verify --all` prints them, `--json` lists them)", highlight=False)
 
 
 @cli.group("sets", invoke_without_command=True)

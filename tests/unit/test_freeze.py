@@ -3,6 +3,7 @@ that two branches' appends merge with git's union driver without losing a case."
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -12,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from curator.appendonly import create_once, line_hash
+from curator.appendonly import create_once
+from curator.checkpoint import load as load_checkpoint
 from curator.errors import CuratorError
 from curator.export import Selection, select_cases
 from curator.freeze import freeze, list_freezes
-from curator.verify import load_checkpoint, verify_workspace
+from curator.verify import verify_workspace
 
 DAY = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
@@ -246,9 +248,8 @@ def test_verify_revalidates_unless_the_checkpoint_is_this_versions_and_intact(ws
     lines[0] = lines[0].replace('"rev":1,', '"rev":1,"bogus":1,')
     qs.cases_path.write_text("".join(line + "\n" for line in lines))
     checkpoint = load_checkpoint(qs)
-    count, digest = qs.prefix_digest()
-    hashes = [line_hash(line) for line in lines]
-    qs.checkpoint_path.write_text(json.dumps({**checkpoint, "curator": "0.0.0", "lines": count,
-                                              "sha256": digest, "line_hashes": hashes}))
+    data = qs.cases_path.read_bytes()
+    checkpoint["files"]["cases.jsonl"].update(bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
+    qs.checkpoint_path.write_text(json.dumps({**checkpoint, "curator": "0.0.0"}))
     (report,) = verify_workspace(ws, ["main"])
     assert any(p.line == 1 and "bogus" in p.message for p in report.problems), report.problems

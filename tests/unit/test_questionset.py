@@ -356,8 +356,24 @@ def test_checkpoint_describes_the_file_as_verified(tmp_path: Path) -> None:
     report = verify(qs)
     qs.add(_case("appended after the verify"))  # between verify and its checkpoint
     record = save_checkpoint(qs, report.scan)
-    assert record["lines"] == 3 and len(record["line_hashes"]) == 3
+    assert record["files"]["cases.jsonl"]["lines"] == 3 and len(report.scan.line_hashes) == 3
     # so the appended line is schema-checked by the next verify, not trusted
     with open(qs.cases_path, "a") as fh:
         fh.write('{"query_id":"zz","rev":1,"query":"","slice":"s"}\n')
     assert any(p.line == 5 and "not a valid case" in p.message for p in verify(qs).problems)
+
+
+def test_the_checks_on_latest_revs_read_a_hand_written_latest_line(tmp_path: Path) -> None:
+    # The latest line of q0 does not start with its query_id (keys in another order): the
+    # slice rule is still checked on it, and not on the older rev.
+    qs = _big_set(tmp_path, 2)
+    latest = Case.model_validate({**_case("question 0", slice="multi_hop"), "query_id": "q0", "rev": 2})
+    data = json.loads(latest.line())
+    reordered = {"rev": data.pop("rev"), **data}
+    with open(qs.cases_path, "a") as fh:
+        fh.write(json.dumps(reordered, separators=(",", ":")) + "\n")
+    with open(qs.changelog_path, "a") as fh:
+        fh.write(ChangeEntry(query_id="q0", rev=2, action="reslice", reason="hops").line() + "\n")
+    report = verify(qs)
+    warned = [p for p in report.problems if "multi_hop" in p.message]
+    assert report.ok and warned and {p.line for p in warned} == {3}, report.problems

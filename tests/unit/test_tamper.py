@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -131,39 +132,134 @@ def _assert_caught(result: subprocess.CompletedProcess[str], name: str, line: in
     assert "Traceback" not in out
 
 
-@pytest.mark.parametrize("kind", sorted(CASE_TAMPERS))
-def test_fresh_clone_catches_case_tampering(clone: Path, kind: str) -> None:
-    change, line = CASE_TAMPERS[kind]
-    _edit(clone, "cases.jsonl", change)
-    _assert_caught(verify(clone), "cases.jsonl", line)
+# ---- the matrix: each tamper kind in each of three setups ------------------------------------
+
+SETUPS = ("local checkpoint", "fresh clone", "fresh clone with a freeze")
 
 
-@pytest.mark.parametrize("kind", sorted(CASE_TAMPERS))
-def test_local_checkpoint_catches_case_tampering(origin: Path, tmp_path: Path, kind: str) -> None:
-    root = tmp_path / "plain"
-    shutil.copytree(origin, root, ignore=shutil.ignore_patterns(".git"))
-    first = verify(root)
-    assert first.returncode == 0 and "against the local checkpoint" not in first.stdout
-    assert "not checked: no history" in first.stdout
-    change, line = CASE_TAMPERS[kind]
+@pytest.fixture(scope="module")
+def templates(origin: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One workspace per setup, made once and copied for each test:
+    - local checkpoint: a copy without .git, frozen, with the checkpoint two passing
+      verifies recorded (the first says there was no history yet);
+    - fresh clone: `git clone` of the demo repository;
+    - fresh clone with a freeze: a freeze committed in one clone, then cloned again."""
+    base = tmp_path_factory.mktemp("setups")
+    plain = base / "plain"
+    shutil.copytree(origin, plain, ignore=shutil.ignore_patterns(".git"))
+    first = verify(plain)
+    assert first.returncode == 0 and "not checked: no history" in first.stdout, first.stdout + first.stderr
+    made = subprocess.run([CURATOR, "export", "--freeze", "regression", "--all"], cwd=plain, capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    second = verify(plain)
+    assert second.returncode == 0 and "against the local checkpoint" in second.stdout, second.stdout + second.stderr
+    clone = base / "clone"
+    git(origin, "clone", "-q", str(origin), str(clone))
+    work = base / "frozen-work"
+    git(origin, "clone", "-q", str(origin), str(work))
+    made = subprocess.run([CURATOR, "export", "--freeze", "regression", "--all"], cwd=work, capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "freeze")
+    frozen = base / "frozen-clone"
+    git(work, "clone", "-q", str(work), str(frozen))
+    return {"local checkpoint": plain, "fresh clone": clone, "fresh clone with a freeze": frozen}
+
+
+def _setup(templates: dict[str, Path], name: str, tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    shutil.copytree(templates[name], root, symlinks=True)
+    return root
+
+
+def _first_changed(before: list[bytes], after: list[bytes]) -> int:
+    for index, line in enumerate(before):
+        if index >= len(after) or after[index] != line:
+            return index + 1
+    return len(before) + 1
+
+
+def _tamper_file(root: Path, name: str, change: Callable[[list[bytes]], list[bytes]]) -> int:
+    """Apply `change` to a set file; the number of the first line it changed."""
+    before = _lines(root / SET / name)
+    _edit(root, name, change)
+    return _first_changed(before, _lines(root / SET / name))
+
+
+def _case_tamper(kind: str, root: Path) -> tuple[str, int]:
+    change, line = CASE_TAMPERS[kind]  # the line verify names (a CRLF rewrite: the first)
     _edit(root, "cases.jsonl", change)
+    return "cases.jsonl", line
+
+
+def _deleted_case_with_its_change(root: Path) -> tuple[str, int]:
+    _edit(root, "changelog.jsonl", drop_line)
+    return "cases.jsonl", _tamper_file(root, "cases.jsonl", drop_line)
+
+
+def _deleted_freeze(root: Path) -> tuple[str, int]:
+    manifest = _manifest(root)
+    (manifest.parent / json.loads(manifest.read_text())["file"]).unlink()
+    manifest.unlink()
+    return "freezes.jsonl", 1
+
+
+def _deleted_frozen_folder(root: Path) -> tuple[str, int]:
+    shutil.rmtree(root / SET / "frozen")
+    return "freezes.jsonl", 1
+
+
+def _edited_manifest_count(root: Path) -> tuple[str, int]:
+    path = _manifest(root)
+    manifest = json.loads(path.read_text())
+    manifest["cases"] += 1
+    path.write_text(json.dumps(manifest, indent=1) + "\n")
+    return "freezes.jsonl", 1  # the manifest changed since freezes.jsonl recorded it
+
+
+def _edited_frozen_file_rehashed(root: Path) -> tuple[str, int]:
+    manifest = _manifest(root)
+    frozen = manifest.parent / json.loads(manifest.read_text())["file"]
+    lines = frozen.read_bytes().split(b"\n")
+    case = json.loads(lines[1])
+    case["query"] += " (edited)"
+    lines[1] = json.dumps(case, separators=(",", ":")).encode()
+    frozen.write_bytes(b"\n".join(lines))
+    _rehash(manifest, frozen)
+    return frozen.name, 2
+
+
+TAMPERS: dict[str, Callable[[Path], tuple[str, int]]] = {
+    **{kind: partial(_case_tamper, kind) for kind in CASE_TAMPERS},
+    "edited change-log reason": lambda root: ("changelog.jsonl", _tamper_file(root, "changelog.jsonl", edit_reason)),
+    "edited change-log action": lambda root: ("changelog.jsonl", _tamper_file(root, "changelog.jsonl", edit_action)),
+    "deleted case with its change-log line": _deleted_case_with_its_change,
+}
+FREEZE_TAMPERS: dict[str, Callable[[Path], tuple[str, int]]] = {
+    "deleted newest freeze": _deleted_freeze,
+    "deleted frozen folder": _deleted_frozen_folder,
+    "edited manifest count": _edited_manifest_count,
+    "edited frozen file, hashes recomputed": _edited_frozen_file_rehashed,
+}
+MATRIX = [(setup, kind) for setup in SETUPS for kind in TAMPERS] + [
+    (setup, kind) for setup in SETUPS if setup != "fresh clone" for kind in FREEZE_TAMPERS
+]
+
+
+@pytest.mark.parametrize(("setup", "kind"), MATRIX)
+def test_tamper_matrix(templates: dict[str, Path], tmp_path: Path, setup: str, kind: str) -> None:
+    root = _setup(templates, setup, tmp_path)
+    name, line = {**TAMPERS, **FREEZE_TAMPERS}[kind](root)
     result = verify(root)
-    _assert_caught(result, "cases.jsonl", line)
+    _assert_caught(result, name, line)
+    expected = "the local checkpoint" if setup == "local checkpoint" else "2 commit(s)" if "freeze" in setup else "1 commit(s)"
+    assert f"append-only: checked against {expected}" in result.stdout, result.stdout
 
 
-def test_fresh_clone_catches_a_deleted_case_with_its_change_log_line(clone: Path) -> None:
-    _edit(clone, "cases.jsonl", drop_line)
-    _edit(clone, "changelog.jsonl", drop_line)
-    result = verify(clone)
-    _assert_caught(result, "cases.jsonl", 2)
-    assert "changelog.jsonl:2" in result.stdout + result.stderr
-
-
-@pytest.mark.parametrize("change", [edit_reason, edit_action], ids=["reason", "action"])
-def test_fresh_clone_catches_an_edited_change_log_entry(clone: Path, change: Callable[[list[bytes]], list[bytes]]) -> None:
-    _edit(clone, "changelog.jsonl", change)
-    assert verify(clone).returncode == 1
-    assert "changelog.jsonl:" in (verify(clone).stderr + verify(clone).stdout)
+def test_the_edited_manifest_count_is_recomputed(templates: dict[str, Path], tmp_path: Path) -> None:
+    root = _setup(templates, "fresh clone with a freeze", tmp_path)
+    _edited_manifest_count(root)
+    assert "the frozen file has" in verify(root).stderr.replace("\n", "")
 
 
 def test_fresh_clone_catches_an_amended_commit(origin: Path, tmp_path: Path) -> None:
@@ -266,20 +362,6 @@ def test_a_pending_journal_fails_verify_until_repaired(clone: Path) -> None:
     assert json.loads(_lines(clone / SET / "changelog.jsonl")[-1])["reviewer"] == "erin"
 
 
-@pytest.fixture
-def frozen_clone(origin: Path, tmp_path: Path) -> Path:
-    work = tmp_path / "frozen-work"
-    git(origin, "clone", "-q", str(origin), str(work))
-    made = subprocess.run([CURATOR, "export", "--freeze", "regression", "--all"], cwd=work, capture_output=True, text=True)
-    assert made.returncode == 0, made.stderr
-    git(work, "add", "-A")
-    git(work, "commit", "-qm", "freeze")
-    fresh = tmp_path / "frozen-clone"
-    git(work, "clone", "-q", str(work), str(fresh))
-    assert verify(fresh).returncode == 0, verify(fresh).stderr
-    return fresh
-
-
 def _manifest(root: Path) -> Path:
     (path,) = sorted((root / SET / "frozen").glob("*.json"))
     return path
@@ -297,41 +379,6 @@ def _rehash(manifest_path: Path, frozen: Path) -> None:
     manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
 
 
-def test_fresh_clone_catches_a_deleted_freeze(frozen_clone: Path) -> None:
-    manifest = _manifest(frozen_clone)
-    (manifest.parent / json.loads(manifest.read_text())["file"]).unlink()
-    manifest.unlink()
-    _assert_caught(verify(frozen_clone), "freezes.jsonl", 1)
-
-
-def test_fresh_clone_catches_a_deleted_frozen_folder(frozen_clone: Path) -> None:
-    shutil.rmtree(frozen_clone / SET / "frozen")
-    _assert_caught(verify(frozen_clone), "freezes.jsonl", 1)
-
-
-def test_fresh_clone_catches_an_edited_manifest_count(frozen_clone: Path) -> None:
-    path = _manifest(frozen_clone)
-    manifest = json.loads(path.read_text())
-    manifest["cases"] += 1
-    path.write_text(json.dumps(manifest, indent=1) + "\n")
-    result = verify(frozen_clone)
-    assert result.returncode == 1 and "the frozen file has" in result.stderr.replace("\n", "")
-    _assert_caught(result, "freezes.jsonl", 1)  # the manifest changed since it was recorded
-
-
-def test_fresh_clone_catches_an_edited_frozen_file_with_hashes_recomputed(frozen_clone: Path) -> None:
-    manifest = _manifest(frozen_clone)
-    frozen = manifest.parent / json.loads(manifest.read_text())["file"]
-    _edit_file = frozen.read_bytes().split(b"\n")
-    case = json.loads(_edit_file[1])
-    case["query"] += " (edited)"
-    _edit_file[1] = json.dumps(case, separators=(",", ":")).encode()
-    frozen.write_bytes(b"\n".join(_edit_file))
-    _rehash(manifest, frozen)
-    result = verify(frozen_clone)
-    _assert_caught(result, frozen.name, 2)
-
-
 def test_the_gate_fast_path_never_hides_a_later_tamper(clone: Path, tmp_path: Path) -> None:
     out = tmp_path / "q.json"
     args = [CURATOR, "export", "-f", "ranx", "-o", str(out)]
@@ -339,3 +386,127 @@ def test_the_gate_fast_path_never_hides_a_later_tamper(clone: Path, tmp_path: Pa
     _edit(clone, "cases.jsonl", swap_label)
     refused = subprocess.run(args, cwd=clone, capture_output=True, text=True)
     assert refused.returncode == 1 and "cases.jsonl:2" in refused.stderr
+
+
+# ---- the gate's incremental path ----------------------------------------------------------------
+
+
+def _export(root: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    out = tmp_path / "qrels.json"
+    return subprocess.run([CURATOR, "export", "-f", "ranx", "-o", str(out)], cwd=root, capture_output=True, text=True)
+
+
+def _append_case(root: Path, query: str) -> int:
+    """Append a case (and its change-log entry) through curator; gives its line number."""
+    from curator.questionset import QuestionSet
+
+    qs = QuestionSet(root / SET)
+    data = next(iter(qs.read().cases.values())).model_dump()
+    data.update(query_id="", query=query)
+    qs.add(data, reviewer="gate-test")
+    return len(_lines(root / SET / "cases.jsonl"))
+
+
+def _checkpointed_lines(root: Path, name: str) -> int:
+    record = json.loads((root / ".curator" / "checkpoints" / "main.json").read_text())
+    return int(record["files"][name]["lines"])
+
+
+@pytest.mark.parametrize("setup", ["local checkpoint", "fresh clone"])
+def test_the_gate_parses_appended_lines_and_still_catches_an_edit_inside_the_checkpoint(
+    templates: dict[str, Path], tmp_path: Path, setup: str
+) -> None:
+    root = _setup(templates, setup, tmp_path)
+    assert _export(root, tmp_path).returncode == 0  # a passing gate records the checkpoint
+    line = _append_case(root, "a question appended after the checkpoint")
+    assert _export(root, tmp_path).returncode == 0
+    assert _checkpointed_lines(root, "cases.jsonl") == line  # the gate moved past the new line
+    assert _checkpointed_lines(root, "changelog.jsonl") == len(_lines(root / SET / "changelog.jsonl"))
+    _edit(root, "cases.jsonl", swap_label)  # inside the checkpointed prefix...
+    _append_case(root, "and one more appended after the edit")  # ...with an honest append after it
+    refused = _export(root, tmp_path)
+    assert refused.returncode == 1 and "cases.jsonl:2" in refused.stderr.replace("\n", ""), refused.stderr
+
+
+def test_a_line_the_gate_appended_to_the_checkpoint_is_covered_like_the_others(
+    templates: dict[str, Path], tmp_path: Path
+) -> None:
+    root = _setup(templates, "local checkpoint", tmp_path)
+    line = _append_case(root, "a question the gate checkpoints")
+    assert _export(root, tmp_path).returncode == 0
+    _edit(root, "cases.jsonl", lambda ls: ls[:-1] + [ls[-1].replace(b"checkpoints", b"forgets")])
+    _assert_caught(verify(root), "cases.jsonl", line)  # found by the line hashes the gate appended
+
+
+def _append_raw(root: Path, case: dict, change: dict) -> None:
+    for name, record in (("cases.jsonl", case), ("changelog.jsonl", change)):
+        with open(root / SET / name, "ab") as fh:
+            fh.write(json.dumps(record, separators=(",", ":")).encode() + b"\n")
+
+
+@pytest.mark.parametrize("fault", ["skipped rev", "action that does not fit", "invalid case", "no change-log entry"])
+def test_the_gate_refuses_a_bad_appended_line(templates: dict[str, Path], tmp_path: Path, fault: str) -> None:
+    root = _setup(templates, "local checkpoint", tmp_path)
+    assert _export(root, tmp_path).returncode == 0
+    case = json.loads(_lines(root / SET / "cases.jsonl")[-1])
+    change = json.loads(_lines(root / SET / "changelog.jsonl")[-1])
+    revs = [json.loads(line)["rev"] for line in _lines(root / SET / "cases.jsonl") if
+            json.loads(line)["query_id"] == case["query_id"]]
+    case.update(rev=max(revs) + 1, status="active")
+    change.update(query_id=case["query_id"], rev=case["rev"], action="edit", reason="gate test")
+    expected = "cases.jsonl"
+    if fault == "skipped rev":
+        case["rev"] = change["rev"] = max(revs) + 2
+    elif fault == "action that does not fit":
+        change["action"], expected = "retire", "changelog.jsonl"
+    elif fault == "invalid case":
+        case["slice"] = ""
+    _append_raw(root, case, change)
+    if fault == "no change-log entry":
+        _edit(root, "changelog.jsonl", lambda ls: ls[:-1])
+        expected = "changelog.jsonl"
+    refused = _export(root, tmp_path)
+    assert refused.returncode == 1 and f"{expected}" in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
+def test_a_torn_last_line_does_not_stop_the_gate(templates: dict[str, Path], tmp_path: Path) -> None:
+    root = _setup(templates, "local checkpoint", tmp_path)
+    assert _export(root, tmp_path).returncode == 0
+    with open(root / SET / "cases.jsonl", "ab") as fh:
+        fh.write(b'{"query_id":"half-writ')  # a crash mid-append: no line yet
+    assert _export(root, tmp_path).returncode == 0
+
+
+def test_verify_prints_the_first_problems_and_how_many_more(templates: dict[str, Path], tmp_path: Path) -> None:
+    root = _setup(templates, "local checkpoint", tmp_path)
+    with open(root / SET / "cases.jsonl", "ab") as fh:
+        fh.write(b'{"query_id":"broken"}\r\n' * 70)  # two errors a line: CRLF and no valid case
+    short = verify(root)
+    errors = [line for line in short.stderr.splitlines() if line.strip().startswith("error:")]
+    assert short.returncode == 1 and len(errors) == 50, short.stderr
+    assert "and 90 more errors" in short.stderr and "curator verify --all" in short.stderr
+    every = verify(root, "--all")
+    assert len([line for line in every.stderr.splitlines() if line.strip().startswith("error:")]) == 140
+    assert len(json.loads(verify(root, "--json").stdout)[0]["problems"]) >= 140
+
+
+def test_after_a_commit_that_only_appends_the_gate_stays_incremental(templates: dict[str, Path], tmp_path: Path) -> None:
+    from curator import checkpoint
+    from curator.workspace import Workspace
+
+    root = _setup(templates, "fresh clone", tmp_path)
+    assert _export(root, tmp_path).returncode == 0  # a full verify against git records the checkpoint
+    _append_case(root, "a question committed after the checkpoint")
+    git(root, "commit", "-qam", "one more case")
+    ws = Workspace.open(root)
+    try:
+        assert checkpoint.advance(ws.question_set())  # the commit only appended: no full verify
+        assert checkpoint.load(ws.question_set())["seal"]["head"] == git(root, "rev-parse", "HEAD").strip()
+        _edit(root, "cases.jsonl", edit_question)
+        git(root, "commit", "-q", "-a", "--amend", "-m", "one more case (and an edit)")
+        assert not checkpoint.advance(ws.question_set())
+    finally:
+        ws.close()
+    refused = _export(root, tmp_path)
+    assert refused.returncode == 1 and "cases.jsonl:2" in refused.stderr.replace("\n", ""), refused.stderr

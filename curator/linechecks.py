@@ -1,0 +1,179 @@
+"""verify's checks over the lines of cases.jsonl and changelog.jsonl, each file read once.
+
+- `check_cases`: every case line after the trusted ones is a valid case; each case's revs
+  run 1, 2, 3...; a second line of one rev is a merge conflict (setchecks.check_conflicts);
+- `check_latest`: the checks on each case's latest rev (one case per candidate, the slice
+  rules), from facts the case loop gathered on its last line;
+- `check_changelog`: every change-log line after the trusted ones is a valid entry;
+- `check_pairing`: each case line has its change-log entry and the other way round.
+
+Trusted lines are those a passing verify of this curator version checked, unchanged since
+(curator.verify reads their key off the line). Each check adds `Problem`s to a list.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import ValidationError
+
+from curator.appendonly import JsonLines
+from curator.models import Case, ChangeEntry, validation_problems
+from curator.problems import Problem
+from curator.setchecks import Duplicate, check_candidate
+from curator.slicerules import slice_problems
+
+Key = tuple[str, int]  # (query_id, rev) of a line; None stands for an invalid line
+Labels = tuple[str, list[str]]  # a case line's status and relevant passage ids
+Facts = tuple[int, str, list[str], "tuple[str, int] | None", list[str]]  # of a case's latest line
+
+_QUERY_ID = re.compile(rb'^\{"query_id":"([a-z0-9][a-z0-9-]*)"')
+
+def check_cases(
+    problems: list[Problem], duplicates: list[Duplicate], cases: JsonLines, trusted: list[Key],
+    facts: dict[str, Facts],
+) -> tuple[list[Key | None], dict[str, int], dict[str, int], set[Key]]:
+    """Schema-check each cases.jsonl line after the trusted ones, and check that each case's
+    revs run 1, 2, 3... Gives each line's key (None if invalid), the index of each case's
+    latest valid line, its highest rev, and the revisions that are retired; `duplicates` gets
+    each second line of one (query_id, rev) (a merge conflict), and `facts` gets
+    what the checks on latest revs need of each case's last line. The parsed lines are not
+    kept (keeping the latest of each made the loop a third slower: fresh memory for every
+    line)."""
+    path = str(cases.path)
+    keys: list[Key | None] = []
+    retired: set[Key] = set()
+    latest: dict[str, int] = {}  # query_id -> index of its latest valid line
+    last_rev: dict[str, int] = {}
+    seen_at: dict[Key, int] = {}  # (query_id, rev) -> its first line number
+    last_lines = _last_lines(cases.lines, len(trusted))
+    validate = Case.__pydantic_validator__.validate_json  # Case.model_validate_json, minus a call
+    for index, line in enumerate(cases.lines):
+        if index < len(trusted):
+            query_id, rev = trusted[index]
+            if line_retired(line):
+                retired.add(trusted[index])
+        else:
+            try:
+                case = validate(line)
+            except ValidationError as exc:
+                problems.append(Problem(path, index + 1, f"not a valid case: {validation_problems(exc, 'record')}"))
+                keys.append(None)
+                continue
+            query_id, rev = case.query_id, case.rev
+            if case.status == "retired":
+                retired.add((query_id, rev))
+            if index in last_lines:
+                facts[query_id] = _facts(index, case)
+        key = (query_id, rev)
+        keys.append(key)
+        latest[query_id] = index
+        previous = last_rev.get(query_id, 0)
+        first = seen_at.setdefault(key, index + 1)
+        if first != index + 1:  # a second line with this rev: a merge conflict, reported as one
+            duplicates.append(Duplicate(query_id, rev, first, index + 1))
+        elif rev != previous + 1:
+            problems.append(Problem(path, index + 1, f"{query_id}: rev {rev} where {previous + 1} was expected"))
+        if rev > previous:
+            last_rev[query_id] = rev
+    if cases.torn:
+        message = "torn last line (interrupted write); the next append repairs it"
+        problems.append(Problem(path, cases.count + 1, message, fatal=False))
+    return keys, latest, last_rev, retired
+
+
+def _facts(index: int, case: Case) -> Facts:
+    """What the checks on latest revs need of a case line: its index, status, passage ids,
+    (source kind, candidate id) and why it breaks its slice's rule."""
+    candidate = case.source.candidate_id
+    source = (case.source.kind, candidate) if candidate is not None else None
+    reasons = slice_problems(case) if case.status == "active" else []
+    return index, case.status, [rel.id for rel in case.relevant], source, reasons
+
+
+def _last_lines(lines: list[bytes], start: int) -> set[int]:
+    """The indexes (from `start`) of each case's last line, by the query_id the writer puts
+    first; a line without it is found by `check_latest`'s second look."""
+    last: set[int] = set()
+    seen: set[bytes] = set()
+    match = _QUERY_ID.match
+    for index in range(len(lines) - 1, start - 1, -1):
+        found = match(lines[index])
+        if found is not None and found.group(1) not in seen:
+            seen.add(found.group(1))
+            last.add(index)
+    return last
+
+
+def check_latest(
+    problems: list[Problem], cases: JsonLines, latest: dict[str, int], facts: dict[str, Facts]
+) -> dict[str, Labels]:
+    """The checks on latest revs (one case per candidate, the slice rules), from the facts
+    the case loop gathered on each case's last line; a latest line it did not gather them
+    on (a trusted one, or one `_last_lines` could not place) is read once more. Gives each
+    case's labels."""
+    path = str(cases.path)
+    labels: dict[str, Labels] = {}
+    candidates: dict[tuple[str, int], str] = {}
+    validate = Case.__pydantic_validator__.validate_json
+    for query_id, index in latest.items():
+        fact = facts.get(query_id)
+        if fact is None or fact[0] != index:
+            try:
+                fact = _facts(index, validate(cases.lines[index]))
+            except ValidationError as exc:  # a trusted line, only if the schema changed without a version bump
+                problems.append(Problem(path, index + 1, f"not a valid case: {validation_problems(exc, 'record')}"))
+                continue
+        _, status, ids, source, reasons = fact
+        labels[query_id] = (status, ids)
+        if status == "active":
+            if source is not None:
+                check_candidate(problems, path, index + 1, query_id, source, candidates)
+            for reason in reasons:
+                problems.append(Problem(path, index + 1, f"{query_id}: {reason}", fatal=False))
+    return labels
+
+
+def check_changelog(
+    problems: list[Problem], changelog: JsonLines, trusted: list[Key]
+) -> tuple[list[Key | None], list[str | None]]:
+    """Schema-check each change-log line after the trusted ones; gives each line's key and
+    action (None for a trusted line, and both None for an invalid one)."""
+    path = str(changelog.path)
+    keys: list[Key | None] = list(trusted)
+    actions: list[str | None] = [None] * len(trusted)
+    validate = ChangeEntry.__pydantic_validator__.validate_json
+    for number, line in enumerate(changelog.lines[len(trusted):], start=len(trusted) + 1):
+        try:
+            entry = validate(line)
+        except ValidationError as exc:
+            problems.append(Problem(path, number, f"not a valid change entry: {validation_problems(exc, 'record')}"))
+            keys.append(None)
+            actions.append(None)
+            continue
+        keys.append((entry.query_id, entry.rev))
+        actions.append(entry.action)
+    if changelog.torn:
+        problems.append(Problem(path, changelog.count + 1, "torn last line ignored", fatal=False))
+    return keys, actions
+
+
+def check_pairing(
+    problems: list[Problem], cases_path: str, changelog_path: str,
+    case_keys: list[Key | None], change_keys: list[Key | None],
+) -> None:
+    """Each valid case line (query_id, rev) needs a valid change-log line and the other way
+    round. Curator appends the two in the same order, so equal lists settle it without
+    building sets; a union merge may interleave them differently, which is no problem."""
+    if case_keys == change_keys:
+        return
+    cases = {key for key in case_keys if key is not None}
+    changes = {key for key in change_keys if key is not None}
+    for query_id, rev in sorted(cases - changes):
+        problems.append(Problem(changelog_path, None, f"{query_id} rev {rev} has no change-log entry"))
+    for query_id, rev in sorted(changes - cases):
+        problems.append(Problem(cases_path, None, f"change-log entry for {query_id} rev {rev} has no case line"))
+
+
+def line_retired(line: bytes) -> bool:
+    return b'"status":"retired"' in line
