@@ -47,7 +47,7 @@ def test_keeping_a_candidate_again_after_an_undo_reuses_its_id(tmp_path: Path) -
     assert manual.query_id == "dhl-cutoff-3"
     report = verify(qs)
     assert not report.problems, report.problems
-    assert report.latest_cases["dhl-cutoff"].rev == 3
+    assert qs.read().cases["dhl-cutoff"].rev == 3
 
 
 def test_an_active_case_is_never_revived_over(tmp_path: Path) -> None:
