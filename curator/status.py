@@ -51,9 +51,14 @@ def summary(ws: Workspace) -> dict[str, Any]:
 
 
 def _verify_state(ws: Workspace, name: str) -> dict[str, Any]:
-    """Whether the set passes verify, and its first problem (file:line) if not."""
-    from curator.verify import verify
+    """Whether the set passes verify, and its first problem (file:line) if not: through
+    the gate's checkpoint when it proves the set sound (a 50k-case set in a fraction of a
+    second), else by the full verify."""
+    from curator.verify import sound_since_checkpoint, verify
 
-    report = verify(ws.question_set(name))
+    qs = ws.question_set(name)
+    if qs.exists() and sound_since_checkpoint(ws, qs):
+        return {"ok": True, "first_problem": None, "append_only": "checked since the last passing verify"}
+    report = verify(qs)
     problem = report.first_problem
     return {"ok": problem is None, "first_problem": str(problem) if problem else None, "append_only": report.history}

@@ -327,7 +327,7 @@ def require_sound(ws: Workspace, names: list[str] | None = None) -> None:
 
     for name in names if names is not None else ws.set_names():
         qs = ws.question_set(name)
-        if not qs.exists() or (checkpoint.advance(qs) and _judgments_sound(ws, qs)):
+        if not qs.exists() or sound_since_checkpoint(ws, qs):
             continue
         report = verify(qs)
         problem = report.first_problem
@@ -338,6 +338,13 @@ def require_sound(ws: Workspace, names: list[str] | None = None) -> None:
             )
         if report.scan is not None:
             save_checkpoint(qs, report.scan)
+
+
+def sound_since_checkpoint(ws: Workspace, qs: QuestionSet) -> bool:
+    """True when the checkpoint proves the set passes verify: its verified prefix is
+    intact and the lines appended since pass in full (`checkpoint.advance`, which moves the
+    checkpoint past them), and judgments.jsonl is sound. False means: run the full verify."""
+    return checkpoint.advance(qs) and _judgments_sound(ws, qs)
 
 
 def _judgments_sound(ws: Workspace, qs: QuestionSet) -> bool:

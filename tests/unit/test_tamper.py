@@ -510,3 +510,24 @@ def test_after_a_commit_that_only_appends_the_gate_stays_incremental(templates: 
         ws.close()
     refused = _export(root, tmp_path)
     assert refused.returncode == 1 and "cases.jsonl:2" in refused.stderr.replace("\n", ""), refused.stderr
+
+
+def test_status_reads_the_gate_and_still_shows_an_edit_as_failing(tmp_path: Path) -> None:
+    """status asks the checkpoint first (fast on a big set) but never trusts it past an edit."""
+    import json
+
+    root = tmp_path / "local"
+    subprocess.run([CURATOR, "demo", str(root)], check=True, capture_output=True)  # no git: the checkpoint
+    assert verify(root).returncode == 0  # records the checkpoint
+
+    def state() -> dict:
+        done = subprocess.run([CURATOR, "status", "--json"], cwd=root, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)["sets"]["main"]["verify"]
+
+    assert state()["ok"] is True
+    _edit(root, "cases.jsonl", edit_question)
+    failing = state()
+    assert failing["ok"] is False and "cases.jsonl:" in failing["first_problem"]
+    human = subprocess.run([CURATOR, "status"], cwd=root, capture_output=True, text=True, timeout=60)
+    assert "FAILING verify" in human.stdout
