@@ -8,45 +8,14 @@ the trivial Textual app served by textual-serve.
 
 from __future__ import annotations
 
-import contextlib
-import socket
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-from tests.browser.cdp import Chromium, Page, find_chromium
+from tests.browser.cdp import Chromium, Page, find_chromium, free_port, serving
 
 CURATOR = str(Path(sys.executable).parent / "curator")
 WINDOW = (1200, 820)  # about 120 x 40 cells at textual-serve's 16 px font
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextlib.contextmanager
-def _serving(argv: list[str], cwd: Path, port: int) -> Iterator[str]:
-    server = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"{argv[:3]} did not listen on {port}")
-            time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/"
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
 
 
 def _timed(page: Page, key: str, needle: str) -> float:
@@ -59,11 +28,11 @@ def _timed(page: Page, key: str, needle: str) -> float:
 
 def browser_keeps(work: Path, count: int, think: float) -> list[float]:
     """`count` keeps (`p`, then `k`) in the served app; ms per keep, keydown to drawn."""
-    port = _free_port()
+    port = free_port()
     chromium = Chromium(find_chromium() or "chromium", size=WINDOW)
     argv = [CURATOR, "serve", "--port", str(port), "--reviewer", "bench-browser", "--no-verify"]
     try:
-        with _serving(argv, work, port) as url:
+        with serving(argv, work, port) as url:
             page = chromium.page()
             page.open(url)
             page.wait_for("reviewed", timeout=60)
@@ -83,12 +52,12 @@ def browser_keeps(work: Path, count: int, think: float) -> list[float]:
 
 def browser_anchor(app: Path, count: int, think: float) -> list[float]:
     """The trivial app (one Static a key changes) served by textual-serve, same timing."""
-    port = _free_port()
+    port = free_port()
     serve = ("import sys; from textual_serve.server import Server; "
              f"Server(sys.argv[1], host='127.0.0.1', port={port}).serve()")
     chromium = Chromium(find_chromium() or "chromium", size=WINDOW)
     try:
-        with _serving([sys.executable, "-c", serve, f"{sys.executable} {app}"], app.parent, port) as url:
+        with serving([sys.executable, "-c", serve, f"{sys.executable} {app}"], app.parent, port) as url:
             page = chromium.page()
             page.open(url)
             page.wait_for("ANCHOR-00000", timeout=60)

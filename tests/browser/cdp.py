@@ -14,10 +14,12 @@ import contextlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +67,40 @@ KEYS = {  # key -> (key, code, virtual key code, text)
     "enter": ("Enter", "Enter", 13, "\r"),
     "escape": ("Escape", "Escape", 27, ""),
 }
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nobody listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def serving(argv: list[str], cwd: Path, port: int, timeout: float = 20) -> Iterator[str]:
+    """Run a server (`argv`, in `cwd`) until it listens on `port`; yield its URL, then stop
+    it. Its output goes to a temporary file (a pipe nobody reads could block it), quoted
+    in the error when it never listens."""
+    with tempfile.TemporaryFile() as out:
+        server = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+                if server.poll() is not None or time.monotonic() > deadline:
+                    out.seek(0)
+                    said = out.read().decode(errors="replace")
+                    raise RuntimeError(f"{' '.join(argv[:3])} did not listen on {port}: {said}")
+                time.sleep(0.05)
+            yield f"http://127.0.0.1:{port}/"
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
 
 
 def find_chromium() -> str | None:

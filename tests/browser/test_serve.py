@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
-import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from curator.models import CandidateIn
 from curator.workspace import Workspace
-from tests.browser.cdp import Chromium, Page, find_chromium
+from tests.browser.cdp import Chromium, Page, find_chromium, free_port, serving
 from tests.tui.conftest import build_workspace, set_files
 
 CURATOR = str(Path(sys.executable).parent / "curator")
@@ -35,36 +34,11 @@ def _missing() -> str | None:
     return None
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
-def serving(root: Path, *args: str):
+def serving_app(root: Path, *args: str) -> Iterator[str]:
     port = free_port()
-    server = subprocess.Popen([CURATOR, "serve", "--port", str(port), *args], cwd=root,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
-            if server.poll() is not None or time.monotonic() > deadline:
-                out = server.stdout.read().decode(errors="replace") if server.stdout else ""
-                raise AssertionError(f"curator serve did not listen on {port}: {out}")
-            time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/"
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        if server.stdout:
-            server.stdout.close()
+    with serving([CURATOR, "serve", "--port", str(port), *args], root, port) as url:
+        yield url
 
 
 @contextlib.contextmanager
@@ -101,7 +75,7 @@ def test_a_keep_in_the_browser_writes_the_case(tmp_path):
         pytest.skip(reason)
     root = tmp_path / "ws"
     build_workspace(root).close()
-    with serving(root, "--set", "main") as url, browser() as chromium:
+    with serving_app(root, "--set", "main") as url, browser() as chromium:
         page = chromium.page()
         _start(page, url, "webana")
         page.wait_for("CARRIER-E1042 mean")
@@ -131,7 +105,7 @@ def test_two_tabs_are_two_sessions_with_their_own_cards(tmp_path):
     ws = build_workspace(root)
     ws.add_candidates([CandidateIn(query=f"extra question {n}", source_kind="manual") for n in range(8)])
     ws.close()
-    with serving(root, "--set", "main") as url, browser() as chromium:
+    with serving_app(root, "--set", "main") as url, browser() as chromium:
         first = chromium.page()
         _start(first, url, "ana")
         first.wait_for("CARRIER-E1042 mean")
