@@ -1,5 +1,6 @@
 """Review candidates from the chosen clusters: their users (asked of the DuckDB reader's
-users pass where its first pass did not settle them), provenance (counts, variants,
+users pass where its first pass did not settle them) and hits and clicks (a look-up
+in each file DuckDB read), provenance (counts, variants,
 first and last seen) and the clicked and returned passages as suggestions."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from curator._process import paused_gc
-from curator.logs.aggregate import USERS_CAP, iso_z
+from curator.logs.aggregate import USERS_CAP, add_ids, iso_z
 from curator.logs.dedupe import VARIANTS
 from curator.logs.duck_users import UsersOf
 from curator.logs.grouping import Group
@@ -16,6 +17,7 @@ from curator.logs.normalise import looks_like_identifier
 from curator.models import CandidateIn, Suggestion
 
 if TYPE_CHECKING:
+    from curator.logs.python_reader import FileRead
     from curator.workspace import Workspace
 
 
@@ -47,6 +49,26 @@ def look_up_users(chosen: list[ClusterItem], group_of: dict[str, Group], lookups
     for users_of, left in zip(lookups, unsettled, strict=True):
         for raw, users in users_of.unsettled(left - full).items():
             group_of[raw].add_users(users)
+
+
+def look_up_ids(chosen: list[ClusterItem], reads: list[FileRead]) -> None:
+    """Hits and clicks of the queued clusters' exact queries: a look-up in each file
+    read by DuckDB (one pass over it, for these queries only), what the python reader
+    counted of the others; merged file by file as the files' aggregates would be."""
+    wanted = {raw for item in chosen for g in item.groups for raw in g.raws}
+    if not wanted:
+        return
+    hits: dict[str, Counter[str]] = {}
+    clicks: dict[str, Counter[str]] = {}
+    for read in reads:
+        found = read.ids_of.look_up(wanted) if read.ids_of else (read.agg.hits, read.agg.clicks)
+        for mine, theirs in zip((hits, clicks), found, strict=True):
+            for raw in wanted & theirs.keys():
+                add_ids(mine.setdefault(raw, Counter()), theirs[raw], 1, counts=theirs[raw])
+    for item in chosen:
+        for g in item.groups:
+            for raw in g.raws:
+                g.add_ids(hits.get(raw), clicks.get(raw))
 
 
 def user_count(item: ClusterItem) -> int:

@@ -5,7 +5,8 @@ DuckDB reads each line as one text column and does the per-line work in C++ on a
 cores: pull the fields out of the JSON, apply --since/--until, and GROUP BY the exact
 query (the SQL is in duck_sql.py). Python then gets one row per distinct query, with
 its count, first and last seen, results and latency, which is what the rest of the
-pipeline needs; hit and click ids are counted per query in SQL too (`_count_ids`).
+pipeline needs; hit and click ids are counted per query in SQL too (duck_ids.py), by
+default later and for the chosen queries only.
 
 Exactness comes from a division of labour, not from re-implementing the reference
 reader in SQL: a line is counted by DuckDB only when it is plainly well-formed (a JSON
@@ -29,7 +30,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from curator.errors import InputError
-from curator.logs.aggregate import IDS_CAP, Aggregate, add_ids
+from curator.logs.aggregate import Aggregate
+from curator.logs.duck_ids import IdsOf, count_ids
 from curator.logs.duck_odd import leftovers, leftovers_of_rows, refused
 from curator.logs.duck_sql import (
     FORMATS,
@@ -41,11 +43,10 @@ from curator.logs.duck_sql import (
     Reader,
     lines_source,
     parquet_source,
-    quote,
 )
 from curator.logs.duck_users import Counted, UsersOf, hash_users
-from curator.logs.fields import Fields, id_list
-from curator.logs.jsonl import JsonlHandler, loads, loads_record
+from curator.logs.fields import Fields
+from curator.logs.jsonl import JsonlHandler, loads
 from curator.logs.lines import Window
 from curator.logs.python_reader import FileRead, make_handler
 from curator.logs.sources import BlockHasher, Progress, Source, combine, open_stream
@@ -64,10 +65,12 @@ def available() -> bool:
 
 
 def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, max_line: int,
-         progress: Progress, temp: Path | None = None) -> FileRead:
+         progress: Progress, temp: Path | None = None, ids_later: bool = False) -> FileRead:
     """Read one file with DuckDB into a FileRead, hashing it (and counting its lines) in
     a thread after the counting pass; DuckDB spills to `temp` (a private folder) when
-    its memory is not enough. Raises NotForDuckDB for what only the python reader can do exactly."""
+    its memory is not enough. `ids_later`: hits and clicks are not counted now but
+    looked up for the queries that need them (the FileRead's `ids_of`, duck_ids.py).
+    Raises NotForDuckDB for what only the python reader can do exactly."""
     if source.path is None:
         raise NotForDuckDB("a stream: standard input or a pipe")
     if not available():
@@ -87,13 +90,15 @@ def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, 
     fingerprint = _Fingerprint(source, fmt)
     reader = Reader(_as_bytes(progress, source.size() or 0), temp=temp)
     try:
-        agg, doubtful, counted = scan(reader, source_sql, sql, source.label)
+        with_ids = bool(sql.fields.hits or sql.fields.clicks)
+        agg, doubtful, counted = scan(reader, source_sql, sql, source.label, with_ids and not ids_later)
         fingerprint.thread.start()  # after DuckDB's pass: beside its threads it slowed the pass more than it took
         refused_lines = [] if fmt == "parquet" else refused(reader)
-        if sql.fields.hits or sql.fields.clicks:
+        if with_ids and not ids_later:
             # a file whose every line pass 1 counted needs only the ids parsed again
             rows = sql.id_rows(source_sql) if not (doubtful or refused_lines) else sql.rows(source_sql)
-            _count_ids(reader, f"({rows})", sql.fields, agg, source.label, (0.5, 1.0))
+            count_ids(reader, f"({rows})", sql.fields, (agg.hits, agg.clicks), source.label, (0.5, 1.0))
+        left_ids = Aggregate()
         if doubtful or refused_lines:
             odd = _odd(reader)
             if fmt == "parquet":
@@ -101,6 +106,8 @@ def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, 
             else:
                 left = leftovers(source, odd, refused_lines, handler, max_line)
             hash_users(left, reader)
+            if ids_later:  # their ids join DuckDB's when the ids are looked up
+                left_ids.hits, left_ids.clicks, left.hits, left.clicks = left.hits, left.clicks, {}, {}
             agg.merge(left)
     except BaseException:
         fingerprint.cancel()
@@ -109,7 +116,9 @@ def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, 
         reader.close()
     trusted = not (doubtful or refused_lines)
     users_of = UsersOf(source_sql, sql, source.label, counted, trusted, temp) if sql.fields.user else None
-    return FileRead(source, fmt, fingerprint.result(agg.lines), agg, handler.fields.given(), "duckdb", users_of)
+    ids_of = IdsOf(source_sql, sql, source.label, counted, trusted, temp, left_ids) if with_ids and ids_later else None
+    return FileRead(source, fmt, fingerprint.result(agg.lines), agg, handler.fields.given(), "duckdb", users_of,
+                    ids_of)
 
 
 def first_lines(source: Source, source_sql: str, what: str, rows: int = 2000) -> bytes:
@@ -125,13 +134,15 @@ def first_lines(source: Source, source_sql: str, what: str, rows: int = 2000) ->
     return "\n".join(line or "" for (line,) in lines).encode()
 
 
-def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str) -> tuple[Aggregate, int, Counted]:
+def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str,
+         ids_next: bool = False) -> tuple[Aggregate, int, Counted]:
     """Pass 1 counts per query (and settles most queries' users, see SPREAD); hit and
-    click ids are a second pass (`_count_ids`). Returns what `_counts` does: the
-    counts, how many lines are left to the python reader, and the queries' `Counted`."""
+    click ids are another pass (`count_ids`: next if `ids_next`, else later, for the
+    chosen queries). Returns what `_counts` does: the counts, how many lines are left
+    to the python reader, and the queries' `Counted`."""
     fields = sql.fields
     rows = f"({sql.rows(source_sql)})"
-    step = 0.5 if fields.hits or fields.clicks else 1.0
+    step = 0.5 if ids_next else 1.0
     settling, hashed = ("", "")
     if fields.user:  # a user's hash once per line, on the lines that name one
         settling, hashed = f", {SETTLING}", f", CASE WHEN {NAMED} THEN {USER_HASH} END AS hu"
@@ -167,61 +178,6 @@ def _odd(reader: Reader) -> Iterator[tuple[str, int]]:
     while chunk := rows.fetchmany(10_000):
         yield from chunk
     reader.con.execute("DROP TABLE odd")
-
-
-# A JSON list of plain strings as DuckDB writes it (minified; a backslash would be an escape)
-_PLAIN_IDS = quote(r'\[("[^"\\]*"(,"[^"\\]*")*)?\]')
-
-
-def _count_ids(reader: Reader, rows: str, fields: Fields, agg: Aggregate, label: str,
-               share: tuple[float, float]) -> None:
-    """Hit and click ids per query, counted by DuckDB: a list of plain strings (what
-    search logs write) is unnested and counted in SQL, the IDS_CAP most frequent per
-    query kept; any other value (ids as objects or numbers, a comma-separated string,
-    an escape) comes as its JSON text, once per query and text, for `id_list`."""
-    roles = [(k, role) for k, role in enumerate(("hits", "clicks")) if getattr(fields, role)]
-    parts = []
-    for k, role in roles:
-        plain = f"regexp_full_match({role}, {_PLAIN_IDS})"
-        parts.append(
-            f"CASE WHEN NOT (ok AND inside) OR {role} IS NULL OR {role} = 'null' THEN NULL "
-            f"WHEN {plain} THEN {{'role': {k}, 'plain': true, 'ids': from_json({role}, '[\"VARCHAR\"]')}} "
-            f"ELSE {{'role': {k}, 'plain': false, 'ids': [{role}]}} END"
-        )
-    # no WHERE: see UsersOf
-    result = reader.query(
-        # the most frequent IDS_CAP ids of a plain list; every distinct text of another value
-        f"""SELECT role, plain, q, list(id ORDER BY c DESC, id)[1:CASE WHEN plain THEN {IDS_CAP} ELSE 2147483647 END],
-                   list(c ORDER BY c DESC, id)[1:CASE WHEN plain THEN {IDS_CAP} ELSE 2147483647 END]
-            FROM (SELECT e.role AS role, e.plain AS plain, q, id, sum(n)::BIGINT AS c FROM (
-                    SELECT q, n, e, unnest(e.ids) AS id FROM (
-                      SELECT q, n, unnest([{', '.join(parts)}]) AS e FROM {rows}))
-                  GROUP BY ALL)
-            GROUP BY role, plain, q""",
-        label, share,
-    )
-    targets = [agg.hits, agg.clicks]
-    decoded: dict[str, str] = {}
-    while chunk := result.fetchmany(20_000):
-        for role, plain, raw, ids, counts in chunk:
-            q = decoded.get(raw)
-            if q is None:
-                q = decoded[raw] = raw[1:-1] if "\\" not in raw else loads(raw)
-            target = targets[role].get(q)
-            if plain and target is None:  # the usual case: one spelling of the query, a list of strings
-                targets[role][q] = Counter(dict(zip(ids, counts, strict=True)))
-                continue
-            if target is None:
-                target = targets[role][q] = Counter()
-            if plain:
-                add_ids(target, ids, 1, counts=Counter(dict(zip(ids, counts, strict=True))))
-                continue
-            for text, n in zip(ids, counts, strict=True):
-                found = id_list(loads_record(text))
-                if found:
-                    add_ids(target, found, n)
-            if not target:
-                del targets[role][q]
 
 
 def _counts(reader: Reader, fields: Fields) -> tuple[Aggregate, int, Counted]:

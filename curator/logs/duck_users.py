@@ -113,10 +113,7 @@ class UsersOf:
     def _users_pass(self, wanted: list[int]) -> list[tuple[int, list[int] | None]]:
         # A bitmap of the wanted hashes picks their lines in O(1) each (IN (subquery) may
         # hold the whole log in memory), 16 bits a query so that few other lines pass.
-        size = min(max(_BITMAP, 1 << (16 * len(wanted) - 1).bit_length()), 1 << 24)
-        bits = bytearray(b"0" * size)
-        for h in wanted:
-            bits[h % size] = ord("1")
+        size, bits = hash_bitmap(wanted)
         reader = Reader(lambda _fraction: None, USERS_MEMORY_LIMIT, self.temp)
         rows = self.sql.user_rows(self.source_sql) if self.trusted else self.sql.rows(self.source_sql)
         try:
@@ -133,11 +130,22 @@ class UsersOf:
                         FROM ({rows}))
                       WHERE hq IS NOT NULL)
                     GROUP BY hq""",
-                self.label, params=[bits.decode()],
+                self.label, params=[bits],
             ).fetchall()
         finally:
             reader.close()
         return result
+
+
+def hash_bitmap(hashes: list[int]) -> tuple[int, str]:
+    """A filter of query hashes for a pass over the file: its size in bits and its bits
+    as the text DuckDB reads as a BIT (`get_bit(bits, hash % size) = 1` for a wanted
+    hash), 16 bits a query so that few other queries pass."""
+    size = min(max(_BITMAP, 1 << (16 * len(hashes) - 1).bit_length()), 1 << 24)
+    bits = bytearray(b"0" * size)
+    for h in hashes:
+        bits[h % size] = ord("1")
+    return size, bits.decode()
 
 
 def _union(found: dict[str, Users], query: str, users: Users) -> None:

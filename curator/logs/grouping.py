@@ -78,18 +78,21 @@ class Group:
         if ts and (self.last is None or ts > self.last):
             self.last = ts
         self.add_users(agg.users.get(raw))
-        if raw in agg.hits:
-            self.hits = self.hits or Counter()
-            self.hits.update(agg.hits[raw])
-        if raw in agg.clicks:
-            self.clicks = self.clicks or Counter()
-            self.clicks.update(agg.clicks[raw])
         self.zero_results += agg.zero_results.get(raw, 0)
         lat = agg.latency.get(raw)
         if lat:
             self.latency = self.latency or [0.0, 0]
             self.latency[0] += lat[0]
             self.latency[1] += lat[1]
+
+    def add_ids(self, hits: Counter[str] | None, clicks: Counter[str] | None) -> None:
+        """Fold in the hits and clicks of one of its exact queries (see `look_up_ids`)."""
+        if hits is not None:
+            self.hits = self.hits or Counter()
+            self.hits.update(hits)
+        if clicks is not None:
+            self.clicks = self.clicks or Counter()
+            self.clicks.update(clicks)
 
     def add_users(self, users: set[Any] | frozenset[Any] | None) -> None:
         if not users:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from curator._process import paused_gc
 from curator.errors import InputError
 from curator.logs.aggregate import Aggregate
-from curator.logs.candidates import ClusterItem, candidates, look_up_users
+from curator.logs.candidates import ClusterItem, candidates, look_up_ids, look_up_users
 from curator.logs.cluster import cluster
 from curator.logs.dedupe import Existing
 from curator.logs.duck_sql import spill_folder
@@ -98,6 +98,7 @@ def _import(ws: Workspace, sources: list[Source], settings: Settings, summary: I
     stage(f"Queueing {len(chosen):,} clusters")
     group_of = {raw: g for item in chosen + updates for g in item.groups for raw in g.raws}  # exact query -> its group
     look_up_users(chosen + updates, group_of, [r.users_of for r in reads if r.users_of])
+    look_up_ids(chosen + updates, reads)
 
     files = [r.source.label for r in reads]
     import_id = sha256_hex("".join(sorted(r.fingerprint for r in reads)))[:12]
@@ -152,7 +153,7 @@ def _read_all(ws: Workspace, sources: list[Source], settings: Settings, summary:
             on_file(source, source.size())
         read = read_source(
             source, opts.format, settings.fields, opts.param, settings.window, opts.max_line_bytes,
-            progress or (lambda _n: None), opts.engine or "auto", temp,
+            progress or (lambda _n: None), opts.engine or "auto", temp, ids_later=True,
         )
         _require_found(read)
         agg = read.agg
@@ -182,11 +183,14 @@ def _read_all(ws: Workspace, sources: list[Source], settings: Settings, summary:
         elif read.engine != "duckdb" and hashed_users:
             hash_users(agg)
         hashed_users = hashed_users or read.engine == "duckdb"
+        # hits and clicks stay with their file (the python reader's; DuckDB looks them up), for the queued queries
+        hits, clicks, agg.hits, agg.clicks = agg.hits, agg.clicks, {}, {}
         if len(reads) == 1:
             total = agg
         else:
             total.merge(agg)
-        read.agg = Aggregate(lines=agg.lines, parsed=agg.parsed)  # the counts live on in `total` alone
+        # the counts live on in `total` alone
+        read.agg = Aggregate(lines=agg.lines, parsed=agg.parsed, hits=hits, clicks=clicks)
     return reads, total
 
 

@@ -1,0 +1,108 @@
+"""Hits and clicks of the DuckDB engine looked up for the queued queries only
+(curator/logs/duck_ids.py): the same ids as the python reader counts, for the queries
+asked and no others, and the same suggestions and provenance in an import that queues
+only some clusters of several files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from curator.corpus import add_paths
+from curator.logs import import_logs
+from curator.logs.reading import read_source
+from curator.logs.sources import Source
+from curator.workspace import Workspace
+from tests.unit.test_logs_duck_odd import ODD, _odd_log
+from tests.unit.test_logs_engines import DATA
+
+
+def test_a_duckdb_read_leaves_ids_to_a_look_up_for_the_queries_asked(tmp_path: Path) -> None:
+    log = _odd_log(tmp_path / "odd.jsonl")
+    py = read_source(Source("odd.jsonl", log), engine="python")
+    duck = read_source(Source("odd.jsonl", log), engine="duckdb", ids_later=True)
+    assert duck.engine == "duckdb" and duck.agg.hits == {} and duck.agg.clicks == {}
+    assert duck.ids_of is not None and not duck.ids_of.trusted  # odd lines: their ids came from python
+    wanted = {"dhl cutoff time", "rare 3", "query", "never asked"}
+    hits, clicks = duck.ids_of.look_up(wanted)
+    assert set(hits) == {"dhl cutoff time", "rare 3"}  # only those asked that have ids ("query" lines have none)
+    for q in hits:
+        assert hits[q] == py.agg.hits[q], q
+    assert set(clicks) == wanted & set(py.agg.clicks) and clicks["dhl cutoff time"] == py.agg.clicks["dhl cutoff time"]
+    everything = duck.ids_of.look_up(None)
+    assert everything == (py.agg.hits, py.agg.clicks)
+
+
+def test_the_ids_of_lines_the_python_reader_counted_for_duckdb_are_looked_up_too(tmp_path: Path) -> None:
+    log = _corpus_log(tmp_path / "log.jsonl", 3000, 0)
+    py = read_source(Source("log.jsonl", log), engine="python")
+    duck = read_source(Source("log.jsonl", log), engine="duckdb", ids_later=True)
+    assert duck.ids_of is not None and "label backlog" in duck.ids_of.left.clicks  # a key-twice line's
+    hits, clicks = duck.ids_of.look_up({"label backlog"})
+    assert clicks["label backlog"]["errors.md#carrier-e1043"] == py.agg.clicks["label backlog"]["errors.md#carrier-e1043"]
+    assert (hits, clicks) == ({"label backlog": py.agg.hits["label backlog"]},
+                              {"label backlog": py.agg.clicks["label backlog"]})
+
+
+def test_a_plain_log_looks_up_ids_parsing_only_the_id_fields(tmp_path: Path) -> None:
+    log = tmp_path / "plain.jsonl"
+    lines = [{"query": f"q{i % 30}", "hits": [f"p{i % 7}", f"p{i % 5}"], "clicks": [f"p{i % 3}"]} for i in range(500)]
+    log.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    py = read_source(Source("plain.jsonl", log), engine="python")
+    duck = read_source(Source("plain.jsonl", log), engine="duckdb", ids_later=True)
+    assert duck.ids_of is not None and duck.ids_of.trusted
+    hits, clicks = duck.ids_of.look_up({"q1", "q29"})
+    assert hits == {q: py.agg.hits[q] for q in ("q1", "q29")}
+    assert clicks == {q: py.agg.clicks[q] for q in ("q1", "q29")}
+
+
+def test_an_import_queueing_some_clusters_of_two_files_has_the_python_engines_suggestions(tmp_path: Path) -> None:
+    first = _corpus_log(tmp_path / "first.jsonl", 3000, 0)
+    second = _corpus_log(tmp_path / "second.jsonl", 2000, 1)
+    for k, options in enumerate(({"limit": 2}, {"limit": 3, "sample": "random", "seed": 4})):
+        py_engines, py_summary, py_candidates = _import_all(tmp_path / f"py{k}", "python", [first, second], options)
+        duck_engines, duck_summary, duck_candidates = _import_all(tmp_path / f"duck{k}", "duckdb", [first, second],
+                                                                  options)
+        assert (py_engines, duck_engines) == (["python", "python"], ["duckdb", "duckdb"])
+        assert py_summary["queued"] == options["limit"] < py_summary["eligible"]  # some clusters left out
+        assert any(suggestions for *_, suggestions in py_candidates)  # the ids matter here
+        assert duck_candidates == py_candidates
+        assert duck_summary["preview"] == py_summary["preview"]
+
+
+def _corpus_log(path: Path, lines: int, shift: int) -> Path:
+    """A log whose hits and clicks are passages of the test corpus, with odd lines."""
+    ids = ["carriers.md#dhl", "faq.md#cutoffs", "errors.md#carrier-e1042", "errors.md#carrier-e1043",
+           "webhooks.md#retries"]
+    queries = ["dhl cutoff time", "label backlog", "pickup window", "webhook retries", "carrier e1042"]
+    out = []
+    for i in range(lines):
+        if i % 97 == 5:
+            out.append(ODD[(i // 97) % len(ODD)])
+            continue
+        if i % 101 == 9:  # a key twice: the python reader counts it, and its ids, for DuckDB
+            out.append(b'{"query": "query", "query": "label backlog", "hits": ["webhooks.md#retries"], '
+                       b'"clicks": ["errors.md#carrier-e1043"]}')
+            continue
+        q = queries[(i + shift) % 5] if i % 3 else f"rare {i % 40}"
+        out.append(json.dumps({"timestamp": f"2026-10-{1 + i % 28:02d}T08:00:00Z", "user_id": f"u{i % 150}",
+                               "query": q, "hits": [ids[(i + k) % 5] for k in range(1 + i % 3)],
+                               "clicks": [ids[(i * 7 + shift) % 5]] if i % 4 else []}).encode())
+    path.write_bytes(b"\n".join(out) + b"\n")
+    return path
+
+
+def _import_all(where: Path, engine: str, logs: list[Path], options: dict):
+    """An import of `logs` into a new workspace: the engine of each file, the summary and
+    the queued candidates (query, count, slice, provenance, suggestions)."""
+    ws = Workspace.init(where)
+    try:
+        add_paths(ws, [DATA / "corpus.jsonl"])
+        summary = import_logs(ws, logs, engine=engine, **options).to_dict()
+        candidates = sorted(
+            (c.query, c.count, c.suggested_slice, c.provenance, [(s.id, s.role, s.reason) for s in c.suggestions])
+            for c in ws.candidates()
+        )
+    finally:
+        ws.close()
+    return [f["engine"] for f in summary["files"]], summary, candidates
