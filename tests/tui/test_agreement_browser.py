@@ -74,6 +74,7 @@ async def test_second_pass_in_the_app_is_blind_and_writes_judgments(rws):
         card = app.screen.current
         assert card is not None and card.slice is None and card.labels == {}
         assert "slice –" in str(app.screen.query_one("#labels").render())
+        assert str(app.screen.query_one("#stats").render()).startswith("second pass · blind · main · bo")
         shown = card.query
         first_row = card.rows[0].id
         await pilot.press("2", "p", "k")  # paraphrase, the highlighted row primary, keep

@@ -309,7 +309,7 @@ class BrowserScreen(Screen[None]):
         disagreement's relabel is recorded as adjudicated; a case with gone passages shows
         their old text beside the passages that hold their headings now."""
         from curator.adjudicate import Adjudicating, stale_card
-        from curator.tui.screens.review import ReviseScreen
+        from curator.tui.screens.revise import ReviseScreen
 
         try:
             card = stale_card(self.session, case, stale) if stale else self.session.card_for_case(case)
