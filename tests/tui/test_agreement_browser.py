@@ -353,3 +353,17 @@ async def test_1_confirms_the_bin_of_a_candidate_the_second_reviewer_would_keep(
                          capture_output=True, text=True, check=True)
     listed = {d["target"]: d["resolved"] for d in json.loads(out.stdout)["disagreements"]}
     assert listed[target] == settled[0].resolved
+
+
+def test_a_binned_candidate_is_kept_once_only(rws):
+    from curator.adjudicate import take_side
+    from curator.errors import CuratorError
+
+    ana_bins_one_bo_keeps_it(rws)
+    d = next(d for d in agreement(rws).disagreements if d.query_id is None)
+    session = ReviewSession(rws, reviewer="cy")
+    case = take_side(session, d, "second", "worth a case")
+    assert case is not None and case.source.candidate_id == int(d.target[10:])
+    with pytest.raises(CuratorError, match="was kept since"):
+        take_side(session, d, "second", "again")  # a stale list (another terminal): refused, no twin
+    assert [c["query"] for c in set_files(rws)[0]].count(d.query) == 1
