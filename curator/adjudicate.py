@@ -7,17 +7,22 @@ A resolution is a new revision of the case (`ReviewSession.revise`), never an ed
 old one: its change-log reason starts with `adjudicated` and names both reviewers and the
 side taken (curator.agreement then counts the disagreement as resolved). Taking a side
 that binned the case retires it.
+
+A disagreement on a candidate the first reviewer binned and the second would keep has no
+case to revise: taking the second side keeps the candidate as a new case from the second
+judgment's labels (its `add` carries the adjudicated reason); taking the first confirms
+the bin, recorded as an `adjudicate` decision of the candidate in the workspace.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from curator.agreement import ADJUDICATED, Disagreement
+from curator.agreement import ADJUDICATE, ADJUDICATED, Disagreement
 from curator.corpus.labels import StaleLabel, stale_labels
 from curator.errors import CuratorError
 from curator.models import Case
-from curator.review import Card, ReviewSession, Row, _same_labels
+from curator.review import Card, ReviewSession, Row, _same_labels, _source, _writing
 
 Side = Literal["first", "second"]
 
@@ -28,11 +33,12 @@ def reason(d: Disagreement, what: str, note: str = "") -> str:
     return f"{text}; {note.strip()}" if note.strip() else text
 
 
-def take_side(session: ReviewSession, d: Disagreement, side: Side, note: str = "") -> Case:
+def take_side(session: ReviewSession, d: Disagreement, side: Side, note: str = "") -> Case | None:
     """Append the case's next rev with the chosen reviewer's decision: their slice and
-    labels (the case's explanation and tags stay), or a retire when they binned it."""
+    labels (the case's explanation and tags stay), or a retire when they binned it. A
+    binned candidate's disagreement goes to `settle_candidate` (None: the bin confirmed)."""
     if d.query_id is None:
-        raise CuratorError(f"{d.target} is no case of the set: keep it in a review to take that side")
+        return settle_candidate(session, d, side, note)
     chosen = d.first if side == "first" else d.second
     why = reason(d, f"took {chosen.reviewer}'s side ({side} review)", note)
     if chosen.decision == "bin":
@@ -44,11 +50,49 @@ def take_side(session: ReviewSession, d: Disagreement, side: Side, note: str = "
     return session.revise(d.query_id, changes, action=action, reason=why)
 
 
+def settle_candidate(session: ReviewSession, d: Disagreement, side: Side, note: str = "") -> Case | None:
+    """A binned candidate the second reviewer would keep: the second side keeps it as a new
+    case (the second judgment's slice and labels, the adjudicator as its reviewer, reason
+    `adjudicated: ...`); the first side confirms the bin (None: no case changes)."""
+    candidate_id = candidate_of(d)
+    cand = session.ws.candidate(candidate_id)
+    if cand is None:
+        raise CuratorError(f"{d.target} is not in this workspace's queue")
+    chosen = d.first if side == "first" else d.second
+    why = reason(d, f"took {chosen.reviewer}'s side ({side} review)", note)
+    if chosen.decision == "bin":
+        _writing(lambda: session.ws.decide(candidate_id, ADJUDICATE, session.reviewer, set_name=session.set_name,
+                                           detail={"target": d.target, "reason": why}))
+        return None
+    if cand.state == "kept":
+        raise CuratorError(f"candidate #{candidate_id} was kept since ({cand.query_id}): settle it there")
+    judgment = d.judgment
+    if judgment is None:
+        raise CuratorError(f"no second judgment of {d.target}")
+    fields = {k: v for k, v in side_fields(session, d, "second").items() if k != "status"}
+    data = {**fields, "query": judgment.query, "source": _source(Card(candidate=cand, query=judgment.query, rows=[]),
+                                                                 cand)}
+    with session._lock:
+        case = _writing(lambda: session.qs.add(data, reviewer=session.reviewer, versions=session.ws.versions(),
+                                               reason=why))
+        _writing(lambda: session.ws.decide(candidate_id, "keep", session.reviewer, state="kept",
+                                           set_name=session.set_name, query_id=case.query_id,
+                                           detail={"rev": case.rev, "target": d.target, "reason": why}))
+    return case
+
+
+def candidate_of(d: Disagreement) -> int:
+    kind, _, key = d.target.partition(":")
+    if kind != "candidate" or not key.isdigit():
+        raise CuratorError(f"{d.target} is no candidate")
+    return int(key)
+
+
 def side_fields(session: ReviewSession, d: Disagreement, side: Side) -> dict[str, Any]:
     """The case fields of one side: the judged rev's for the first, the judgment's for the
     second."""
-    assert d.query_id is not None
     if side == "first":
+        assert d.query_id is not None
         history = session.qs.read().history.get(d.query_id, [])
         judged = next((c for c in history if c.rev == d.rev), history[-1] if history else None)
         if judged is None:
@@ -57,7 +101,7 @@ def side_fields(session: ReviewSession, d: Disagreement, side: Side) -> dict[str
         return {k: v for k, v in judged.model_dump().items() if k in keys}
     judgment = d.judgment
     if judgment is None:
-        raise CuratorError(f"no second judgment of {d.query_id}")
+        raise CuratorError(f"no second judgment of {d.target}")
     return {
         "slice": judgment.slice,
         "relevant": [r.model_dump(exclude_none=True) for r in judgment.relevant],

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from curator.workspace import Workspace
 
 ADJUDICATED = "adjudicated"  # the change-log reason a resolution starts with
+ADJUDICATE = "adjudicate"  # the queue decision that confirms a first reviewer's bin
 GRADES = [0, 1, 2, 3]
 
 
@@ -247,11 +248,14 @@ def agreement(ws: Workspace, set_name: str | None = None) -> AgreementReport:
         groups.setdefault(pair.group, []).append(pair)
     reviewers = sorted({p.first.reviewer for p in pairs} | {p.second.reviewer for p in pairs})
     found = []
+    kept_by_adjudication = _adjudicated_candidates(ws, name, adjudicated)
     for pair in pairs:
         differences = pair.differences()
         if differences:
             rev, reason = adjudicated.get(pair.query_id or "", (0, None))
             resolved = reason if pair.rev is not None and rev > pair.rev else None
+            if pair.query_id is None:
+                resolved = _candidate_resolution(ws, pair, kept_by_adjudication)
             found.append(Disagreement(pair.target, pair.query_id, pair.query, pair.rev, differences,
                                       pair.first, pair.second, resolved, pair.judgment))
     ordered = [s for s in ws.config.slices if s in groups] + sorted(s for s in groups if s not in ws.config.slices)
@@ -259,8 +263,37 @@ def agreement(ws: Workspace, set_name: str | None = None) -> AgreementReport:
                            problems)
 
 
+def _adjudicated_candidates(ws: Workspace, set_name: str, adjudicated: dict[str, tuple[int, str]]) -> dict[int, str]:
+    """candidate id -> the reason of the adjudication that made or revised its case."""
+    if not adjudicated:
+        return {}
+    history = ws.question_set(set_name).read().history
+    out: dict[int, str] = {}
+    for query_id, (_, reason) in adjudicated.items():
+        revs = history.get(query_id)
+        if revs and revs[0].source.candidate_id is not None:
+            out[revs[0].source.candidate_id] = reason
+    return out
+
+
+def _candidate_resolution(ws: Workspace, pair: Pair, kept: dict[int, str]) -> str | None:
+    """What settled a disagreement on a binned candidate: its case made by an adjudication,
+    or an `adjudicate` decision (the bin confirmed) after the second judgment."""
+    candidate_id = int(pair.target.partition(":")[2])
+    if candidate_id in kept:
+        return kept[candidate_id]
+    since = pair.judgment.at if pair.judgment is not None else ""
+    settled = None
+    for decision in ws.decisions(candidate_id):
+        detail = decision.detail or {}
+        if decision.action == ADJUDICATE and detail.get("target") == pair.target and decision.at >= since:
+            settled = str(detail.get("reason") or ADJUDICATED)
+    return settled
+
+
 def open_disagreements(ws: Workspace, set_name: str) -> dict[str, Disagreement]:
-    """The set browser's `d` filter: unresolved disagreements on cases, by query_id."""
+    """The set browser's `d` filter: unresolved disagreements, by query_id for a case and
+    by target (`candidate:<id>`) for a binned candidate."""
     if not judgments.path_of(ws.question_set(set_name)).exists():
         return {}  # no second pass yet: nothing to read
-    return {d.query_id: d for d in agreement(ws, set_name).disagreements if d.query_id and not d.resolved}
+    return {d.query_id or d.target: d for d in agreement(ws, set_name).disagreements if not d.resolved}

@@ -93,7 +93,8 @@ class QuestionSet:
         return case
 
     def add(
-        self, case: Case | dict[str, Any], *, reviewer: str = "", versions: dict[str, str] | None = None
+        self, case: Case | dict[str, Any], *, reviewer: str = "", versions: dict[str, str] | None = None,
+        reason: str = "",
     ) -> Case:
         """Append a new case (a Case, or a dict of its fields without `query_id`). Its
         `query_id` is the one given if still unused, else a slug of the query made unique
@@ -106,12 +107,12 @@ class QuestionSet:
             used = self._used_ids()
             wanted = data.get("query_id") or query_slug(str(data.get("query", "")))
             query_id = wanted if wanted not in used else _next_free(wanted, used)
-            rev, reason = 1, ""
+            rev = 1  # `reason`: the add's change-log reason (an adjudication's, curator.adjudicate)
             action: ChangeAction = "add"
             candidate = (data.get("source") or {}).get("candidate_id")
             latest = self.latest_rev(wanted) if wanted in used and candidate is not None else None
             if latest is not None and latest.status == "retired" and latest.source.candidate_id == candidate:
-                query_id, rev, action, reason = wanted, latest.rev + 1, "relabel", "kept again"
+                query_id, rev, action, reason = wanted, latest.rev + 1, "relabel", reason or "kept again"
             data.update(query_id=query_id, rev=rev, at=utcnow(), reviewer=reviewer or data.get("reviewer", ""))
             return self._append(data, f"{self.cases_path}: not a valid case", action, reason, versions)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from curator.models import CandidateIn, Passage, Suggestion
+from curator.storage.terms import ALERT_ENDINGS, identifier_names, identifier_parts
 from curator.text import sha256_hex
 
 if TYPE_CHECKING:
@@ -64,6 +65,10 @@ def mine(text: str) -> list[Identifier]:
     for kind, pattern in _PATTERNS:
         for m in pattern.finditer(text):
             spans.append((m.start(), m.group(0), kind))
+    # CamelCase, lowerCamel and acronym names (etcdNoLeader, CephOSDDown): the rule a mined
+    # query's exact_identifier suggestion uses too (curator.logs.normalise).
+    for start, word in identifier_names(text):
+        spans.append((start, word, _name_kind(word)))
     # A backticked token that looks like a command or key is an identifier too.
     for m in _BACKTICK.finditer(text):
         inner = m.group(1).strip()
@@ -77,6 +82,12 @@ def mine(text: str) -> list[Identifier]:
         taken.append((start, end))
         keep(span, kind)
     return list(found.values())
+
+
+def _name_kind(word: str) -> str:
+    """An alert for a capitalised name or one ending in a failure word (`etcdNoLeader`);
+    other lowerCamel names (`getUserById`) are code."""
+    return "alert" if word[0].isupper() or identifier_parts(word)[-1] in ALERT_ENDINGS else "code"
 
 
 def _kind_of(span: str) -> str:
@@ -114,7 +125,7 @@ TEMPLATES: dict[str, list[str]] = {
     "code": ["What does `{id}` do?", "When do I use {id}?"],
 }
 BACKEND_NAME = "identifiers"
-BACKEND_VERSION = "1"
+BACKEND_VERSION = "2"  # 2: lowerCamel and acronym names (the shared rule of storage.terms)
 BACKEND_HASH = sha256_hex(repr(sorted(TEMPLATES.items())) + BACKEND_VERSION)[:16]
 
 

@@ -20,7 +20,7 @@ import re
 
 from rapidfuzz.distance import Levenshtein
 
-from curator.storage.terms import identifier_parts
+from curator.storage.terms import identifier_names, identifier_parts
 from curator.text import normalize_query
 
 __all__ = ["normalize_query", "compare_key", "compare_keys", "plain_key", "plain_keys", "digit_signature",
@@ -39,11 +39,6 @@ _IDENTIFIER = re.compile(
 )
 _WORD = re.compile(r"[^\W_]+")
 _CASE_CHANGE = re.compile(r"[a-z0-9][A-Z]|[A-Z][A-Z][a-z]")  # etcdNo, OSDDown: where a part begins
-# A two-part name is an alert only when its last part says what went wrong (KubeletDown);
-# other two-part words are mostly products and brands (GitHub, OpenShift, JavaScript).
-_ALERT_ENDINGS = frozenset(
-    ["down", "up", "slow", "full", "high", "low", "failing", "failed", "failure", "degraded", "errors", "error", "missing", "stuck", "unhealthy", "unavailable", "unreachable", "notready", "lag", "latency", "burn", "restarting", "pending", "crashing", "crashlooping", "throttling", "overcommit", "overcommitted", "expiring", "expired", "filling", "leader", "nospace", "offline", "mismatch"]
-)
 
 
 def compare_key(norm: str) -> str:
@@ -123,14 +118,4 @@ def looks_like_identifier(query: str) -> bool:
     are not identifiers."""
     if _IDENTIFIER.search(query):
         return True
-    if not _CASE_CHANGE.search(query):
-        return False
-    for word in _WORD.findall(query):
-        if not _CASE_CHANGE.search(word):
-            continue
-        parts = [p for p in identifier_parts(word) if not p.isdigit()]
-        if len(parts) >= 3 and len(word) >= 7:
-            return True
-        if len(parts) == 2 and parts[-1] in _ALERT_ENDINGS and len(parts[0]) >= 3:
-            return True
-    return False
+    return bool(identifier_names(query))  # the rule curator.generate.identifiers shares

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["identifier_parts", "ident_terms", "path_terms", "query_words"]
+__all__ = ["identifier_parts", "ident_terms", "path_terms", "query_words", "is_identifier_name", "identifier_names"]
 
 # A compound: word characters joined by - _ . / : (CARRIER-E1042, parser.max_retries).
 _COMPOUND = re.compile(r"\w+(?:[-_./:]\w+)*", re.UNICODE)
@@ -101,3 +101,38 @@ def query_words(query: str) -> list[str]:
         for i in range(len(plain) - size + 1):
             out.append("".join(plain[i : i + size]))
     return list(dict.fromkeys(w for w in out if w))
+
+
+# ---- names that are identifiers ------------------------------------------------------------
+# One rule for curator.logs.normalise (a mined query suggests exact_identifier) and
+# curator.generate.identifiers (a passage's identifier gets a generated question).
+
+_NAME = re.compile(r"[^\W_]+")  # a run of letters and digits
+# A two-part name is an alert only when its last part says what went wrong (KubeletDown);
+# other two-part words are mostly products and brands (GitHub, OpenShift, JavaScript).
+ALERT_ENDINGS = frozenset(
+    ["down", "up", "slow", "full", "high", "low", "failing", "failed", "failure", "degraded", "errors", "error",
+     "missing", "stuck", "unhealthy", "unavailable", "unreachable", "notready", "lag", "latency", "burn",
+     "restarting", "pending", "crashing", "crashlooping", "throttling", "overcommit", "overcommitted", "expiring",
+     "expired", "filling", "leader", "nospace", "offline", "mismatch"]
+)
+
+
+def is_identifier_name(word: str) -> bool:
+    """Is one word (letters and digits) a CamelCase, lowerCamel or acronym identifier? Three
+    parts or more split at case changes (`etcdNoLeader`, `CephOSDDown`,
+    `KubeAPIErrorBudgetBurn`), or two whose last one is a failure word (`KubeletDown`).
+    Ordinary words (`Kubernetes`, `NASA`) and two-part brands (`GitHub`, `iPhone`) are not."""
+    if not _CASE_CHANGE.search(word):
+        return False
+    parts = [p for p in identifier_parts(word) if not p.isdigit()]
+    if len(parts) >= 3 and len(word) >= 7:
+        return True
+    return len(parts) == 2 and parts[-1] in ALERT_ENDINGS and len(parts[0]) >= 3
+
+
+def identifier_names(text: str) -> list[tuple[int, str]]:
+    """(offset, word) of every identifier name in `text` (`is_identifier_name`), in order."""
+    if not _CASE_CHANGE.search(text):
+        return []
+    return [(m.start(), m.group()) for m in _NAME.finditer(text) if is_identifier_name(m.group())]

@@ -13,7 +13,8 @@ from curator.tui.screens.browser import BrowserScreen
 from curator.tui.screens.deciding import APP_KEYS, own_bindings
 from curator.tui.screens.help import HelpScreen
 from curator.tui.screens.modals import TextModal
-from curator.tui.screens.review import ReviewScreen, ReviseScreen
+from curator.tui.screens.review import ReviewScreen
+from curator.tui.screens.revise import ReviseScreen
 from curator.tui.screens.triage import TriageScreen
 from curator.tui.widgets.passages import PassageList
 from curator.tui.widgets.preview import PassageText

@@ -6,6 +6,9 @@ Pilot on a real workspace; the files are checked after."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from textual.widgets import DataTable
@@ -74,6 +77,7 @@ async def test_second_pass_in_the_app_is_blind_and_writes_judgments(rws):
         card = app.screen.current
         assert card is not None and card.slice is None and card.labels == {}
         assert "slice –" in str(app.screen.query_one("#labels").render())
+        assert str(app.screen.query_one("#stats").render()).startswith("second pass · blind · main · bo")
         shown = card.query
         first_row = card.rows[0].id
         await pilot.press("2", "p", "k")  # paraphrase, the highlighted row primary, keep
@@ -252,3 +256,114 @@ async def test_m_offers_cases_on_gone_passages_with_the_old_text(rws):
     latest = set_files(rws)[0][-1]
     assert latest["rev"] == 2 and [r["id"] for r in latest["relevant"]] == ["pickups.md#booking-a-pickup"]
     assert json.dumps(latest)
+
+
+def ana_bins_one_bo_keeps_it(ws) -> str:
+    """ana keeps QUESTION and bins the other candidates; bo judges every item and keeps
+    them all (the binned ones as paraphrase, their first row primary). Returns the first
+    binned candidate's question."""
+    session = ReviewSession(ws, reviewer="ana")
+    session.start()
+    binned = []
+    while (card := session.next_card()) is not None:
+        if card.query == QUESTION:
+            card.apply_slice(card.slice or "paraphrase")
+            card.set_label(E1042, "primary")
+            session.keep(card)
+        else:
+            binned.append(card.query)
+            session.bin(card)
+    session.close()
+    second = SecondPassSession(ws, reviewer="bo")
+    second.start()
+    while (card := second.next_card()) is not None:
+        if card.query == QUESTION:
+            card.apply_slice("paraphrase")
+            card.set_label(E1042, "primary")
+        else:
+            card.apply_slice("paraphrase")
+            card.set_label(card.rows[0].id, "primary")
+        second.keep(card)
+    second.close()
+    return sorted(binned)[0]
+
+
+async def _settle_binned(rws, key: str, reason: str) -> tuple[str, str]:
+    """In the browser's `d` list, highlight the first binned candidate, press `key` and give
+    `reason`; returns the browser's message and the row's question."""
+    app = ReviewApp(rws, blink=False, reviewer="cy")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("b")
+        await settle(pilot)
+        await pilot.press("d")
+        await pilot.pause()
+        screen = app.screen
+        rows = [c.query_id for c in screen.shown]
+        assert any(r.startswith("candidate:") for r in rows), rows
+        screen.query_one(DataTable).move_cursor(row=next(i for i, r in enumerate(rows) if r.startswith("candidate:")))
+        await pilot.pause()
+        shown = screen._current().query
+        assert "1 confirms the bin, 2 keeps it" in str(screen.query_one("#history").render())
+        await pilot.press("l")  # no case to relabel: refused, nothing opens
+        await settle(pilot)
+        assert app.screen is screen and "binned candidate" in str(screen.query_one("#browser-message").render())
+        await pilot.press(key)
+        await settle(pilot)
+        await type_text(pilot, reason)
+        await pilot.press("enter")
+        await settle(pilot)
+        message = str(screen.query_one("#browser-message").render())
+        assert not any(c.query_id.startswith("candidate:") and c.query == shown for c in screen.shown)  # settled
+    return message, shown
+
+
+async def test_2_keeps_a_binned_candidate_as_a_case_from_the_second_judgment(rws):
+    ana_bins_one_bo_keeps_it(rws)
+    cases_before, _ = set_files(rws)
+    message, shown = await _settle_binned(rws, "2", "it is a real question")
+    assert "kept as" in message and "adjudicated" in message
+    cases, changes = set_files(rws)
+    assert len(cases) == len(cases_before) + 1
+    new = cases[-1]
+    assert new["query"] == shown and new["rev"] == 1 and new["reviewer"] == "cy" and new["slice"] == "paraphrase"
+    judged = next(j for j in judgments_file(rws) if j["query"] == shown)
+    assert new["relevant"] == judged["relevant"] and new["source"]["candidate_id"] == int(judged["target"][10:])
+    assert changes[-1]["action"] == "add" and changes[-1]["query_id"] == new["query_id"]
+    assert changes[-1]["reason"].startswith("adjudicated: ana vs bo (decision): took bo's side (second review)")
+    assert changes[-1]["reason"].endswith("it is a real question")
+    assert rws.candidate(new["source"]["candidate_id"]).state == "kept"
+    settled = [d for d in agreement(rws).disagreements if d.target == judged["target"]]
+    assert [d.resolved for d in settled] == [changes[-1]["reason"]]
+
+
+async def test_1_confirms_the_bin_of_a_candidate_the_second_reviewer_would_keep(rws):
+    ana_bins_one_bo_keeps_it(rws)
+    cases_before = (rws.root / "datasets/main/cases.jsonl").read_bytes()
+    message, shown = await _settle_binned(rws, "1", "a duplicate of the backlog page")
+    assert "bin confirmed" in message
+    assert (rws.root / "datasets/main/cases.jsonl").read_bytes() == cases_before  # no case made or changed
+    target = next(j["target"] for j in judgments_file(rws) if j["query"] == shown)
+    assert rws.candidate(int(target[10:])).state == "binned"
+    settled = [d for d in agreement(rws).disagreements if d.target == target]
+    assert len(settled) == 1 and settled[0].resolved is not None
+    assert settled[0].resolved.startswith("adjudicated: ana vs bo") and "took ana's side" in settled[0].resolved
+    assert settled[0].resolved.endswith("a duplicate of the backlog page")
+    out = subprocess.run([str(Path(sys.executable).parent / "curator"), "agreement", "--json"], cwd=rws.root,
+                         capture_output=True, text=True, check=True)
+    listed = {d["target"]: d["resolved"] for d in json.loads(out.stdout)["disagreements"]}
+    assert listed[target] == settled[0].resolved
+
+
+def test_a_binned_candidate_is_kept_once_only(rws):
+    from curator.adjudicate import take_side
+    from curator.errors import CuratorError
+
+    ana_bins_one_bo_keeps_it(rws)
+    d = next(d for d in agreement(rws).disagreements if d.query_id is None)
+    session = ReviewSession(rws, reviewer="cy")
+    case = take_side(session, d, "second", "worth a case")
+    assert case is not None and case.source.candidate_id == int(d.target[10:])
+    with pytest.raises(CuratorError, match="was kept since"):
+        take_side(session, d, "second", "again")  # a stale list (another terminal): refused, no twin
+    assert [c["query"] for c in set_files(rws)[0]].count(d.query) == 1

@@ -252,7 +252,8 @@ async def test_keymap_remaps_keep(rws):
 
 async def test_help_lists_every_binding(rws):
     from curator.tui.screens.browser import BrowserScreen
-    from curator.tui.screens.review import ReviewScreen, ReviseScreen
+    from curator.tui.screens.review import ReviewScreen
+    from curator.tui.screens.revise import ReviseScreen
     from curator.tui.widgets.passages import PassageList
 
     app = ReviewApp(rws, blink=False)
@@ -290,3 +291,14 @@ async def test_preview_scrolls_with_keys(rws):
             await pilot.press("up")
         await pilot.pause()
         assert body.render_line(0).text.startswith("CARRIER-E1042 means")
+
+
+def test_the_relabel_screen_has_its_own_module_and_the_card_module_stays_small():
+    from pathlib import Path
+
+    import curator.tui.screens.review as review
+    from curator.tui.screens.revise import ReviseScreen
+
+    assert ReviseScreen.__module__ == "curator.tui.screens.revise"
+    assert not hasattr(review, "ReviseScreen")
+    assert len(Path(review.__file__).read_text().splitlines()) < 450

@@ -83,3 +83,39 @@ def test_demo_has_generated_candidates(demo_ws):
     generated = demo_ws.candidates(source_kind="generated")
     assert len(generated) >= 5
     assert all(c.suggested_slice == "exact_identifier" for c in generated)
+
+
+ALERT_NAMES = ["etcdNoLeader", "KubeAPIErrorBudgetBurn", "CephOSDDown"]
+
+
+def test_mine_finds_lower_camel_and_acronym_names_by_the_rule_mined_queries_use():
+    from curator.logs.normalise import looks_like_identifier
+
+    text = "If " + ", ".join(ALERT_NAMES) + " fire, check GitHub, OpenShift and Kubernetes; call getUserById."
+    found = {i.text: i.kind for i in mine(text)}
+    assert {name: found.get(name) for name in ALERT_NAMES} == dict.fromkeys(ALERT_NAMES, "alert")
+    assert found.get("getUserById") == "code"
+    assert not {"GitHub", "OpenShift", "Kubernetes"} & set(found)
+    for name in ALERT_NAMES:  # one rule: what the logs call an identifier, generation mines
+        assert looks_like_identifier(name) == any(i.text == name for i in mine(f"see {name} here"))
+
+
+def test_generated_questions_on_lower_camel_and_acronym_alerts_suggest_exact_identifier(ws, tmp_path):
+    from curator.corpus import add_paths
+    from curator.logs.normalise import looks_like_identifier
+
+    corpus = tmp_path / "runbooks"
+    corpus.mkdir()
+    for name in ALERT_NAMES:
+        (corpus / f"{name}.md").write_text(
+            f"# {name}\n\n{name} fires when the cluster has trouble. Check the members, read the logs of "
+            "each one, compare their clocks and disks, and restart the failing one only after the others agree "
+            "that it is behind.\n",
+            encoding="utf-8")
+    add_paths(ws, [corpus])
+    generate(ws, backend="identifiers", passages=10, seed=1)
+    made = {c.provenance["identifier"]: c for c in ws.candidates(source_kind="generated")}
+    assert set(made) == set(ALERT_NAMES)
+    for name, cand in made.items():
+        assert cand.suggested_slice == "exact_identifier" and contains_verbatim(cand.query, name)
+        assert looks_like_identifier(cand.query)  # a mined query of the same words suggests it alike

@@ -10,6 +10,7 @@ it was on, or moves it to the first match.
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
@@ -185,7 +186,8 @@ class BrowserScreen(Screen[None]):
         text = self.query_one(Input).value
         table = self.query_one(DataTable)
         was = self._current()
-        self.shown = [c for c in self.cases if matches(c, text) and self._in_view(c)]
+        pool = self.cases + self._binned_rows() if self.only == "disagreements" else self.cases
+        self.shown = [c for c in pool if matches(c, text) and self._in_view(c)]
         widths = column_widths(table.size.width or 72, max((len(c.query_id) for c in self.cases), default=8),
                                max((len(c.slice) for c in self.cases), default=5))
         if widths != self._widths:
@@ -199,11 +201,29 @@ class BrowserScreen(Screen[None]):
         for case in self.shown:
             mark = "!" if case.query_id in self.disagreements or case.query_id in self.stale else ""
             table.add_row(cut(mark + case.query_id, id_w, keep_tail=True), cut(case.slice, slice_w), case.status,
-                          str(case.rev), cut(case.query, question_w), key=case.query_id)
+                          str(case.rev or "–"), cut(case.query, question_w), key=case.query_id)
         if self.shown:
             ids = [c.query_id for c in self.shown]
             table.move_cursor(row=ids.index(was.query_id) if was is not None and was.query_id in ids else 0)
         self._history()
+
+    def _binned_rows(self) -> list[Case]:
+        """A row for each open disagreement on a candidate the first reviewer binned (no
+        case of the set: key `candidate:<id>`, the second side's slice, status binned)."""
+        rows = []
+        for key, d in self.disagreements.items():
+            if d.query_id is None:  # a row only: `binned` is no status a case of the set has
+                rows.append(Case.model_construct(query_id=key, query=d.query, slice=d.second.slice or "–",
+                                                 status="binned", rev=0))  # type: ignore[arg-type]
+        return rows
+
+    def _case_row(self) -> Case | None:
+        """The highlighted case; None (and why) on a binned candidate's row."""
+        case = self._current()
+        if case is not None and case.status == "binned":
+            self._say("a binned candidate, no case yet: 1 confirms the bin, 2 keeps it as a case")
+            return None
+        return case
 
     def _in_view(self, case: Case) -> bool:
         if self.only == "disagreements":
@@ -230,6 +250,11 @@ class BrowserScreen(Screen[None]):
         lines = [Content.from_markup("[b]$q[/b]\n[dim]$qid[/]\n", q=case.query, qid=case.query_id)]
         if (d := self.disagreements.get(case.query_id)) is not None:
             lines.append(_disagreement(d))
+            if d.query_id is None:  # a binned candidate: no revisions to show
+                lines.append(Content(f"{d.first.reviewer} binned it; 1 confirms the bin, 2 keeps it as a new case "
+                                     f"with {d.second.reviewer}'s labels"))
+                box.update(Content("\n").join(lines))
+                return
         for label in self.stale.get(case.query_id, []):
             lines.append(Content.from_markup("[b]gone[/b] $what\n", what=label.describe()))
         for rev, action, reason in self.session.history(case.query_id):
@@ -279,12 +304,17 @@ class BrowserScreen(Screen[None]):
             return
         chosen = d.first if side == "first" else d.second
         what = f"take {chosen.reviewer}'s side ({'retires the case' if chosen.decision == 'bin' else chosen.slice})"
+        where = "changelog.jsonl"
+        if d.query_id is None:
+            what = (f"confirm {chosen.reviewer}'s bin" if chosen.decision == "bin"
+                    else f"keep it as a case ({chosen.slice}, {chosen.reviewer}'s labels)")
+            where = "the workspace" if chosen.decision == "bin" else where
 
         def got(note: str | None) -> None:
             if note:
                 self._adjudicate(d, side, note)
 
-        self.app.push_screen(TextModal(f"Why {what}? (recorded in changelog.jsonl as adjudicated)",
+        self.app.push_screen(TextModal(f"Why {what}? (recorded in {where} as adjudicated)",
                                        required=True, placeholder="reason", blink=self.blink), got)
 
     @work(thread=True, exclusive=True, group="browser-write", exit_on_error=False)
@@ -293,13 +323,20 @@ class BrowserScreen(Screen[None]):
 
         try:
             case = take_side(self.session, d, "first" if side == "first" else "second", note)
-            message = f"{case.query_id} rev {case.rev}: adjudicated"
+            if case is None:
+                message = f"{d.target}: the bin confirmed (adjudicated)"
+            elif d.query_id is None:
+                message = f"{d.target} kept as {case.query_id} (adjudicated)"
+            else:
+                message = f"{case.query_id} rev {case.rev}: adjudicated"
         except CuratorError as exc:
             message = f"not saved: {exc.message}"
+        except (OSError, sqlite3.Error) as exc:  # the app never dies on an I/O error
+            message = f"not saved: {exc}"
         self.post_message(self._read(message))
 
     def action_relabel_case(self) -> None:
-        case = self._current()
+        case = self._case_row()
         if case is not None and not self.blind:
             self._open_revise(case, self.disagreements.get(case.query_id), self.stale.get(case.query_id, []))
 
@@ -309,7 +346,7 @@ class BrowserScreen(Screen[None]):
         disagreement's relabel is recorded as adjudicated; a case with gone passages shows
         their old text beside the passages that hold their headings now."""
         from curator.adjudicate import Adjudicating, stale_card
-        from curator.tui.screens.review import ReviseScreen
+        from curator.tui.screens.revise import ReviseScreen
 
         try:
             card = stale_card(self.session, case, stale) if stale else self.session.card_for_case(case)
@@ -325,7 +362,7 @@ class BrowserScreen(Screen[None]):
             self._load(f"{saved.query_id} rev {saved.rev} saved")
 
     def action_edit_case(self) -> None:
-        case = self._current()
+        case = self._case_row()
         if case is None:
             return
 
@@ -336,7 +373,7 @@ class BrowserScreen(Screen[None]):
         self.app.push_screen(TextModal("Edit the question", case.query, blink=self.blink), got_text)
 
     def action_reslice_case(self) -> None:
-        case = self._current()
+        case = self._case_row()
         if case is None:
             return
         slices = self.session.slices
@@ -356,7 +393,7 @@ class BrowserScreen(Screen[None]):
                                        blink=self.blink), got)
 
     def action_retire_case(self) -> None:
-        case = self._current()
+        case = self._case_row()
         if case is None or case.status == "retired":
             return
         self._ask_reason(case, {}, "retire")

@@ -21,18 +21,17 @@ from curator.errors import CuratorError
 from curator.review import Card, ReviewSession, WriteFailed
 from curator.tui.screens.deciding import APP_KEYS, DecidingScreen, own_bindings
 from curator.tui.screens.help import HelpScreen
-from curator.tui.screens.modals import TextModal, reason_modal
+from curator.tui.screens.modals import TextModal
 from curator.tui.widgets.card import LabelState, Provenance, Question
 from curator.tui.widgets.passages import PassageList
 from curator.tui.widgets.preview import PassageText, Preview
 from curator.tui.widgets.stats import StatsBar
 
 PREFETCH_AFTER = 0.05  # seconds: a card's frame takes 10-20 ms; a reviewer's next key, longer
-_NOT_ON_RELABEL = {"decide", "undo_decision", "open_browser", "new_question"}
 _DONE = {"keep": "kept", "bin": "binned", "skip": "skipped", "undo": "undone"}
 
 
-def _reason(exc: Exception) -> str:
+def failure_reason(exc: Exception) -> str:
     """What went wrong, in one line for the card (never a traceback)."""
     if isinstance(exc, CuratorError):
         return exc.message
@@ -98,6 +97,7 @@ class ReviewScreen(DecidingScreen[Card]):
 
     def help_sections(self) -> list[tuple[str, list[Binding]]]:
         from curator.tui.screens.browser import BrowserScreen
+        from curator.tui.screens.revise import ReviseScreen
 
         return [
             ("card", own_bindings(ReviewScreen)),
@@ -139,7 +139,7 @@ class ReviewScreen(DecidingScreen[Card]):
             self.session.start()
             card = self.session.next_card()
         except (CuratorError, OSError, sqlite3.Error) as exc:
-            self.post_message(self.DecisionFailed(f"could not open the queue: {_reason(exc)}; q quits"))
+            self.post_message(self.DecisionFailed(f"could not open the queue: {failure_reason(exc)}; q quits"))
             return
         # What startup built (widgets, caches, the session) lives as long as the app: keep
         # it out of the collector's full passes, which otherwise stall a frame by tens of ms.
@@ -186,7 +186,7 @@ class ReviewScreen(DecidingScreen[Card]):
                 f"press {again} to retry (q quits)"))
             return
         except (CuratorError, OSError, sqlite3.Error) as exc:
-            self.post_message(self.DecisionFailed(_reason(exc)))
+            self.post_message(self.DecisionFailed(failure_reason(exc)))
             return
         self.post_message(self.CardReady(nxt, note))
 
@@ -195,7 +195,7 @@ class ReviewScreen(DecidingScreen[Card]):
         try:
             card = self.session.add_question(text)
         except (CuratorError, OSError, sqlite3.Error) as exc:
-            self.post_message(self.DecisionFailed(f"not added: {_reason(exc)}"))
+            self.post_message(self.DecisionFailed(f"not added: {failure_reason(exc)}"))
             return
         if current is not None and current.candidate is not None:
             self.session.requeue(current)  # the card it replaces comes next
@@ -206,7 +206,7 @@ class ReviewScreen(DecidingScreen[Card]):
         try:
             found = self.session.add_search(card, text)
         except (CuratorError, OSError, sqlite3.Error) as exc:
-            self.post_message(self.DecisionFailed(f"search failed: {_reason(exc)}"))
+            self.post_message(self.DecisionFailed(f"search failed: {failure_reason(exc)}"))
             return
         self.post_message(self.SearchDone(card, text, len(found)))
 
@@ -418,7 +418,8 @@ class ReviewScreen(DecidingScreen[Card]):
         self._say("")
 
     def _render_stats(self) -> None:
-        self.query_one(StatsBar).show(self.session.stats, self.session.set_name, self.session.reviewer)
+        self.query_one(StatsBar).show(self.session.stats, self.session.set_name, self.session.reviewer,
+                                      blind=bool(getattr(self.session, "blind", False)))
 
     def _modal_context(self) -> Content | None:
         """The question, and the highlighted passage with its label, for a modal."""
@@ -437,58 +438,3 @@ class ReviewScreen(DecidingScreen[Card]):
     def _preview(self, index: int | None) -> None:
         rows = self.current.rows if self.current is not None else []
         self.query_one(Preview).show(rows[index] if index is not None and 0 <= index < len(rows) else None)
-
-
-class ReviseScreen(ReviewScreen):
-    """The card screen for an existing case (from the browser): `k` saves a new rev after
-    asking for the reason; Escape goes back without changing anything."""
-
-    BINDINGS = [
-        Binding("k", "keep_card", "save", id="save-case", tooltip="Save the labels as the case's next rev (asks why)"),
-        Binding("escape", "back", "back", id="revise-back", tooltip="Back to the set browser without saving"),
-    ]
-
-    def __init__(self, session: ReviewSession, card: Card, blink: bool = True):
-        super().__init__(session, blink=blink)
-        self.initial = card
-
-    def _start(self) -> None:  # type: ignore[override]
-        self.post_message(self.CardReady(self.initial, "relabel: k saves, escape goes back"))
-
-    def action_keep_card(self) -> None:
-        if (card := self._ready()) is None:
-            return
-        if problems := card.problems():
-            self.app.bell()
-            self._say("not saved: " + "; ".join(problems), error=True)
-            return
-
-        def done(reason: str | None) -> None:
-            if reason:
-                self._save(card, reason)
-
-        self.app.push_screen(reason_modal("this change", blink=self.blink, context=self._modal_context()), done)
-
-    @work(thread=True, exclusive=True, group="decide", exit_on_error=False)
-    def _save(self, card: Card, reason: str) -> None:
-        try:
-            case = self.session.save_case(card, reason)
-        except WriteFailed as exc:
-            self.post_message(self.DecisionFailed(
-                f"not saved: {exc.message}; labels kept: fix it, then press k to retry (escape: back)"))
-            return
-        except (CuratorError, OSError, sqlite3.Error) as exc:
-            self.post_message(self.DecisionFailed(_reason(exc)))
-            return
-        self.app.call_from_thread(self.dismiss, case)
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Bin, skip, undo, a new question and the browser do not apply to a case being
-        relabelled: their keys are off here, and off the footer (retire a case with x in
-        the browser)."""
-        if action in _NOT_ON_RELABEL:
-            return False
-        return super().check_action(action, parameters)
-
-    def action_back(self) -> None:
-        self.dismiss(None)

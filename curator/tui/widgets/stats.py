@@ -11,11 +11,12 @@ from curator.review import Stats
 class StatsBar(Static):
     """One or two lines of session figures; redrawn after every decision."""
 
-    def show(self, stats: Stats, set_name: str, reviewer: str) -> None:
-        parts = [
-            Content.assemble((set_name, "b"), f" · {reviewer} · reviewed ", (str(stats.reviewed), "b"),
-                             f"/{stats.queue}")
-        ]
+    def show(self, stats: Stats, set_name: str, reviewer: str, *, blind: bool = False) -> None:
+        """`blind`: a second pass (curator.secondpass), said first so the reviewer knows a
+        decision is a judgment to compare, not a change of the case."""
+        parts = [Content.styled("second pass · blind · ", "b $warning")] if blind else []
+        parts.append(Content.assemble((set_name, "b"), f" · {reviewer} · reviewed ", (str(stats.reviewed), "b"),
+                                      f"/{stats.queue}"))
         rate = stats.keep_rate
         parts.append(Content(f" · keep {rate:.0%}" if rate is not None else " · keep –"))
         parts.append(Content(f" · {stats.per_minute:.1f}/min"))
