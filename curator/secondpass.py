@@ -107,10 +107,11 @@ class SecondPassSession(ReviewSession):
     def next_card(self) -> Card | None:
         with self._lock:
             if not self._order:
-                self.stats.remaining = 0
+                self.stats.remaining = self.stats.showing = 0
                 return None
             index = self._order.pop(0)
             self.stats.remaining = len(self._order)
+            self.stats.showing = 1  # the header counts the card on screen (Stats.queue)
             card = self._cards.pop(index, None)
         return card or self._blind_card(index)
 
@@ -175,8 +176,7 @@ class SecondPassSession(ReviewSession):
             self._order.append(card.candidate.id)
             self._cards[card.candidate.id] = card
             self.undo_stack.append(Step("skip", card))
-            self.stats.skipped += 1
-            self.stats.reviewed += 1
+            self.stats.skipped += 1  # not reviewed: the item comes back at the end
 
     def _item(self, card: Card) -> Item:
         assert card.candidate is not None
@@ -206,7 +206,7 @@ class SecondPassSession(ReviewSession):
                 assert step.card.candidate is not None
                 if step.card.candidate.id in self._order:
                     self._order.remove(step.card.candidate.id)
-                self.stats.skipped -= 1
+                self.stats.skipped -= 1  # a skip was never counted as reviewed
             else:
                 undo = Judgment(target=item.target, query=item.query, rev=item.rev,
                                 first_reviewer=item.first_reviewer, first_decision=item.first_decision,
@@ -216,7 +216,8 @@ class SecondPassSession(ReviewSession):
                     self.stats.kept -= 1
                 else:
                     self.stats.binned -= 1
+                self.stats.reviewed -= 1
             self.undo_stack.pop()
-            self.stats.reviewed -= 1
             self.stats.remaining = len(self._order)
+            self.stats.showing = 1  # the undone card comes back on screen
             return step.card

@@ -367,3 +367,28 @@ def test_a_binned_candidate_is_kept_once_only(rws):
     with pytest.raises(CuratorError, match="was kept since"):
         take_side(session, d, "second", "again")  # a stale list (another terminal): refused, no twin
     assert [c["query"] for c in set_files(rws)[0]].count(d.query) == 1
+
+
+def test_the_second_pass_header_counts_every_item_once(rws):
+    """reviewed N/M: M stays the number of items through keeps, skips and undos (the card
+    on screen counted once), as the first review's counter does."""
+    first_review(rws)
+    session = SecondPassSession(rws, reviewer="bo")
+    session.start()
+    total = session.stats.remaining
+    assert total >= 2
+    totals = []
+    card = session.next_card()
+    totals.append(session.stats.queue)
+    session.skip(card)
+    card = session.next_card()
+    totals.append(session.stats.queue)
+    session.bin(card)
+    card = session.next_card()
+    totals.append(session.stats.queue)
+    back = session.undo()
+    session.requeue(card)
+    assert back is not None
+    totals.append(session.stats.queue)
+    session.close()
+    assert totals == [total] * 4, totals
