@@ -14,11 +14,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from curator.logs.aggregate import IDS_CAP, Aggregate, add_ids
-from curator.logs.duck_sql import JsonSql, Reader, quote
-from curator.logs.duck_users import Counted, hash_bitmap
+from curator.logs.duck_sql import Reader, quote
+from curator.logs.duck_users import FilePass, hash_bitmap
 from curator.logs.fields import Fields, id_list
 from curator.logs.jsonl import loads, loads_record
 
@@ -29,17 +28,10 @@ _PLAIN_IDS = quote(r'\[("[^"\\]*"(,"[^"\\]*")*)?\]')
 
 
 @dataclass
-class IdsOf:
-    """What an ids pass over one file needs: its lines' SQL, pass 1's `Counted` (the
-    hashes of the queries' JSON texts) and the ids of the lines the python reader
-    handled (`left`). `trusted`: pass 1 counted every line."""
+class IdsOf(FilePass):
+    """The ids pass over one file; `left` holds the ids of the lines the python reader
+    handled for DuckDB."""
 
-    source_sql: str
-    sql: JsonSql
-    label: str
-    counted: Counted
-    trusted: bool
-    temp: Path | None = None  # the folder DuckDB may spill to
     left: Aggregate = field(default_factory=Aggregate)
 
     def look_up(self, queries: set[str] | None, reader: Reader | None = None) -> tuple[Ids, Ids]:

@@ -64,9 +64,10 @@ class Counted:
 
 
 @dataclass
-class UsersOf:
-    """What a users pass over one file needs: its lines' SQL, and pass 1's `Counted`.
-    `trusted`: pass 1 counted every line, so no line needs checking again."""
+class FilePass:
+    """What a later pass over one file (its users, its ids) needs: its lines' SQL, and
+    pass 1's `Counted` (the hashes of the queries' JSON texts). `trusted`: pass 1 counted
+    every line, so no line needs checking again."""
 
     source_sql: str
     sql: JsonSql
@@ -74,6 +75,10 @@ class UsersOf:
     counted: Counted
     trusted: bool
     temp: Path | None = None  # the folder DuckDB may spill to
+
+
+class UsersOf(FilePass):
+    """The users pass over one file."""
 
     def settled(self, queries: set[str]) -> tuple[dict[str, Users], set[str]]:
         """The users of those of `queries` that pass 1 settled, and the other queries."""
