@@ -19,7 +19,7 @@ import hashlib
 import json
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import gt
 from pathlib import Path
@@ -102,18 +102,7 @@ def _read_sidecar(run: RunData, path: Path) -> None:
         run.problems.append(Problem(str(path), None, f"cannot read the run's sidecar: {exc}", fatal=False))
         return
     side = RunData(run.queries, str(path), "jsonl")
-    for number, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = loads(line)
-        except ValueError as exc:
-            _problem(side, number, f"not valid JSON ({exc}); expected {{query_id, latency_ms, empty}}")
-            continue
-        qid = obj.get("query_id") if isinstance(obj, dict) else None
-        if not isinstance(qid, str) or not qid:
-            _problem(side, number, "missing query_id (a non-empty string)")
-            continue
+    for number, qid, obj in _query_objects(side, text, 1, "{query_id, latency_ms, empty}"):
         ranked = run.queries.get(qid)
         if ranked is None:
             if not (obj.get("empty") or obj.get("error")):
@@ -171,24 +160,31 @@ def _problem(run: RunData, line: int | None, message: str) -> None:
     run.problems.append(Problem(run.path, line, message, fatal=False))
 
 
-def _jsonl_lines(run: RunData, text: str, first_line: int) -> None:
-    queries = run.queries
+def _query_objects(run: RunData, text: str, first_line: int, expected: str) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """The (line number, query_id, object) of each line of `text` that is a JSON object
+    with a non-empty `query_id`; every other non-blank line is a problem of `run`."""
     for number, line in enumerate(text.split("\n"), first_line):
         if not line.strip():
             continue
         try:
             obj = loads(line)
         except ValueError as exc:
-            _problem(run, number, f"not valid JSON ({exc}); expected one query object per line")
+            _problem(run, number, f"not valid JSON ({exc}); expected {expected}")
             continue
         if not isinstance(obj, dict):
-            _problem(run, number, "expected a JSON object with query_id and results")
+            _problem(run, number, f"expected a JSON object {expected}")
             continue
         qid = obj.get("query_id")
-        results = obj.get("results")
         if not isinstance(qid, str) or not qid:
             _problem(run, number, "missing query_id (a non-empty string)")
             continue
+        yield number, qid, obj
+
+
+def _jsonl_lines(run: RunData, text: str, first_line: int) -> None:
+    queries = run.queries
+    for number, qid, obj in _query_objects(run, text, first_line, "{query_id, results} per line"):
+        results = obj.get("results")
         if not isinstance(results, list):
             _problem(run, number, f"query {qid}: results must be a list of {{id, score, revision}}")
             continue
