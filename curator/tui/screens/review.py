@@ -397,6 +397,13 @@ class ReviewScreen(DecidingScreen[Card]):
         self._say(f"searching for “{text}”…")
         self._search(card, text)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A blind second pass keeps the set browser closed (it would show the first labels)
+        and adds no questions: those keys are off there, and off the footer."""
+        if getattr(self.session, "blind", False) and action in ("open_browser", "new_question"):
+            return False
+        return super().check_action(action, parameters)
+
     def action_open_browser(self) -> None:
         from curator.tui.screens.browser import BrowserScreen
 
