@@ -11,14 +11,16 @@ that binned the case retires it.
 A disagreement on a candidate the first reviewer binned and the second would keep has no
 case to revise: taking the second side keeps the candidate as a new case from the second
 judgment's labels (its `add` carries the adjudicated reason); taking the first confirms
-the bin, recorded as an `adjudicate` decision of the candidate in the workspace.
+the bin, recorded as an adjudication line of judgments.jsonl (committed like the set, so
+a clone sees it settled).
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from curator.agreement import ADJUDICATE, ADJUDICATED, Disagreement
+from curator import judgments
+from curator.agreement import ADJUDICATED, Disagreement
 from curator.corpus.labels import StaleLabel, stale_labels
 from curator.errors import CuratorError
 from curator.models import Case
@@ -53,17 +55,21 @@ def take_side(session: ReviewSession, d: Disagreement, side: Side, note: str = "
 def settle_candidate(session: ReviewSession, d: Disagreement, side: Side, note: str = "") -> Case | None:
     """A binned candidate the second reviewer would keep: the second side keeps it as a new
     case (the second judgment's slice and labels, the adjudicator as its reviewer, reason
-    `adjudicated: ...`); the first side confirms the bin (None: no case changes)."""
+    `adjudicated: ...`); the first side confirms the bin: an adjudication line in
+    judgments.jsonl, no case changes (None)."""
     candidate_id = candidate_of(d)
-    cand = session.ws.candidate(candidate_id)
-    if cand is None:
-        raise CuratorError(f"{d.target} is not in this workspace's queue")
     chosen = d.first if side == "first" else d.second
     why = reason(d, f"took {chosen.reviewer}'s side ({side} review)", note)
     if chosen.decision == "bin":
-        _writing(lambda: session.ws.decide(candidate_id, ADJUDICATE, session.reviewer, set_name=session.set_name,
-                                           detail={"target": d.target, "reason": why}))
+        line = judgments.Adjudication(kind="adjudication", target=d.target, query=d.query,
+                                      first_reviewer=d.first.reviewer, second_reviewer=d.second.reviewer, side=side,
+                                      decision="bin", reason=why, reviewer=session.reviewer,
+                                      session=session.session_id)
+        _writing(lambda: judgments.append_adjudication(session.ws, session.qs, line))
         return None
+    cand = session.ws.candidate(candidate_id)
+    if cand is None:
+        raise CuratorError(f"{d.target} is not in this workspace's queue")
     if cand.state == "kept":
         raise CuratorError(f"candidate #{candidate_id} was kept since ({cand.query_id}): settle it there")
     judgment = d.judgment

@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from curator.workspace import Workspace
 
 ADJUDICATED = "adjudicated"  # the change-log reason a resolution starts with
-ADJUDICATE = "adjudicate"  # the queue decision that confirms a first reviewer's bin
 GRADES = [0, 1, 2, 3]
 
 
@@ -88,6 +87,7 @@ class Pair:
     second: Side
     rev: int | None = None
     judgment: Judgment | None = field(default=None, repr=False)
+    settled: str | None = None  # the reason of a judgments.jsonl adjudication that settles it
 
     @property
     def query_id(self) -> str | None:
@@ -214,6 +214,8 @@ def pairs_of(ws: Workspace, set_name: str, problems: list[str] | None = None
     for judgment in file.standing().values():
         pair = _pair(ws, judgment, history)
         if pair is not None:
+            adjudication = file.settled(judgment.target, judgment.reviewer)
+            pair.settled = adjudication.reason if adjudication is not None else None
             pairs.append(pair)
     pairs.sort(key=lambda p: (p.target, p.second.reviewer))
     return pairs, adjudicated
@@ -255,7 +257,7 @@ def agreement(ws: Workspace, set_name: str | None = None) -> AgreementReport:
             rev, reason = adjudicated.get(pair.query_id or "", (0, None))
             resolved = reason if pair.rev is not None and rev > pair.rev else None
             if pair.query_id is None:
-                resolved = _candidate_resolution(ws, pair, kept_by_adjudication)
+                resolved = _candidate_resolution(pair, kept_by_adjudication)
             found.append(Disagreement(pair.target, pair.query_id, pair.query, pair.rev, differences,
                                       pair.first, pair.second, resolved, pair.judgment))
     ordered = [s for s in ws.config.slices if s in groups] + sorted(s for s in groups if s not in ws.config.slices)
@@ -276,19 +278,11 @@ def _adjudicated_candidates(ws: Workspace, set_name: str, adjudicated: dict[str,
     return out
 
 
-def _candidate_resolution(ws: Workspace, pair: Pair, kept: dict[int, str]) -> str | None:
+def _candidate_resolution(pair: Pair, kept: dict[int, str]) -> str | None:
     """What settled a disagreement on a binned candidate: its case made by an adjudication,
-    or an `adjudicate` decision (the bin confirmed) after the second judgment."""
+    or an adjudication line of judgments.jsonl (the bin confirmed) after the judgment."""
     candidate_id = int(pair.target.partition(":")[2])
-    if candidate_id in kept:
-        return kept[candidate_id]
-    since = pair.judgment.at if pair.judgment is not None else ""
-    settled = None
-    for decision in ws.decisions(candidate_id):
-        detail = decision.detail or {}
-        if decision.action == ADJUDICATE and detail.get("target") == pair.target and decision.at >= since:
-            settled = str(detail.get("reason") or ADJUDICATED)
-    return settled
+    return kept.get(candidate_id, pair.settled)
 
 
 def open_disagreements(ws: Workspace, set_name: str) -> dict[str, Disagreement]:

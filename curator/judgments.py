@@ -13,6 +13,11 @@ A judgment judges a target: `case:<query_id>` (a kept case, at the rev shown) or
 `candidate:<id>` (a candidate the first reviewer binned; ids are this workspace's). An
 undo appends a line with `decision: "undo"` for the same target and reviewer: the latest
 line of each (target, reviewer) is the one that counts.
+
+A line with `kind: "adjudication"` settles a disagreement that no case revision records
+(a binned candidate whose bin was confirmed): it names the target, both reviewers, the
+side taken and the adjudicator, and must follow a judgment of its target by its second
+reviewer. A later judgment of that target by that reviewer opens the disagreement again.
 """
 
 from __future__ import annotations
@@ -43,12 +48,13 @@ if TYPE_CHECKING:
 JUDGMENTS = "judgments.jsonl"
 TABLE = "judgments"
 Decision = Literal["keep", "bin", "undo"]
+TARGET = r"^(case:[a-z0-9][a-z0-9-]*|candidate:[0-9]+)$"
 
 
 class Judgment(_Strict):
     """One line of judgments.jsonl (docs/review.md, "Second pass")."""
 
-    target: str = Field(pattern=r"^(case:[a-z0-9][a-z0-9-]*|candidate:[0-9]+)$")
+    target: str = Field(pattern=TARGET)
     query: str = Field(min_length=1)
     rev: int | None = Field(None, ge=1)  # the case rev the second reviewer judged
     first_reviewer: str = ""  # whose decision this is compared with
@@ -80,11 +86,32 @@ class Judgment(_Strict):
         return json.dumps(self.model_dump(exclude_none=True), ensure_ascii=False, separators=(",", ":"))
 
 
+class Adjudication(_Strict):
+    """A line of judgments.jsonl that settles a disagreement without a case revision: a
+    binned candidate's bin confirmed (docs/formats.md, "Adjudication")."""
+
+    kind: Literal["adjudication"]
+    target: str = Field(pattern=TARGET)
+    query: str = Field(min_length=1)
+    first_reviewer: str = ""  # as the judgment names them ("" when the bin's reviewer is unknown)
+    second_reviewer: str = Field(min_length=1)
+    side: Literal["first", "second"]
+    decision: Literal["keep", "bin"]  # what the side taken decided
+    reason: str = Field(pattern=r"^adjudicated")
+    reviewer: str = Field(min_length=1)  # the adjudicator
+    session: str = ""
+    at: str = Field(default_factory=utcnow)
+
+    def line(self) -> str:
+        return json.dumps(self.model_dump(), ensure_ascii=False, separators=(",", ":"))
+
+
 @dataclass
 class JudgmentFile:
     """One read of a set's judgments.jsonl."""
 
     judgments: list[tuple[int, Judgment]] = field(default_factory=list)  # (line number, judgment)
+    adjudications: list[tuple[int, Adjudication]] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     hashes: list[str] = field(default_factory=list)  # of each whole line
 
@@ -94,6 +121,19 @@ class JudgmentFile:
         for _, judgment in self.judgments:
             latest[(judgment.target, judgment.reviewer)] = judgment
         return {key: j for key, j in latest.items() if j.decision != "undo"}
+
+    def settled(self, target: str, second_reviewer: str) -> Adjudication | None:
+        """The latest adjudication of (target, second reviewer) after that reviewer's latest
+        judgment of it: None when there is none, or a judgment came after it."""
+        last_judged = 0
+        for number, judgment in self.judgments:
+            if judgment.target == target and judgment.reviewer == second_reviewer:
+                last_judged = number
+        found = None
+        for number, adjudication in self.adjudications:
+            if number > last_judged and adjudication.target == target and adjudication.second_reviewer == second_reviewer:
+                found = adjudication
+        return found
 
 
 def path_of(qs: QuestionSet) -> Path:
@@ -106,19 +146,56 @@ def read(path: Path) -> JudgmentFile:
     file = JudgmentFile()
     data = JsonLines.read(path)
     validate = Judgment.__pydantic_validator__.validate_json
+    judged: set[tuple[str, str]] = set()  # (target, reviewer) of the judgments so far
     for number, raw in enumerate(data.lines, start=1):
         file.hashes.append(line_hash(raw))
         try:
-            file.judgments.append((number, validate(raw)))
+            judgment = validate(raw)
         except ValidationError as exc:
-            what = validation_problems(exc, "record")
-            file.problems.append(Problem(str(path), number, f"not a valid judgment: {what}"))
+            if b'"adjudication"' in raw:  # a line of the other kind (a judgment has no `kind`)
+                _adjudication(file, path, number, raw, judged)
+            else:
+                file.problems.append(Problem(str(path), number,
+                                             f"not a valid judgment: {validation_problems(exc, 'record')}"))
+            continue
+        file.judgments.append((number, judgment))
+        judged.add((judgment.target, judgment.reviewer))
     for number, what in data.bad_bytes:
         file.problems.append(Problem(str(path), number, what))
     if data.torn:
         file.problems.append(Problem(str(path), data.count + 1, "torn last line (interrupted write); the next "
                                      "append moves it aside", fatal=False))
     return file
+
+
+def _adjudication(file: JudgmentFile, path: Path, number: int, raw: bytes, judged: set[tuple[str, str]]) -> None:
+    """Keep an adjudication line that follows a judgment of its target by its second
+    reviewer; one that is invalid or settles nothing is a problem naming its line."""
+    try:
+        adjudication = Adjudication.model_validate_json(raw)
+    except ValidationError as exc:
+        file.problems.append(Problem(str(path), number, f"not a valid adjudication: {validation_problems(exc, 'record')}"))
+        return
+    if (adjudication.target, adjudication.second_reviewer) not in judged:
+        file.problems.append(Problem(str(path), number, f"adjudication of {adjudication.target} follows no judgment "
+                                     f"of it by {adjudication.second_reviewer}"))
+        return
+    file.adjudications.append((number, adjudication))
+
+
+def append_adjudication(ws: Workspace, qs: QuestionSet, adjudication: Adjudication) -> Adjudication:
+    """Append `adjudication` (fsynced) under the set's lock and record it in the workspace;
+    refused when no standing judgment of its target by its second reviewer is in the file."""
+    path = path_of(qs)
+    with exclusive_lock(qs.root / ".lock"):
+        repair_torn_tail(path)
+        if read(path).standing().get((adjudication.target, adjudication.second_reviewer)) is None:
+            raise CuratorError(f"{adjudication.second_reviewer} has no standing judgment of {adjudication.target} "
+                               "to adjudicate")
+        text = adjudication.line()
+        append_line(path, text)
+    record(ws, qs.name, [text])
+    return adjudication
 
 
 def append(ws: Workspace, qs: QuestionSet, judgment: Judgment) -> Judgment:
@@ -151,7 +228,7 @@ def record(ws: Workspace, set_name: str, lines: list[str]) -> None:
         if not isinstance(fields, dict):
             fields = {}
         rows.append({"set_name": set_name, "line_hash": line_hash(text), "target": fields.get("target"),
-                     "reviewer": fields.get("reviewer"), "decision": fields.get("decision"), "line": text,
+                     "reviewer": fields.get("reviewer"), "decision": fields.get("kind") or fields.get("decision"), "line": text,
                      "at": utcnow()})
     with ws.transaction():
         ws.db.table(TABLE).insert_all(rows, pk="id")

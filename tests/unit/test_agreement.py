@@ -330,3 +330,64 @@ def test_taking_a_side_appends_an_adjudicated_revision(aws):
     # the figures still describe the two reviews as made
     assert agreement(aws).overall.pairs == 9
     session.close()
+
+
+def _curator(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    import sys
+
+    return subprocess.run([str(Path(sys.executable).parent / "curator"), *args], cwd=root, capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_a_confirmed_bin_survives_a_git_clone(aws, tmp_path):
+    """`1` on a binned candidate writes an adjudication line to judgments.jsonl: a fresh
+    clone sees the disagreement settled (agreement and the browser's `d`), verify checks
+    the line, and a later judgment by the second reviewer opens it again."""
+    from curator import judgments
+    from curator.adjudicate import take_side
+    from curator.agreement import open_disagreements
+    from curator.judgments import Judgment
+
+    d = next(d for d in agreement(aws).disagreements if d.query_id is None)  # ana binned, bo keeps
+    session = ReviewSession(aws, reviewer="cy")
+    assert take_side(session, d, "first", "the postcode page covers it") is None
+    session.close()
+    path = aws.root / "datasets/main/judgments.jsonl"
+    line = json.loads(path.read_text().splitlines()[-1])
+    assert line["kind"] == "adjudication" and line["target"] == d.target and line["side"] == "first"
+    assert (line["first_reviewer"], line["second_reviewer"], line["reviewer"]) == ("ana", "bo", "cy")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], cwd=aws.root, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=aws.root, check=True)
+    subprocess.run([*git, "commit", "-qm", "set, judgments, adjudication"], cwd=aws.root, check=True)
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(aws.root), str(clone)], check=True)
+    assert not (clone / ".curator").exists()  # the workspace's queue did not come along
+
+    out = _curator(clone, "agreement", "--json")
+    assert out.returncode == 0, out.stderr
+    listed = {x["target"]: x["resolved"] for x in json.loads(out.stdout)["disagreements"]}
+    assert listed[d.target] == line["reason"] and line["reason"].startswith("adjudicated: ana vs bo (decision)")
+    cloned = Workspace.open(clone)
+    assert d.target not in open_disagreements(cloned, "main")  # the set browser's `d` list
+    cloned.close()
+    assert _curator(clone, "verify").returncode == 0
+
+    # verify holds the line kind: an adjudication of nothing is named with its line
+    bogus = {**line, "target": "candidate:999999", "reason": "adjudicated: made up"}
+    with (clone / "datasets/main/judgments.jsonl").open("a") as fh:
+        fh.write(json.dumps(bogus) + "\n")
+    out = _curator(clone, "verify")
+    count = len((clone / "datasets/main/judgments.jsonl").read_text().splitlines())
+    assert out.returncode == 1 and f"judgments.jsonl:{count}" in out.stdout + out.stderr
+    assert "follows no judgment" in out.stdout + out.stderr
+
+    # bo judges the candidate again: the disagreement is open again
+    qs = aws.question_set()
+    undo = Judgment(target=d.target, query=d.query, first_reviewer="ana", first_decision="bin", decision="undo",
+                    reviewer="bo")
+    judgments.append(aws, qs, undo)
+    assert d.target not in open_disagreements(aws, "main")  # undone: no standing judgment, no pair
+    again = Judgment.model_validate({k: v for k, v in d.judgment.model_dump(exclude_none=True).items() if k != "at"})
+    judgments.append(aws, qs, again)
+    assert d.target in open_disagreements(aws, "main")

@@ -308,7 +308,7 @@ class BrowserScreen(Screen[None]):
         if d.query_id is None:
             what = (f"confirm {chosen.reviewer}'s bin" if chosen.decision == "bin"
                     else f"keep it as a case ({chosen.slice}, {chosen.reviewer}'s labels)")
-            where = "the workspace" if chosen.decision == "bin" else where
+            where = "judgments.jsonl" if chosen.decision == "bin" else where
 
         def got(note: str | None) -> None:
             if note:
