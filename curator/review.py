@@ -284,7 +284,7 @@ class ReviewSession:
         if self.qs.exists():
             with self.qs.locked():  # finishes an append a crash interrupted
                 pass
-        self.reconciled = reconcile(self.ws, self.set_name, self.reviewer)
+        self.reconciled = reconcile(self.ws, self.set_name)
         if self._reader is None:
             self._reader = Workspace.open(self.ws.root)
         self._count_set()
@@ -738,9 +738,11 @@ class ReviewSession:
         return case
 
 
-def reconcile(ws: Workspace, set_name: str, reviewer: str) -> list[str]:
+def reconcile(ws: Workspace, set_name: str) -> list[str]:
     """Mark kept every pending candidate whose case reached the set's file although the
-    keep decision did not reach the database (a crash between the two). Returns query_ids."""
+    keep decision did not reach the database (a crash between the two). Returns query_ids.
+    The decision is credited to the reviewer of the revision that made it, never to whoever
+    opens the app next."""
     qs = ws.question_set(set_name)
     if not qs.exists():
         return []
@@ -754,12 +756,12 @@ def reconcile(ws: Workspace, set_name: str, reviewer: str) -> list[str]:
             continue
         undone = last.status == "retired" and reasons.get((query_id, last.rev)) == "undo"
         if cand.state in ("pending", "skipped") and last.status == "active":
-            ws.decide(cand.id, "keep", reviewer, state="kept", set_name=set_name, query_id=query_id,
+            ws.decide(cand.id, "keep", last.reviewer, state="kept", set_name=set_name, query_id=query_id,
                       detail={"rev": first.rev, "reconciled": True})
             fixed.append(query_id)
         elif cand.state == "kept" and cand.query_id == query_id and undone:
             # The undo's retiring rev was written; its decision was lost.
-            ws.decide(cand.id, "undo", reviewer, state="pending",
+            ws.decide(cand.id, "undo", last.reviewer, state="pending",
                       detail={"undid": "keep", "query_id": query_id, "reconciled": True})
             fixed.append(query_id)
     return fixed

@@ -46,13 +46,15 @@ def test_reconcile_marks_a_keep_whose_decision_was_lost(rws):
     case = rws.question_set("main").add(
         {"query": card.query, "slice": "exact_identifier", "relevant": card.relevant(),
          "source": {"kind": "log", "candidate_id": card.candidate.id}},
-        reviewer="tester",
+        reviewer="ana",  # whose keep it was; the session finding it is "tester"'s
     )
     assert rws.candidate(card.candidate.id).state == "pending"
-    assert reconcile(rws, "main", "tester") == [case.query_id]
+    assert reconcile(rws, "main") == [case.query_id]
     cand = rws.candidate(card.candidate.id)
     assert cand.state == "kept" and cand.query_id == case.query_id
-    assert reconcile(rws, "main", "tester") == []  # idempotent
+    # credited to who kept it, not to the session that found it
+    assert session.reviewer == "tester" and rws.decisions(card.candidate.id)[-1].reviewer == "ana"
+    assert reconcile(rws, "main") == []  # idempotent
     # and the next session does not serve it again (once this one gave back its leases)
     session.close()
     fresh = ReviewSession(rws, reviewer="other")

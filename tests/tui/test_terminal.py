@@ -85,6 +85,7 @@ def test_sigkill_right_after_keep_loses_nothing(tmp_path):
     assert len(changes) == 1
     assert verify(ws.question_set("main")).ok
     assert ws.candidate(1).state == "kept" and ws.candidate(1).query_id == cases[0]["query_id"]
+    assert [(d.action, d.reviewer) for d in ws.decisions(1)] == [("keep", "pty-user")]  # not "next"
     served = [c.candidate.id for c in iter(session.next_card, None)]
     assert 1 not in served
     session.close()
