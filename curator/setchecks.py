@@ -110,7 +110,7 @@ def check_candidate(
         problems.append(Problem(
             path, line,
             f"{query_id} and {seen[source]} are both active and came from the same candidate {source[1]}; "
-            f"retire one (`curator` review's retire, or a retire through the API)",
+            f"retire one in the set browser (`curator review`, `b`, then `x`)",
             fatal=False,
         ))
     else:

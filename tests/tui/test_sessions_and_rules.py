@@ -248,3 +248,18 @@ async def test_failed_undo_is_retried_without_a_second_retire(rws):
     assert [(c["rev"], c["status"]) for c in cases] == [(1, "active"), (2, "retired")]
     assert [e["action"] for e in changes] == ["add", "retire"]
     assert rws.candidate(1).state == "pending"
+
+
+def test_verify_reports_two_active_cases_from_one_candidate(rws):
+    """Keeping one candidate twice is refused by the app; a set that has it anyway (the API
+    used directly, or two clones' keeps merged) is reported by verify with file:line."""
+    qs = rws.question_set("main")
+    for text in ("what does CARRIER-E1042 mean", "what does CARRIER-E1042 mean exactly"):
+        qs.add({"query": text, "slice": "exact_identifier", "relevant": [{"id": "errors/carrier-e1042.md#carrier-e1042-"
+                                                                          "label-rejected", "role": "primary"}],
+                "source": {"kind": "log", "candidate_id": 1}}, reviewer="ana")
+    done = subprocess.run([CURATOR, "verify"], cwd=rws.root, capture_output=True, text=True, timeout=60)
+    out = done.stdout + done.stderr
+    assert "cases.jsonl:2" in out and "came from the same candidate 1" in out, out
+    assert "what-does-carrier-e1042-mean-exactly and what-does-carrier-e1042-mean" in out
+    assert "retire one in the set browser" in out
