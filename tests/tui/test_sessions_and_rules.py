@@ -263,3 +263,23 @@ def test_verify_reports_two_active_cases_from_one_candidate(rws):
     assert "cases.jsonl:2" in out and "came from the same candidate 1" in out, out
     assert "what-does-carrier-e1042-mean-exactly and what-does-carrier-e1042-mean" in out
     assert "retire one in the set browser" in out
+
+
+def test_no_app_worker_uses_textual_s_exit_on_error():
+    """Textual's default for a worker is to end the app on an exception (with a traceback
+    on the terminal); every worker of curator's apps says `exit_on_error=False` and reports
+    its failure on the card instead."""
+    import ast
+
+    import curator.tui
+
+    found = []
+    for path in sorted(Path(curator.tui.__file__).parent.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) in (
+                    "work", "run_worker"):
+                flags = {k.arg: k.value for k in node.keywords}
+                off = isinstance(flags.get("exit_on_error"), ast.Constant) and flags["exit_on_error"].value is False
+                found.append((f"{path.name}:{node.lineno}", off))
+    assert len(found) > 10  # the review, browser, relabel, serve and triage screens' workers
+    assert [where for where, off in found if not off] == []

@@ -271,3 +271,29 @@ def test_triage_in_a_real_terminal(demo_ws):
                                            capture_output=True, text=True, env=env, timeout=60)
     assert summary.returncode == 0 and json.loads(summary.stdout)["triaged"] == 1
     ws.close()
+
+
+@pytest.mark.anyio
+async def test_a_failed_write_keeps_the_triage_app_up_and_a_retry_writes_it(demo_ws):
+    """Disk full on the change log (issue 19: the app never dies on an I/O error): the
+    card stays with a message, the set is untouched, and the same key retries."""
+    query_id = "until-what-time-can-dhl-parcels"
+    before = case_revs(demo_ws, query_id)
+    changelog = demo_ws.root / "datasets" / "main" / "changelog.jsonl"
+    saved = changelog.read_bytes()
+    app = TriageApp(demo_ws, blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await goto(pilot, query_id)
+        changelog.unlink()
+        changelog.symlink_to("/dev/full")  # every write to the change log: ENOSPC
+        await pilot.press("3")
+        await settle(pilot)
+        assert app.is_running and "not saved: No space left on device" in message(app), message(app)
+        assert facts(app).startswith(query_id)  # the same card
+        changelog.unlink()
+        changelog.write_bytes(saved)
+        await pilot.press("3")  # retry
+        await settle(pilot)
+        assert not facts(app).startswith(query_id)
+    assert len(case_revs(demo_ws, query_id)) == len(before) + 1
+    assert verify(demo_ws.question_set("main")).ok

@@ -3,6 +3,7 @@ time, as every `DecidingScreen`)."""
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ from textual.widgets import Footer, OptionList, Static
 from curator.errors import CuratorError
 from curator.triage import CAUSES, TriageItem, TriageSession
 from curator.tui.screens.deciding import APP_KEYS, BREAKPOINTS, DecidingScreen, own_bindings
+from curator.tui.screens.review import failure_reason
 from curator.tui.widgets.triage_card import CauseKeys, EarlierRuns, ResultList, TriageFacts
 
 if TYPE_CHECKING:
@@ -105,35 +107,41 @@ class TriageScreen(DecidingScreen[TriageItem]):
 
     # ---- workers -----------------------------------------------------------------------
 
-    @work(thread=True, exclusive=True, group="decide")
+    @work(thread=True, exclusive=True, group="decide", exit_on_error=False)
     def _decide(self, item: TriageItem, cause: str, note: str, revision: str | None, passage: str | None) -> None:
         try:
             decision = self.session.decide(item, cause, note=note, revision=revision, passage=passage)
         except CuratorError as exc:
             self.post_message(self.DecisionFailed(exc.message))
             return
+        except (OSError, sqlite3.Error) as exc:  # the app never dies on an I/O error
+            self.post_message(self.DecisionFailed(f"not saved: {failure_reason(exc)}; the same key retries"))
+            return
         done = f"{item.query_id}: {CAUSES[cause]}"
         done += f", rev {decision.rev} appended" if decision.rev else " recorded (already tagged regression)"
         self.post_message(self.ItemReady(self.session.next_item(), done))
 
-    @work(thread=True, exclusive=True, group="decide")
+    @work(thread=True, exclusive=True, group="decide", exit_on_error=False)
     def _undo(self) -> None:
         try:
             item = self.session.undo()
         except CuratorError as exc:
             self.post_message(self.DecisionFailed(exc.message))
             return
+        except (OSError, sqlite3.Error) as exc:
+            self.post_message(self.DecisionFailed(f"not undone: {failure_reason(exc)}; u retries"))
+            return
         if item is None:
             self.post_message(self.DecisionFailed("nothing to undo"))
             return
         self.post_message(self.ItemReady(item, f"undone: {item.query_id} is back as it was"))
 
-    @work(thread=True, exclusive=True, group="earlier")
+    @work(thread=True, exclusive=True, group="earlier", exit_on_error=False)
     def _load_earlier(self) -> None:
         self.session.load_earlier()
         self.post_message(self.EarlierReady())
 
-    @work(thread=True, group="preview")  # not exclusive: a late preview for another row is ignored
+    @work(thread=True, group="preview", exit_on_error=False)  # not exclusive: a late preview for another row is ignored
     def _load_preview(self, index: int, passage_id: str, revision: str | None) -> None:
         passage = self.session.ws.passage(passage_id, revision) or self.session.ws.passage(passage_id)
         if passage is None:
