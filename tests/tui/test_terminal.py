@@ -109,3 +109,35 @@ def test_a_crash_exits_non_zero(tmp_path):
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus not in (0, None)
+
+
+CRASHING = """
+import sys
+from curator.cli import main
+from curator.tui.widgets.passages import PassageList
+
+def broken(self, card):  # a bug in the app: an unhandled exception while a card is drawn
+    raise RuntimeError("a bug in the passage list")
+
+PassageList.show_card = broken
+sys.argv = ["curator", "review"]
+main()
+"""
+
+
+def test_a_crash_inside_the_running_app_exits_non_zero(tmp_path):
+    """An unhandled exception inside the running app (a bug, injected into the passage
+    list of the real console entry point) ends it with a non-zero exit code, which
+    `curator review` passes on from `app.return_code`."""
+    root = tmp_path / "ws"
+    build_workspace(root).close()
+    env = {**os.environ, "TERM": "xterm-256color", "CURATOR_REVIEWER": "pty-user"}
+    env = {k: v for k, v in env.items() if k not in ("COLUMNS", "LINES")}
+    child = pexpect.spawn(sys.executable, ["-c", CRASHING], cwd=str(root), env=env, dimensions=(24, 80),
+                          encoding="utf-8", codec_errors="replace", timeout=20)
+    try:
+        child.expect("a bug in the passage list")  # Textual prints the error as it ends
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus not in (0, None)
