@@ -49,6 +49,7 @@ GITATTRIBUTES = """\
 datasets/*/cases.jsonl merge=union
 datasets/*/changelog.jsonl merge=union
 datasets/*/freezes.jsonl merge=union
+datasets/*/judgments.jsonl merge=union
 """
 
 

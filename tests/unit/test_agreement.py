@@ -391,3 +391,35 @@ def test_a_confirmed_bin_survives_a_git_clone(aws, tmp_path):
     again = Judgment.model_validate({k: v for k, v in d.judgment.model_dump(exclude_none=True).items() if k != "at"})
     judgments.append(aws, qs, again)
     assert d.target in open_disagreements(aws, "main")
+
+
+def test_two_second_reviewers_branches_union_merge_and_verify(aws, tmp_path):
+    """judgments.jsonl is union-merged like the set (.gitattributes): two reviewers'
+    second passes on two branches merge without a conflict, verify passes on a fresh clone
+    of the merge, and agreement counts both."""
+    from curator import judgments
+    from curator.judgments import Judgment
+
+    assert "datasets/*/judgments.jsonl merge=union" in (aws.root / ".gitattributes").read_text()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], cwd=aws.root, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=aws.root, check=True)
+    subprocess.run([*git, "commit", "-qm", "first and second pass"], cwd=aws.root, check=True)
+    cases = sorted(aws.question_set().read().cases.values(), key=lambda c: c.query_id)
+    before = agreement(aws).overall.pairs
+    for reviewer, case in (("cy", cases[0]), ("dee", cases[1])):
+        subprocess.run([*git, "checkout", "-q", "-b", reviewer, "main"], cwd=aws.root, check=True)
+        judgments.append(aws, aws.question_set(), Judgment(
+            target=f"case:{case.query_id}", query=case.query, rev=case.rev, first_reviewer=case.reviewer,
+            decision="keep", slice=case.slice, relevant=case.relevant, expect_empty=case.expect_empty,
+            require_all=case.require_all, reviewer=reviewer))
+        subprocess.run([*git, "commit", "-qam", f"{reviewer}: second pass"], cwd=aws.root, check=True)
+    subprocess.run([*git, "checkout", "-q", "main"], cwd=aws.root, check=True)
+    for branch in ("cy", "dee"):
+        merged = subprocess.run([*git, "merge", "-q", "--no-edit", branch], cwd=aws.root, capture_output=True, text=True)
+        assert merged.returncode == 0, merged.stdout + merged.stderr  # no conflict on judgments.jsonl
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(aws.root), str(clone)], check=True)
+    done = _curator(clone, "verify")
+    assert done.returncode == 0 and "checked against 4 commit(s)" in done.stdout, done.stdout + done.stderr
+    assert agreement(aws).overall.pairs == before + 2
