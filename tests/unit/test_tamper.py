@@ -91,6 +91,16 @@ def bad_utf8(lines: list[bytes]) -> list[bytes]:
     return lines
 
 
+def bom(lines: list[bytes]) -> list[bytes]:
+    lines[0] = b"\xef\xbb\xbf" + lines[0]
+    return lines
+
+
+def nul_byte(lines: list[bytes]) -> list[bytes]:
+    lines[1] = lines[1].replace(b'"query":"', b'"query":"\x00', 1)
+    return lines
+
+
 def drop_line(lines: list[bytes]) -> list[bytes]:
     return lines[:1] + lines[2:]
 
@@ -121,6 +131,8 @@ CASE_TAMPERS = {
     "retire in place": (retire_in_place, 2),
     "CRLF rewrite": (crlf, 1),
     "invalid UTF-8": (bad_utf8, 2),
+    "BOM": (bom, 1),
+    "NUL byte": (nul_byte, 2),
 }
 
 
@@ -531,3 +543,94 @@ def test_status_reads_the_gate_and_still_shows_an_edit_as_failing(tmp_path: Path
     assert failing["ok"] is False and "cases.jsonl:" in failing["first_problem"]
     human = subprocess.run([CURATOR, "status"], cwd=root, capture_output=True, text=True, timeout=60)
     assert "FAILING verify" in human.stdout
+
+
+REFUSING = {  # every command that builds on the set, with its arguments
+    "export --freeze": ["export", "--freeze", "regression", "--all"],
+    "score": ["score", "retriever-runs/bm25.jsonl"],
+    "triage": ["triage"],
+    "import-logs": ["import-logs", "logs/search.jsonl"],
+    "generate": ["generate", "--backend", "identifiers"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(REFUSING))
+def test_commands_that_build_on_a_set_refuse_one_that_fails_verify(clone: Path, command: str) -> None:
+    """Issue 19 point 5 on a fresh clone: refused with exit 1 and the first problem's
+    file:line, and nothing written to the set."""
+    _edit(clone, "cases.jsonl", edit_question)
+    before = {name: (clone / SET / name).read_bytes() for name in ("cases.jsonl", "changelog.jsonl")}
+    done = subprocess.run([CURATOR, *REFUSING[command]], cwd=clone, capture_output=True, text=True, timeout=60)
+    out = done.stdout + done.stderr
+    assert done.returncode == 1 and "fails verify" in out and "cases.jsonl:2" in out.replace("\n", ""), out
+    assert "--no-verify" in out and "Traceback" not in out
+    assert {name: (clone / SET / name).read_bytes() for name in before} == before
+    assert not (clone / SET / "frozen").exists()
+
+
+def test_review_refuses_to_write_to_a_set_that_fails_verify(clone: Path) -> None:
+    import os
+
+    import pexpect
+
+    _edit(clone, "cases.jsonl", edit_question)
+    env = {k: v for k, v in {**os.environ, "TERM": "xterm-256color", "CURATOR_REVIEWER": "pty"}.items()
+           if k not in ("COLUMNS", "LINES")}
+    child = pexpect.spawn(CURATOR, ["review"], cwd=str(clone), env=env, dimensions=(24, 100), encoding="utf-8",
+                          timeout=30)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1 and "fails verify" in (child.before or "") and "cases.jsonl:2" in (child.before or "")
+
+
+def _many_commits(root: Path, count: int) -> None:
+    """`count` commits on top of HEAD, each appending one case and its change-log line
+    (made with one `git fast-import`, so the test stays fast)."""
+    import os
+
+    cases, changes = _lines(root / SET / "cases.jsonl"), _lines(root / SET / "changelog.jsonl")
+    case, change = json.loads(cases[0]), json.loads(changes[0])
+    stream = []
+
+    def data(body: bytes) -> bytes:
+        return b"data %d\n" % len(body) + body + b"\n"
+
+    for number in range(count):
+        query_id = f"appended-case-{number}"
+        case.update(query_id=query_id, query=f"appended question {number}")
+        change.update(query_id=query_id)
+        cases.append(json.dumps(case, separators=(",", ":")).encode() + b"\n")
+        changes.append(json.dumps(change, separators=(",", ":")).encode() + b"\n")
+        stream.append(b"commit refs/heads/main\ncommitter t <t@e> %d +0000\n" % (1_700_000_000 + number))
+        stream.append(data(b"append %d" % number))
+        if number == 0:
+            stream.append(b"from " + git(root, "rev-parse", "HEAD").strip().encode() + b"\n")
+        stream.append(b"M 100644 inline datasets/main/cases.jsonl\n" + data(b"".join(cases)))
+        stream.append(b"M 100644 inline datasets/main/changelog.jsonl\n" + data(b"".join(changes)))
+    subprocess.run(["git", "-C", str(root), "fast-import", "--quiet"], input=b"".join(stream), check=True,
+                   env={**os.environ, **GIT_ENV})
+    git(root, "reset", "-q", "--hard", "main")
+
+
+def test_hundreds_of_commits_verify_in_seconds_with_a_few_git_processes(clone: Path, tmp_path: Path) -> None:
+    """Issue 19 point 1: history is read in one pass (git log, cat-file --batch), not one
+    process per commit. A `git` on PATH that logs each call and runs the real one counts them."""
+    import os
+    import shutil as sh
+    import time
+
+    _many_commits(clone, 300)
+    log, wrapper = tmp_path / "git-calls", tmp_path / "bin"
+    wrapper.mkdir()
+    (wrapper / "git").write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec {sh.which("git")} "$@"\n')
+    (wrapper / "git").chmod(0o755)
+    env = {**os.environ, "PATH": f"{wrapper}{os.pathsep}{os.environ['PATH']}"}
+    started = time.monotonic()
+    done = subprocess.run([CURATOR, "verify"], cwd=clone, capture_output=True, text=True, timeout=120, env=env)
+    took = time.monotonic() - started
+    assert done.returncode == 0 and "checked against 301 commit(s)" in done.stdout, done.stdout + done.stderr
+    calls = log.read_text().splitlines()
+    assert len(calls) <= 10, calls
+    assert took < 15, took  # seconds, on a loaded 2-core machine (about 1 s when quiet)
+    _edit(clone, "cases.jsonl", edit_question)  # and an edit is still found
+    _assert_caught(verify(clone), "cases.jsonl", 2)
