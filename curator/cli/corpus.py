@@ -86,7 +86,7 @@ def _summary(report: ImportReport) -> str:
     done = [f"{n} {what}" for n, what in ((report.documents_new, "new documents"), (updated, "updated documents"),
                                         (report.history_revisions, "older revisions as history")) if n]
     line = f"Imported {', '.join(done) or 'nothing new'}: {report.passages_added} passages."
-    if report.documents_unchanged:  # with --history, each file's tip was just read from git
+    if report.documents_unchanged:  # files stored at this revision before this import
         line += f" {report.documents_unchanged} files were at a revision already imported."
     return line
 

@@ -77,7 +77,10 @@ class CorpusStorage(Storage):
 
         for doc in docs:
             if (doc.doc_id, doc.revision) in seen:
-                report.documents_unchanged += 1
+                # a file at a stored revision; with --history, git's copy of a revision the
+                # working tree gave is no second "unchanged" file (issue 24: one plain line)
+                if not doc.historical:
+                    report.documents_unchanged += 1
                 continue
             seen.add((doc.doc_id, doc.revision))
             report.revisions_added += 1

@@ -56,12 +56,43 @@ def test_an_active_case_is_never_revived_over(tmp_path: Path) -> None:
     assert qs.add(_case("DHL cutoff", 7)).query_id == "dhl-cutoff-2"
 
 
-def test_a_history_import_reads_as_one_plain_line() -> None:
-    report = ImportReport(documents_new=274, documents_unchanged=274, revisions_added=815,
-                          history_revisions=541, passages_added=3210)
-    assert _summary(report) == ("Imported 274 new documents, 541 older revisions as history: 3210 passages. "
-                                "274 files were at a revision already imported.")
+def test_a_history_import_reads_as_one_plain_line(tmp_path) -> None:
+    report = ImportReport(documents_new=274, revisions_added=815, history_revisions=541, passages_added=3210)
+    assert _summary(report) == "Imported 274 new documents, 541 older revisions as history: 3210 passages."
     again = ImportReport(documents_unchanged=12)
     assert _summary(again) == "Imported nothing new: 0 passages. 12 files were at a revision already imported."
     edited = ImportReport(revisions_added=3, documents_new=1, passages_added=9)
     assert _summary(edited) == "Imported 1 new documents, 2 updated documents: 9 passages."
+
+
+def test_a_first_history_import_of_a_git_corpus_says_nothing_was_there_already(tmp_path) -> None:
+    """A real git repository, imported twice with --history through the console script: the
+    first import has no "already imported" files (the tip git gives again is the file just
+    read), the second has each file once."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    curator = str(Path(sys.executable).parent / "curator")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@e"}
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("a.md", "b.md"):
+        (docs / name).write_text(f"# {name}\n\nThe cutoff is 17:30.\n", encoding="utf-8")
+    subprocess.run(["git", "init", "-q"], cwd=docs, check=True, env=env)
+    subprocess.run(["git", "add", "-A"], cwd=docs, check=True, env=env)
+    subprocess.run(["git", "commit", "-qm", "one"], cwd=docs, check=True, env=env)
+    (docs / "a.md").write_text("# a.md\n\nThe cutoff is 18:00.\n", encoding="utf-8")
+    subprocess.run(["git", "commit", "-qam", "two"], cwd=docs, check=True, env=env)
+    subprocess.run([curator, "init", str(tmp_path / "ws")], check=True, capture_output=True)
+
+    def add() -> str:
+        done = subprocess.run([curator, "corpus", "add", str(docs), "--history"], cwd=tmp_path / "ws",
+                              capture_output=True, text=True, timeout=60, env=env)
+        assert done.returncode == 0, done.stderr
+        return next(line for line in done.stdout.splitlines() if line.startswith("Imported"))
+
+    assert add() == "Imported 2 new documents, 1 older revisions as history: 3 passages."
+    assert add() == "Imported nothing new: 0 passages. 2 files were at a revision already imported."
