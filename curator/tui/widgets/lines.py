@@ -19,8 +19,8 @@ from textual.widget import Widget
 
 
 class Lines(Widget):
-    def __init__(self, text: Content | str = "", *, id: str | None = None) -> None:
-        super().__init__(id=id)
+    def __init__(self, text: Content | str = "", *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
         self._text = Content(text) if isinstance(text, str) else text
         self._shown: list[Content] = []  # the lines on screen, and as strips:
         self._strips: list[Strip] = []
@@ -55,6 +55,11 @@ class Lines(Widget):
             return
         for y in changed:
             self.refresh(Region(0, y, self.size.width, 1))
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        if self._shown:  # a class or the theme changed: the same lines in the new style
+            self.show_lines(self._shown)
 
     def on_resize(self) -> None:
         self.redraw()
