@@ -86,3 +86,15 @@ async def test_a_label_repaints_only_the_row_it_changes(rws):
         assert {region.y for region in regions} == {0}  # the mark on the row's first line
         await settle(pilot)
         assert passages.render().plain.startswith("P ")
+
+
+def test_the_preview_wraps_each_paragraph_as_textwrap_does():
+    import textwrap
+
+    from curator.tui.widgets.preview import wrap_text
+
+    paragraphs = ["  indented code  ", "trailing   ", "   ", "", "nbsp\u00a0", "\u00a0", "x  \u00a0",
+                  "fits exactly 19 ch.", "one word too many for the width here", "a" * 45]
+    for width in (12, 20, 40):
+        expected = [line for p in paragraphs for line in (textwrap.wrap(p, width=width - 1) or [""])]
+        assert wrap_text("\n".join(paragraphs), width) == expected

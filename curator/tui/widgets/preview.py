@@ -28,8 +28,12 @@ WHEEL_LINES = 3
 def wrap_text(text: str, width: int) -> list[str]:
     """`text` as lines of at most `width - 1` cells, paragraph by paragraph."""
     lines: list[str] = []
+    wrapper = textwrap.TextWrapper(width=width - 1)
     for paragraph in _CONTROL.sub("\ufffd", text.expandtabs()).splitlines():
-        lines.extend(textwrap.wrap(paragraph, width=width - 1) or [""])
+        if len(paragraph) < width and paragraph.isascii():
+            lines.append(paragraph.rstrip(" "))  # what textwrap makes of a line that fits
+        else:
+            lines.extend(wrapper.wrap(paragraph) or [""])
     return lines
 
 
