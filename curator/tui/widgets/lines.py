@@ -43,14 +43,21 @@ class Lines(Widget):
             return [line.truncate(width, ellipsis=ellipsis) for line in text.split("\n")]
         return text.wrap(width)
 
-    def show_lines(self, lines: list[Content]) -> None:
-        """Show these lines as they are, repainting only the ones that changed."""
+    def show_lines(self, lines: list[Content], restyle: bool = False) -> None:
+        """Show these lines as they are, repainting only the ones that changed (`restyle`:
+        all of them, in the widget's current style)."""
         style = self.visual_style
-        strips = [_strip(line, y, style) for y, line in enumerate(lines)]
-        old, self._strips, self._shown = self._strips, strips, lines
-        changed = [y for y in range(max(len(old), len(strips)))
-                   if y >= len(old) or y >= len(strips) or old[y] != strips[y]]
-        if len(changed) > len(strips) // 2:
+        old_lines, old_strips = self._shown, self._strips
+        strips, changed = [], []
+        for y, line in enumerate(lines):
+            if not restyle and y < len(old_lines) and _same(line, old_lines[y]):
+                strips.append(old_strips[y])
+            else:
+                strips.append(_strip(line, y, style))
+                changed.append(y)
+        changed += range(len(lines), len(old_lines))  # lines no longer there
+        self._strips, self._shown = strips, lines
+        if len(changed) > len(lines) // 2:
             self.refresh()
             return
         for y in changed:
@@ -59,7 +66,7 @@ class Lines(Widget):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         if self._shown:  # a class or the theme changed: the same lines in the new style
-            self.show_lines(self._shown)
+            self.show_lines(self._shown, restyle=True)
 
     def on_resize(self) -> None:
         self.redraw()
@@ -72,6 +79,10 @@ class Lines(Widget):
         if y < len(self._strips):
             return self._strips[y]  # textual pads it to the width
         return Strip.blank(self.size.width, self.visual_style.rich_style)  # as a Static's
+
+
+def _same(a: Content, b: Content) -> bool:
+    return a.plain == b.plain and a.spans == b.spans  # Content's == compares the text only
 
 
 def _strip(line: Content, y: int, style: Style) -> Strip:
