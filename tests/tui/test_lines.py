@@ -17,6 +17,7 @@ pytestmark = pytest.mark.anyio
 
 TEXT = Content.assemble(("bold part", "b $success"), " then a plain tail long enough to need a second line",
                         "\n", ("second", "i"), " paragraph")
+FITS = Content.assemble(("short", "b"), " line\n", ("tail", "i"), "\n")  # ends in a blank line
 
 
 class Pair(App[None]):
@@ -30,6 +31,8 @@ class Pair(App[None]):
         yield Lines(TEXT, id="lines")
         yield Static(TEXT, id="static-cut", classes="cut")
         yield Lines(TEXT, id="lines-cut", classes="cut")
+        yield Static(FITS, id="static-fits")
+        yield Lines(FITS, id="lines-fits")
 
 
 def cells(app: App[None], widget_id: str) -> list[list[tuple[str, str]]]:
@@ -46,10 +49,11 @@ def cells(app: App[None], widget_id: str) -> list[list[tuple[str, str]]]:
 
 async def test_lines_draws_what_a_static_draws_wrapped_or_cut():
     app = Pair()
-    async with app.run_test(size=(40, 20)) as pilot:
+    async with app.run_test(size=(40, 24)) as pilot:
         await pilot.pause()
         assert cells(app, "lines") == cells(app, "static")
         assert cells(app, "lines-cut") == cells(app, "static-cut")
+        assert cells(app, "lines-fits") == cells(app, "static-fits")
         assert "…" in app.screen.query_one("#lines-cut", Lines).render().plain  # cut, not wrapped
         assert len(app.screen.query_one("#lines", Lines).render().plain.splitlines()) == 4  # wrapped: 3 + 1
         before = cells(app, "lines")

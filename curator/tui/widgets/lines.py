@@ -38,9 +38,12 @@ class Lines(Widget):
         width = self.size.width
         if not width:  # not laid out yet: on_resize wraps it
             return []
+        lines = text.split("\n", allow_blank=True)
+        if "\t" not in text.plain and all(line.cell_length <= width for line in lines):
+            return lines  # what either way makes of lines that fit
         if self.styles.text_wrap == "nowrap":
             ellipsis = self.styles.text_overflow == "ellipsis"
-            return [line.truncate(width, ellipsis=ellipsis) for line in text.split("\n")]
+            return [line.truncate(width, ellipsis=ellipsis) for line in lines]
         return text.wrap(width)
 
     def show_lines(self, lines: list[Content], restyle: bool = False) -> None:
