@@ -199,14 +199,22 @@ def startup(argv: list[str], cwd: Path, token: str, timeout: float = 30.0) -> fl
     return seen - proc.started
 
 
-def keeps(work: Path, count: int, think: float, first: int = 1) -> tuple[list[float], list[float]]:
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system, all threads) the process `pid` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def keeps(work: Path, count: int, think: float, first: int = 1) -> tuple[list[float], list[float], float]:
     """Keep `count` cards: `p` (primary), then `k`; time `k` to the next card's question.
-    Also returns how long each keep's durable write took inside the app (ms)."""
+    Also returns how long each keep's durable write took inside the app (ms), and the app's
+    CPU per keep (ms, all its threads: drawing, the write, the prefetch of later cards)."""
     trace = work.parent / f"trace-{first}.json"
     os.environ["CURATOR_REVIEW_TRACE"] = str(trace)
     proc = Pty([CURATOR, "review"], work)
     del os.environ["CURATOR_REVIEW_TRACE"]
     proc.wait_for(f"Q{first:05d}")
+    cpu_before = cpu_seconds(proc.pid)
     times = []
     for i in range(first, first + count):
         time.sleep(think)
@@ -215,9 +223,10 @@ def keeps(work: Path, count: int, think: float, first: int = 1) -> tuple[list[fl
         sent = proc.send("k")
         proc.wait_for(f"Q{i + 1:05d}")  # the card's top line ...
         times.append(proc.wait_for("kept as") - sent)  # ... to the message line under the card
+    cpu_ms = (cpu_seconds(proc.pid) - cpu_before) / count * 1000
     proc.quit()
     writes = json.loads(trace.read_text(encoding="utf-8"))["write_ms"] if trace.exists() else []
-    return times, writes
+    return times, writes, cpu_ms
 
 
 def trivial_keys(app: Path, count: int, think: float) -> list[float]:
@@ -249,9 +258,9 @@ def main() -> None:
             starts["curator"].append(startup([CURATOR, "review"], work, token))
             starts["trivial"].append(startup([sys.executable, str(trivial)], trivial.parent, "ANCHOR-00000"))
         anchor_keys = trivial_keys(trivial, KEEPS // 2, THINK)
-        review_keys, writes = keeps(work, KEEPS, THINK)
+        review_keys, writes, cpu_ms = keeps(work, KEEPS, THINK)
         anchor_keys += trivial_keys(trivial, KEEPS // 2, THINK)
-        burst_keys, _ = keeps(work, BURST, 0.0, first=KEEPS + 1)
+        burst_keys, _, _ = keeps(work, BURST, 0.0, first=KEEPS + 1)
         browser: tuple[list[float], list[float]] | None = None
         if (why_not := review_browser.available()) is None:
             served_anchor = review_browser.browser_anchor(trivial, BROWSER_KEEPS // 2, THINK)
@@ -283,6 +292,8 @@ def main() -> None:
         f"{a50:.1f} / {a95:.1f} | {d95 / a95:.1f}x (p95) | – | informational |",
         f"| same, {BURST} keeps back to back, no think time: p50 / p95 (ms) | {b50:.1f} / {b95:.1f} | "
         f"{a50:.1f} / {a95:.1f} | {b95 / a95:.1f}x (p95) | – | informational |",
+        f"| the app's CPU per keep, all threads: `p`, `k`, the write, the next cards' prefetch (ms) | "
+        f"{cpu_ms:.1f} | – | – | – | informational |",
     ]
     if browser is not None:
         served, served_anchor = browser

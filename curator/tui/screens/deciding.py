@@ -14,10 +14,10 @@ from textual.content import Content
 from textual.dom import DOMNode
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Static
 
 from curator.tui.screens.help import HelpScreen
 from curator.tui.screens.modals import TextModal
+from curator.tui.widgets.lines import Lines
 
 T = TypeVar("T")
 
@@ -98,6 +98,6 @@ class DecidingScreen(Screen[None], Generic[T]):
         self.app.exit()
 
     def _say(self, text: str, error: bool = False) -> None:
-        box = self.query_one("#message", Static)
+        box = self.query_one("#message", Lines)
         box.set_class(error, "-error")
-        box.update(Content(text), layout=False)  # one line, fixed height
+        box.update(Content(text))

@@ -15,7 +15,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
-from textual.widgets import Footer, Static
+from textual.widgets import Footer
 
 from curator.errors import CuratorError
 from curator.review import Card, ReviewSession, WriteFailed
@@ -23,6 +23,7 @@ from curator.tui.screens.deciding import APP_KEYS, DecidingScreen, own_bindings
 from curator.tui.screens.help import HelpScreen
 from curator.tui.screens.modals import TextModal
 from curator.tui.widgets.card import LabelState, Provenance, Question
+from curator.tui.widgets.lines import Lines
 from curator.tui.widgets.passages import PassageList
 from curator.tui.widgets.preview import PassageText, Preview
 from curator.tui.widgets.stats import StatsBar
@@ -120,7 +121,7 @@ class ReviewScreen(DecidingScreen[Card]):
             with Vertical(id="passages-box"):
                 yield PassageList(id="passages")
             yield Preview(id="preview-box")
-        yield Static(id="message")
+        yield Lines(id="message")
         yield Footer()
 
     def on_mount(self) -> None:

@@ -20,6 +20,7 @@ from curator.errors import CuratorError
 from curator.triage import CAUSES, TriageItem, TriageSession
 from curator.tui.screens.deciding import APP_KEYS, BREAKPOINTS, DecidingScreen, own_bindings
 from curator.tui.screens.review import failure_reason
+from curator.tui.widgets.lines import Lines
 from curator.tui.widgets.triage_card import CauseKeys, EarlierRuns, ResultList, TriageFacts
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ class TriageScreen(DecidingScreen[TriageItem]):
             with VerticalScroll(id="preview-box"):
                 yield Static(id="preview")
         yield CauseKeys(id="triage-causes")
-        yield Static(id="message")
+        yield Lines(id="message")
         yield Footer()
 
     def on_mount(self) -> None:

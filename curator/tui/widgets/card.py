@@ -1,24 +1,24 @@
 """The question, its provenance and the state of its labels.
 
-Fixed heights in curator.tcss let a new card repaint them without a layout pass
-(`update(..., layout=False)`); text is assembled from (text, style) pieces, not markup,
-which is slow to parse on every card.
+Fixed heights in curator.tcss let a new card repaint them without a layout pass (they are
+`Lines`); text is assembled from (text, style) pieces, not markup, which is slow to parse
+on every card.
 """
 
 from __future__ import annotations
 
 from textual.content import Content
-from textual.widgets import Static
 
 from curator.review import Card
+from curator.tui.widgets.lines import Lines
 
 
-class Question(Static):
+class Question(Lines):
     def show(self, card: Card) -> None:
-        self.update(Content(card.query), layout=False)
+        self.update(Content(card.query))
 
 
-class Provenance(Static):
+class Provenance(Lines):
     """Where the candidate came from: log counts and dates, or the generating model."""
 
     def show(self, card: Card) -> None:
@@ -45,10 +45,10 @@ class Provenance(Static):
             text = Content.styled(cand.source_kind, "b")
         if cand is not None and cand.suggested_slice:
             text = Content.assemble(text, " · suggested ", (cand.suggested_slice, "b"))
-        self.update(text, layout=False)
+        self.update(text)
 
 
-class LabelState(Static):
+class LabelState(Lines):
     """Slice, marks and what is still missing before keep is allowed."""
 
     def show(self, card: Card, slices: list[str]) -> None:
@@ -74,7 +74,7 @@ class LabelState(Static):
             bits.append(Content("explained"))
         line = Content(" · ").join(bits)
         keys = "  ".join(f"{i}:{name}" for i, name in enumerate(slices[:9], 1))
-        self.update(Content.assemble(line, "\n", (keys, "dim")), layout=False)
+        self.update(Content.assemble(line, "\n", (keys, "dim")))
 
 
 def _day(value: object) -> str:

@@ -1,7 +1,8 @@
 """The passage suggestions: rows with label marks, ids, headings and snippets.
 
-One Static drawn line by line from fixed-height rows (not an OptionList, whose re-measuring
-was most of a keypress): a new card repaints it without a layout pass.
+One widget drawn line by line from fixed-height rows (not an OptionList, whose re-measuring
+was most of a keypress): a new card repaints it without a layout pass, and a label or a
+cursor move repaints only the lines that changed.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from textual.content import Content
 from textual.events import MouseScrollDown, MouseScrollUp
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Static
 
 from curator.review import Card, Row
+from curator.tui.widgets.lines import Lines
 from curator.workspace import HL_END, HL_START
 
 MARK = {"primary": ("P", "b $success"), "secondary": ("S", "b $warning")}
@@ -95,7 +96,7 @@ def _sources(row: Row) -> str:
 ROW_HEIGHT = 2 + SNIPPET_LINES
 
 
-class PassageList(Static, can_focus=True):
+class PassageList(Lines, can_focus=True):
     """Suggestions for the current card; the highlighted row is the one labels apply to."""
 
     BINDINGS = [
@@ -116,7 +117,7 @@ class PassageList(Static, can_focus=True):
         index: int | None
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__("", id=id)
+        super().__init__(id=id)
         self.card: Card | None = None
         self.highlighted: int | None = None
         self._lines: list[list[Content] | None] = []  # per row, unhighlighted; built when first drawn
@@ -135,7 +136,7 @@ class PassageList(Static, can_focus=True):
     def clear_rows(self) -> None:
         self.card, self.highlighted, self._lines, self.top = None, None, [], 0
         self._show_position("")
-        self.update("", layout=False)
+        self.show_lines([])
 
     def refresh_row(self, card: Card, index: int) -> None:
         if index < len(self._lines):
@@ -168,15 +169,16 @@ class PassageList(Static, can_focus=True):
                 lines = [line.pad_right(width - line.cell_length).stylize("on $boost") for line in lines]
                 lines[0] = lines[0].stylize("b")
             out.extend(lines)
-        self.update(Content("\n").join(out[: self.size.height or None]), layout=False)
+        self.show_lines(out[: self.size.height or None])
         self._show_position(f"{(self.highlighted or 0) + 1}/{len(card.rows)}" if card.rows else "")
 
     def _show_position(self, text: str) -> None:
-        """Which row of how many (the list scrolls), on the bottom edge of its box."""
-        if isinstance(self.parent, Widget):
+        """Which row of how many (the list scrolls), on the bottom edge of its box; set only
+        when it changes, since setting it redraws the whole box."""
+        if isinstance(self.parent, Widget) and self.parent.border_subtitle != text:
             self.parent.border_subtitle = text
 
-    def on_resize(self) -> None:
+    def redraw(self) -> None:
         self._draw()
 
     def _move(self, delta: int) -> None:

@@ -16,9 +16,9 @@ from textual.events import MouseScrollDown, MouseScrollUp
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
-from textual.widgets import Static
 
 from curator.review import Row
+from curator.tui.widgets.lines import Lines
 from curator.tui.widgets.passages import short_id
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")  # never let passage text drive the terminal
@@ -28,8 +28,12 @@ WHEEL_LINES = 3
 def wrap_text(text: str, width: int) -> list[str]:
     """`text` as lines of at most `width - 1` cells, paragraph by paragraph."""
     lines: list[str] = []
+    wrapper = textwrap.TextWrapper(width=width - 1)
     for paragraph in _CONTROL.sub("\ufffd", text.expandtabs()).splitlines():
-        lines.extend(textwrap.wrap(paragraph, width=width - 1) or [""])
+        if len(paragraph) < width and paragraph.isascii():
+            lines.append(paragraph.rstrip(" "))  # what textwrap makes of a line that fits
+        else:
+            lines.extend(wrapper.wrap(paragraph) or [""])
     return lines
 
 
@@ -101,18 +105,18 @@ class PassageText(Widget, can_focus=True):
 
 class Preview(Vertical):
     def compose(self) -> ComposeResult:
-        yield Static(id="preview-head")
+        yield Lines(id="preview-head")
         yield PassageText(id="preview-body")
 
     def show(self, row: Row | None) -> None:
-        head = self.query_one("#preview-head", Static)
+        head = self.query_one("#preview-head", Lines)
         body = self.query_one(PassageText)
         if row is None:
-            head.update("", layout=False)
+            head.update("")
             body.show("")
             return
         when = f" · {row.committed_at[:10]}" if row.committed_at else ""
         pid = short_id(row.id, head.size.width or 40)  # the id's tail shows when it is cut
         head.update(Content.assemble((pid, "b"), "\n", (f"revision {row.revision}{when}", "dim"), "\n",
-                                     (row.heading, "i")), layout=False)  # fixed height in curator.tcss
+                                     (row.heading, "i")))  # fixed height in curator.tcss
         body.show(row.text)

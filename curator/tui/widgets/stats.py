@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from textual.content import Content
-from textual.widgets import Static
 
 from curator.review import Stats
+from curator.tui.widgets.lines import Lines
 
 
-class StatsBar(Static):
+class StatsBar(Lines):
     """One or two lines of session figures; redrawn after every decision."""
 
     def show(self, stats: Stats, set_name: str, reviewer: str, *, blind: bool = False) -> None:
@@ -26,7 +26,7 @@ class StatsBar(Static):
             style = "$success" if target and have >= target else "$text-muted"
             slices.append(Content.styled(f"{_short(name)} {have}/{target}", style))
         line = Content("").join(parts)
-        self.update(Content("\n").join([line, Content("  ").join(slices)]), layout=False)  # fixed height
+        self.update(Content("\n").join([line, Content("  ").join(slices)]))
 
 
 def _short(name: str) -> str:
