@@ -34,6 +34,7 @@ class Imported:
     where: str  # file:line, for messages
     metadata: dict[str, Any] = field(default_factory=dict)
     expect_empty: bool = False
+    case: Case | None = None  # a curator JSONL export: the whole case, kept as it is
 
 
 @dataclass
@@ -109,12 +110,19 @@ def roles(grades: dict[str, int]) -> list[Relevant]:
 
 
 def _case(item: Imported, fmt: str, path: Path, slice_name: str | None) -> Case:
+    source = {"kind": "import", "format": fmt, "path": str(path), "original_id": item.query_id}
+    if item.case is not None:
+        # A curator export says everything: roles, revisions, require_all, max_rank,
+        # freshness and explanation come in as they were; only the slice may be overridden.
+        data = item.case.model_dump(exclude={"rev", "at", "status"})
+        data.update(slice=slice_name, source={**source, "original_source": item.case.source.model_dump(
+            exclude_none=True)})
+        return Case.model_validate(data)
     relevant = roles(item.grades)
     negative = item.expect_empty or not relevant
     data: dict[str, Any] = {
         "query_id": item.query_id, "query": item.query, "slice": slice_name, "relevant": relevant,
-        "expect_empty": negative,
-        "source": {"kind": "import", "format": fmt, "path": str(path), "original_id": item.query_id},
+        "expect_empty": negative, "source": source,
     }
     if "tags" in item.metadata and isinstance(item.metadata["tags"], list):
         data["tags"] = [str(t) for t in item.metadata["tags"]]
@@ -253,14 +261,16 @@ def _marked_negatives(folder: Path) -> dict[str, tuple[str, dict[str, Any]]]:
 
 
 def _read_jsonl(path: Path) -> list[Imported]:
-    """A curator JSONL export (one active case per line)."""
+    """A curator JSONL export (one case per line; retired ones are not brought in)."""
     items = []
     for number, line in _lines(path):
         try:
             case = Case.model_validate_json(line)
         except ValueError as exc:
             raise CuratorError(f"{path}:{number}: not a curator case ({str(exc).splitlines()[0]})") from None
+        if case.status != "active":
+            continue
         grades = {r.id: r.grade if r.grade is not None else 0 for r in case.relevant}
         items.append(Imported(case.query_id, case.query, grades, f"{path}:{number}",
-                              {"slice": case.slice, "tags": case.tags}, expect_empty=case.expect_empty))
+                              {"slice": case.slice, "tags": case.tags}, expect_empty=case.expect_empty, case=case))
     return items

@@ -120,3 +120,23 @@ def test_bad_lines_name_the_file_and_line(demo_ws, tmp_path: Path, name: str, te
     with pytest.raises(CuratorError, match=message):
         import_set(demo_ws, tmp_path / name, "trec", slice_name="paraphrase")
     assert "n" not in demo_ws.set_names()
+
+
+def test_a_curator_jsonl_export_comes_back_with_everything_it_says(demo_ws, tmp_path: Path, run_cli) -> None:
+    # freshness pins, revisions, roles, require_all, max_rank and explanations are kept, so
+    # the copy verifies without the slice-rule warnings a qrels-only import would get
+    original = _active(demo_ws)
+    export(demo_ws, None, "jsonl", tmp_path / "all.jsonl")
+    result = run_cli(["sets", "import", str(tmp_path / "all.jsonl"), "--format", "jsonl", "--set", "copy"],
+                     cwd=demo_ws.root)
+    assert result.exit_code == 0, result.output
+    copy = _active(demo_ws, "copy")
+    keep = {"relevant", "require_all", "max_rank", "expect_empty", "freshness", "explanation", "slice", "tags"}
+    for query_id, case in copy.items():
+        assert case.model_dump(include=keep) == original[query_id].model_dump(include=keep), query_id
+        assert case.source.kind == "import"
+        assert case.source.model_dump()["original_source"]["kind"] == original[query_id].source.kind
+    assert any(c.freshness is not None for c in copy.values())
+    assert any(r.revision for c in copy.values() for r in c.relevant)
+    verify = run_cli(["verify", "copy"], cwd=demo_ws.root)
+    assert verify.exit_code == 0 and "needs a revision pin" not in verify.output, verify.output
