@@ -114,10 +114,10 @@ def _case(item: Imported, fmt: str, path: Path, slice_name: str | None) -> Case:
     if item.case is not None:
         # A curator export says everything: roles, revisions, require_all, max_rank,
         # freshness and explanation come in as they were; only the slice may be overridden.
-        data = item.case.model_dump(exclude={"rev", "at", "status"})
-        data.update(slice=slice_name, source={**source, "original_source": item.case.source.model_dump(
+        kept = item.case.model_dump(exclude={"rev", "at", "status"})
+        kept.update(slice=slice_name, source={**source, "original_source": item.case.source.model_dump(
             exclude_none=True)})
-        return Case.model_validate(data)
+        return Case.model_validate(kept)
     relevant = roles(item.grades)
     negative = item.expect_empty or not relevant
     data: dict[str, Any] = {

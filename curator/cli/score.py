@@ -412,10 +412,11 @@ def _keep_run(run: dict[str, Any], name: str | None, retriever: str | None) -> b
 @click.option("--out", "out", default="retriever-runs/bm25.jsonl", show_default=True,
               type=click.Path(dir_okay=False), help="Run file to write (JSONL).")
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(1), help="Results per query.")
-@pass_ws
-def baseline(ws: Workspace, set_name: str | None, out: str, limit: int) -> None:
+@no_verify_option
+@click.pass_context
+def baseline(ctx: click.Context, set_name: str | None, out: str, limit: int, no_verify: bool) -> None:
     """Write a baseline run: the workspace's own BM25 search for every active case
-    (the same as `curator run baseline --no-score`).
+    (an alias of `curator run baseline --no-score`).
 
     Score it like any retriever's run; a retriever that does not beat it needs work.
 
@@ -423,12 +424,6 @@ def baseline(ws: Workspace, set_name: str | None, out: str, limit: int) -> None:
     Example:
         curator baseline && curator score retriever-runs/bm25.jsonl --name bm25
     """
-    # An alias of `curator run baseline --no-score` (curator.harness; docs/harness.md).
-    from curator.harness import build_adapter, run_retriever
-    from curator.harness.adapters import RetrieverSpec
+    from curator.cli.run import run
 
-    cases = [c for c in ws.existing_set(set_name).read().cases.values() if c.status == "active"]
-    path = Path(out) if Path(out).is_absolute() else Path.cwd() / out
-    adapter = build_adapter(RetrieverSpec("baseline", kind="baseline"), ws, 1)
-    outcome = run_retriever(adapter, cases, path, k=limit)
-    console.print(f"wrote {outcome.done} queries to {escape(rel(path, ws.root))}")
+    ctx.invoke(run, retriever="baseline", set_name=set_name, out=out, k=limit, no_score=True, no_verify=no_verify)

@@ -185,6 +185,11 @@ class Adapter:
     async def start(self) -> None:
         return None
 
+    async def ready(self, query: str, k: int) -> None:
+        """Called untimed before each timed request (the command adapter warms a freshly
+        started program here)."""
+        return None
+
     async def search(self, query: str, k: int) -> list[Hit]:
         raise NotImplementedError
 
@@ -276,7 +281,10 @@ class CommandAdapter(Adapter):
 
     A late answer must never be taken for the next query's: an answer carrying an `id`
     other than the current request's is discarded, and after a timeout a program that has
-    not shown it echoes ids is restarted (its late answer dies with it)."""
+    not shown it echoes ids is restarted (its late answer dies with it).
+
+    A program answers its first request only after its own start-up (imports, loading an
+    index), so the first request to a (re)started program is sent once untimed first."""
 
     def __init__(self, spec: RetrieverSpec):
         self.spec = spec
@@ -285,8 +293,10 @@ class CommandAdapter(Adapter):
         self.seq = 0
         self.echoes_ids = False
         self.restarts = 0
+        self.warm = False  # the running program has answered a request
 
     async def start(self) -> None:
+        self.warm = False
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 *shlex.split(self.spec.command or ""), stdin=asyncio.subprocess.PIPE,
@@ -300,12 +310,26 @@ class CommandAdapter(Adapter):
                 await self.start()  # restarted after a timeout, or after it ended
             self.seq += 1
             data = await self._ask(self.seq, query, k)
+            self.warm = True
         results = data.get("results") if isinstance(data, dict) else data
         if isinstance(data, dict) and data.get("error"):
             raise RequestFailed(f"command: {data['error']}")
         if not isinstance(results, list):
             raise RequestFailed("command: expected {\"results\": [...]}")
         return [_coerce(item) for item in results]
+
+    async def ready(self, query: str, k: int) -> None:
+        async with self.lock:
+            if self.warm and self.proc is not None and self.proc.returncode is None:
+                return
+            if self.proc is None or self.proc.returncode is not None:
+                await self.start()
+            self.seq += 1
+            try:
+                await self._ask(self.seq, query, k)
+            except RequestFailed:
+                return  # the timed request that follows says what is wrong
+            self.warm = True
 
     async def _ask(self, seq: int, query: str, k: int) -> Any:
         proc = self.proc

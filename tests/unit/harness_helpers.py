@@ -68,8 +68,10 @@ def start_server() -> ThreadingHTTPServer:
 
 if __name__ == "__main__":  # the command retriever: JSONL in, JSONL out
     # --echo-id: answers carry the request's id; a query with "slow" takes 1 s; each start
-    # is logged to the file named by --starts
+    # is logged to the file named by --starts; --slow-start takes 1 s before reading
     echo = "--echo-id" in sys.argv
+    if "--slow-start" in sys.argv:  # start-up (imports, an index) before the first answer
+        time.sleep(1.0)
     if "--starts" in sys.argv:
         with open(sys.argv[sys.argv.index("--starts") + 1], "a") as log:
             log.write("started\n")

@@ -138,3 +138,42 @@ def test_concurrency_and_warmup(ws, run_cli, server) -> None:
     assert result.exit_code == 0, result.output
     assert len(harness_helpers.SEEN) == 8  # 2 warm-ups + 6 measured
     assert len(_lines(ws.root / "retriever-runs" / "http.jsonl")) == 6
+
+
+def test_a_command_programs_start_up_is_not_any_querys_latency(ws, run_cli) -> None:
+    # the program sleeps 1 s before it reads stdin; no query's latency may carry that second
+    _set_with(ws, ["alpha beta", "gamma delta epsilon"])
+    helper = Path(harness_helpers.__file__)
+    result = run_cli(["run", "--kind", "command", "--command", f"{sys.executable} {helper} --slow-start",
+                      "--no-score"], cwd=ws.root)
+    assert result.exit_code == 0, result.output
+    latencies = [r["latency_ms"] for r in _lines(ws.root / "retriever-runs" / "command.jsonl").values()]
+    assert len(latencies) == 2 and max(latencies) < 500, latencies
+
+
+def test_run_refuses_a_set_that_fails_verify_and_baseline_is_its_alias(demo_ws, run_cli) -> None:
+    cases = demo_ws.root / "datasets" / "main" / "cases.jsonl"
+    assert run_cli(["verify"], cwd=demo_ws.root).exit_code == 0  # records the checkpoint
+    lines = cases.read_text().splitlines()
+    cases.write_text("\n".join([lines[0].replace('"rev":1', '"rev":1,"tags":["x"]', 1) if '"tags"' not in lines[0]
+                                else lines[0].replace('"tags":[', '"tags":["edited",', 1)] + lines[1:]) + "\n")
+    refused = run_cli(["run", "baseline", "--no-score"], cwd=demo_ws.root)
+    assert refused.exit_code == 1 and "fails verify" in refused.output and "--no-verify" in refused.output
+    assert run_cli(["baseline"], cwd=demo_ws.root).exit_code == 1
+    run = demo_ws.root / "retriever-runs" / "bm25.jsonl"
+    run.unlink()
+    done = run_cli(["run", "baseline", "--no-score", "--no-verify"], cwd=demo_ws.root)
+    assert done.exit_code == 0, done.output
+    assert run.exists()  # the same file as `curator baseline` writes
+
+
+def test_every_request_failing_writes_the_run_but_scores_nothing(ws, run_cli) -> None:
+    _set_with(ws, ["q one", "q two"])
+    runs = list((ws.root / "runs").glob("*.json")) if (ws.root / "runs").exists() else []
+    result = run_cli(["run", "--kind", "http", "--url", "http://127.0.0.1:9/none", "--body", '{"q": "{query}"}',
+                      "--retries", "0", "--timeout", "2"], cwd=ws.root)
+    assert result.exit_code == 3, result.output
+    assert "every request failed" in result.output and "not scored" in result.output
+    assert all("error" in r for r in _lines(ws.root / "retriever-runs" / "http.jsonl").values())
+    after = list((ws.root / "runs").glob("*.json")) if (ws.root / "runs").exists() else []
+    assert after == runs
