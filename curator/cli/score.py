@@ -24,6 +24,10 @@ if TYPE_CHECKING:
 SHOWN_METRICS = ("success", "recall", "mrr", "ndcg", "precision")
 
 
+def _interval(bounds: list[float] | None) -> str:
+    return "" if not bounds else f"{bounds[0]:.2f}–{bounds[1]:.2f}"
+
+
 def _fmt(value: Any) -> str:
     if value is None:
         return "–"
@@ -129,34 +133,9 @@ def _progress_bar(run: str, enabled: bool) -> Iterator[Progress | None]:
         yield update
 
 
-def _print_whole(table: Table) -> None:
-    """A terminal wraps the table to fit; a pipe or CI log gets its natural width, so no
-    number is ever cut to an ellipsis."""
-    if console.is_terminal:
-        console.print(table)
-        return
-    from rich.measure import Measurement
-
-    needed = Measurement.get(console, console.options.update(width=10_000), table).maximum
-    width = console.width
-    console.width = max(width, needed)
-    try:
-        console.print(table)
-    finally:
-        console.width = width
-
-
-def _print_report(ws: Workspace, result: ScoreResult, worst: int) -> None:
-    from curator.scoring.evaluate import SEVERITY
-    from curator.scoring.gates import describe
-
-    art = result.artefact
-    for problem in art["set"].get("problems", []):
-        err_console.print(f"[yellow]set:[/] {escape(problem)}", highlight=False, soft_wrap=True)
-    for problem in art["run"]["problems"][:20]:
-        err_console.print(f"[yellow]skipped:[/] {escape(problem)}", highlight=False, soft_wrap=True)
-    if len(art["run"]["problems"]) > 20:
-        err_console.print(f"[yellow]… and {len(art['run']['problems']) - 20} more skipped lines[/]")
+def _score_table(ws: Workspace, art: dict[str, Any], *, with_ci: bool) -> Table:
+    """The per-slice table; with `with_ci` a dim row under each slice gives the 95%
+    interval of each value (a 0.17 swing on 6 cases shows as the wide interval it is)."""
     k_list = art["config"]["k"]
     head = art["config"]["headline_k"]
     table = Table(title=f"set {art['set']['name']} · {art['set']['cases']} cases · "
@@ -179,8 +158,57 @@ def _print_report(ws: Workspace, result: ScoreResult, worst: int) -> None:
         style = "bold" if name == "overall" else None
         table.add_row(name, str(block["n"]), *[_fmt(block.get(c)) for c in columns],
                       _fmt(block.get("negative_pass_rate")), str(block["failures"]), gate, style=style)
-    # a CI log is not a terminal: the table takes its natural width, never an ellipsis in a number
-    _print_whole(table)
+        ci = block.get("ci") or {}
+        if with_ci and ci:
+            table.add_row("  95% CI", "", *[_interval(ci.get(c)) for c in columns],
+                          _interval(ci.get("negative_pass_rate")), "", "", style="dim")
+    return table
+
+
+def _natural_width(table: Table) -> int:
+    from rich.measure import Measurement
+
+    return Measurement.get(console, console.options.update(width=10_000), table).maximum
+
+
+def _print_whole(table: Table) -> None:
+    """A terminal wraps the table to fit; a pipe or CI log gets its natural width, so no
+    number is ever cut to an ellipsis."""
+    if console.is_terminal:
+        console.print(table)
+        return
+    needed = _natural_width(table)
+    width = console.width
+    console.width = max(width, needed)
+    try:
+        console.print(table)
+    finally:
+        console.width = width
+
+
+def _print_report(ws: Workspace, result: ScoreResult, worst: int) -> None:
+    from curator.scoring.evaluate import SEVERITY
+    from curator.scoring.gates import describe
+
+    art = result.artefact
+    for problem in art["set"].get("problems", []):
+        err_console.print(f"[yellow]set:[/] {escape(problem)}", highlight=False, soft_wrap=True)
+    for problem in art["run"]["problems"][:20]:
+        err_console.print(f"[yellow]skipped:[/] {escape(problem)}", highlight=False, soft_wrap=True)
+    if len(art["run"]["problems"]) > 20:
+        err_console.print(f"[yellow]… and {len(art['run']['problems']) - 20} more skipped lines[/]")
+    table = _score_table(ws, art, with_ci=True)
+    if console.is_terminal and _natural_width(table) > console.width:
+        table = _score_table(ws, art, with_ci=False)  # a narrow terminal: values, never ellipses
+        console.print(table)
+        console.print("[dim]95% intervals left out at this terminal width (a wider one, a pipe or --json has them)[/]")
+    else:
+        # a CI log is not a terminal: the table takes its natural width, never an ellipsis
+        _print_whole(table)
+        resamples = art["config"].get("bootstrap", {}).get("resamples")
+        if resamples:
+            console.print(f"[dim]95% CI: percentile bootstrap over the slice's queries ({resamples:,} resamples, "
+                          "seeded); gates judge the value itself, the interval says how far to trust it[/]")
     lat = art["latency_ms"]
     if lat["n"]:
         of = lat.get("of", lat["n"])
