@@ -105,6 +105,23 @@ def render(template: str, query: str, k: int, *, in_url: bool) -> str:
     return template.replace("{query}", value).replace("{k}", str(k))
 
 
+def secret_values(headers: dict[str, str]) -> list[str]:
+    """The environment values the header templates name: never written anywhere."""
+    values = []
+    for value in headers.values():
+        for match in _ENV_REF.finditer(value):
+            secret = os.environ.get(match.group(1) or match.group(2), "")
+            if secret:
+                values.append(secret)
+    return values
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
 def resolve_headers(headers: dict[str, str]) -> dict[str, str]:
     resolved = {}
     for key, value in headers.items():
@@ -204,12 +221,14 @@ class HttpAdapter(Adapter):
         self.client: Any = None
         self.httpx: Any = None  # the httpx2 module, imported by start()
         self.headers: dict[str, str] = {}
+        self.secrets: list[str] = []
 
     async def start(self) -> None:
         import httpx2
 
         self.httpx = httpx2
         self.headers = {"content-type": "application/json", **resolve_headers(self.spec.headers)}
+        self.secrets = secret_values(self.spec.headers)
         limits = httpx2.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
         # Loading the CA bundle costs 50-200 ms, several percent of a 1,000-query run; a
         # plain-http URL (redirects are not followed) never needs it.
@@ -226,9 +245,10 @@ class HttpAdapter(Adapter):
         except httpx2.TimeoutException:
             raise RequestFailed(f"timeout after {spec.timeout:g} s") from None
         except httpx2.HTTPError as exc:
-            raise RequestFailed(f"{type(exc).__name__}: {exc}") from None
+            raise RequestFailed(redact(f"{type(exc).__name__}: {exc}", self.secrets)) from None
         if response.status_code >= 400:
-            raise RequestFailed(f"HTTP {response.status_code}: {response.text[:200]}")
+            # a server may echo the request's credentials in its error page
+            raise RequestFailed(f"HTTP {response.status_code}: {redact(response.text, self.secrets)[:200]}")
         try:
             data = response.json()
         except ValueError:

@@ -40,6 +40,8 @@ class Handler(BaseHTTPRequestHandler):
         self.server.headers_seen.append(dict(self.headers))  # type: ignore[attr-defined]
         if "fail500" in query:
             return self._reply(500, {"error": "boom"})
+        if "echo401" in query:  # an error page that echoes the credentials it was sent
+            return self._reply(401, {"error": f"bad credentials {self.headers.get('authorization')}"})
         if "slow" in query:
             time.sleep(0.6)
         time.sleep(getattr(self.server, "delay", 0.0))

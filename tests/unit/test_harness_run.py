@@ -82,6 +82,22 @@ def test_solr_get_url_encodes_the_query_and_header_secret_is_never_stored(ws, ru
         assert "s3cret" not in path.read_text()
 
 
+def test_a_server_echoing_the_secret_in_its_error_never_gets_it_stored(ws, run_cli, server, monkeypatch) -> None:
+    port = server.server_address[1]
+    monkeypatch.setenv("ES_TOKEN", "s3cret-token")
+    _set_with(ws, ["echo401 please"])
+    result = run_cli(["run", "--kind", "http", "--url", f"http://127.0.0.1:{port}/x/_search",
+                      "--body", '{"query": {"match": {"text": "{query}"}}, "size": {k}}', "--hits", "hits.hits",
+                      "--id", "_id", "--header", "Authorization: Bearer $ES_TOKEN", "--retries", "0"], cwd=ws.root)
+    assert result.exit_code == 3, result.output
+    assert server.headers_seen[0]["Authorization"] == "Bearer s3cret-token"
+    (record,) = _lines(ws.root / "retriever-runs" / "http.jsonl").values()
+    assert record["error"].startswith("HTTP 401") and "Bearer ***" in record["error"]
+    assert "s3cret" not in result.output
+    for path in [*(ws.root / "runs").glob("*.json"), *(ws.root / "retriever-runs").glob("*")]:
+        assert "s3cret" not in path.read_text()
+
+
 def test_faults_are_recorded_per_query(ws, run_cli, server) -> None:
     port = server.server_address[1]
     _set_with(ws, ["fine query", "fail500 please", "slow one"])
