@@ -54,10 +54,21 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802
         params = parse_qs(urlsplit(self.path).query)
+        if urlsplit(self.path).path == "/search/":  # Vespa: ?yql=...&query=...&hits=k
+            query, k = params["query"][0], int(params["hits"][0])
+            SEEN.append(query)
+            ids = answer_for(query)[:k]
+            return self._reply(200, {"root": {"fields": {"totalCount": len(ids)}, "children": [
+                {"id": f"index:docs/0/{d}", "relevance": 2.0 - i, "fields": {"id": d, "revision": "r1"}}
+                for i, d in enumerate(ids)]}})
         self._serve(params["q"][0], int(params.get("rows", ["10"])[0]))
 
     def do_POST(self) -> None:  # noqa: N802
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        if "q" in body:  # a plain JSON API: {"q", "k"} -> {"results": [{"id", "score"}]}
+            SEEN.append(body["q"])
+            return self._reply(200, {"results": [{"id": d, "score": 2.0 - i}
+                                                 for i, d in enumerate(answer_for(body["q"])[: body["k"]])]})
         self._serve(body["query"]["match"]["text"], int(body["size"]))
 
 
