@@ -63,6 +63,7 @@ def _spec(ws: Workspace, name: str | None, options: dict[str, Any]) -> Retriever
 @click.option("--revision", "revision_path", help="Dotted path of a hit's revision.")
 @click.option("--function", help="python: package.module:function(query, k).")
 @click.option("--command", "command_line", help="command: program reading JSONL queries, writing JSONL results.")
+@click.option("--proxy", help="http: proxy URL ($VAR for credentials); else HTTP(S)_PROXY/NO_PROXY apply.")
 @click.option("--timeout", type=click.FloatRange(min=0.001), help="Seconds per request (default 10).")
 @click.option("--retries", type=click.IntRange(0), help="Extra tries after a failed request (default 1).")
 @click.option("--k", "k", default=20, show_default=True, type=click.IntRange(1), help="Results asked per query.")
@@ -80,7 +81,7 @@ def _spec(ws: Workspace, name: str | None, options: dict[str, Any]) -> Retriever
 def run(ws: Workspace, retriever: str | None, set_name: str | None, kind: str | None, url: str | None,
         method: str | None, body: str | None, headers: tuple[str, ...], hits: str | None, id_path: str | None,
         score_path: str | None, revision_path: str | None, function: str | None, command_line: str | None,
-        timeout: float | None, retries: int | None, k: int, concurrency: int, warmup: int,
+        proxy: str | None, timeout: float | None, retries: int | None, k: int, concurrency: int, warmup: int,
         params: tuple[str, ...], out: str | None, label: str | None, no_score: bool, no_verify: bool,
         as_json: bool) -> None:
     """Query a retriever for every active case of a set, write the run and score it.
@@ -105,7 +106,7 @@ def run(ws: Workspace, retriever: str | None, set_name: str | None, kind: str | 
 
     options = {"kind": kind, "url": url, "method": method, "body": body, "headers": headers, "hits": hits,
                "id": id_path, "score": score_path, "revision": revision_path, "function": function,
-               "command": command_line, "timeout": timeout, "retries": retries}
+               "command": command_line, "proxy": proxy, "timeout": timeout, "retries": retries}
     spec = _spec(ws, retriever, options)
     extra: dict[str, str] = {}
     for item in params:

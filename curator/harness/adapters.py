@@ -52,6 +52,7 @@ class RetrieverSpec:
     revision: str | None = None
     function: str | None = None
     command: str | None = None
+    proxy: str | None = None  # http: else HTTP(S)_PROXY / NO_PROXY from the environment
     timeout: float = 10.0
     retries: int = 1
 
@@ -82,6 +83,8 @@ class RetrieverSpec:
                          template_sha256=hashlib.sha256(f"{self.url}\n{self.body or ''}".encode()).hexdigest()[:16],
                          headers=sorted(self.headers), hits=self.hits, id=self.id, score=self.score,
                          revision=self.revision)
+            if self.proxy:
+                block["proxy"] = redact_url(self.proxy)
         elif self.kind == "python":
             block["function"] = self.function
         elif self.kind == "command":
@@ -122,17 +125,19 @@ def redact(text: str, secrets: list[str]) -> str:
     return text
 
 
+def resolve_env(value: str, what: str) -> str:
+    """`$VAR` / `${VAR}` in a header or proxy template, read from the environment."""
+    def env(match: re.Match[str]) -> str:
+        var = match.group(1) or match.group(2)
+        if var not in os.environ:
+            raise CuratorError(f"{what}: environment variable {var} is not set",
+                               "Secrets come only from the environment, never curator.toml.")
+        return os.environ[var]
+    return _ENV_REF.sub(env, value)
+
+
 def resolve_headers(headers: dict[str, str]) -> dict[str, str]:
-    resolved = {}
-    for key, value in headers.items():
-        def env(match: re.Match[str], header: str = key) -> str:
-            var = match.group(1) or match.group(2)
-            if var not in os.environ:
-                raise CuratorError(f"header {header}: environment variable {var} is not set",
-                                   "Secrets come only from the environment, never curator.toml.")
-            return os.environ[var]
-        resolved[key] = _ENV_REF.sub(env, value)
-    return resolved
+    return {key: resolve_env(value, f"header {key}") for key, value in headers.items()}
 
 
 @functools.cache
@@ -228,12 +233,15 @@ class HttpAdapter(Adapter):
 
         self.httpx = httpx2
         self.headers = {"content-type": "application/json", **resolve_headers(self.spec.headers)}
-        self.secrets = secret_values(self.spec.headers)
+        proxy = resolve_env(self.spec.proxy, "proxy") if self.spec.proxy else None
+        self.secrets = secret_values({**self.spec.headers, "proxy": self.spec.proxy or ""})
         limits = httpx2.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
         # Loading the CA bundle costs 50-200 ms, several percent of a 1,000-query run; a
-        # plain-http URL (redirects are not followed) never needs it.
+        # plain-http URL (redirects are not followed) never needs it. trust_env: proxies
+        # from HTTP(S)_PROXY / NO_PROXY and SSL_CERT_FILE, as curl reads them.
         tls = (self.spec.url or "").lower().startswith("https:")
-        self.client = httpx2.AsyncClient(timeout=self.spec.timeout, limits=limits, trust_env=False, verify=tls)
+        self.client = httpx2.AsyncClient(timeout=self.spec.timeout, limits=limits, trust_env=True, verify=tls,
+                                         proxy=proxy)
 
     async def search(self, query: str, k: int) -> list[Hit]:
         httpx2 = self.httpx

@@ -37,6 +37,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def _serve(self, query: str, k: int) -> None:
         SEEN.append(query)
+        if self.path.startswith("http://"):  # asked as a forward proxy: the absolute URL
+            self.server.proxied.append(self.path)  # type: ignore[attr-defined]
         self.server.headers_seen.append(dict(self.headers))  # type: ignore[attr-defined]
         if "fail500" in query:
             return self._reply(500, {"error": "boom"})
@@ -75,6 +77,7 @@ class Handler(BaseHTTPRequestHandler):
 def start_server() -> ThreadingHTTPServer:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.headers_seen = []  # type: ignore[attr-defined]
+    server.proxied = []  # type: ignore[attr-defined]
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 

@@ -226,3 +226,30 @@ def test_each_documented_template_works_as_written(ws, run_cli, server, name: st
         assert record["results"][0]["score"] == 2.0 and record["latency_ms"] >= 0
     if name in ("es", "vespa"):
         assert record["results"][0]["revision"] == "r1"
+
+
+@pytest.mark.parametrize("how", ["option", "environment"])
+def test_requests_go_through_a_proxy(ws, run_cli, server, monkeypatch, how: str) -> None:
+    # the test server doubles as a forward proxy: it sees the absolute URL of a host that
+    # does not resolve, so an answer proves the request went through it
+    port = server.server_address[1]
+    monkeypatch.setenv("PROXY_PASS", "pr0xy-secret")
+    proxy = f"http://user:$PROXY_PASS@127.0.0.1:{port}"
+    args = ["run", "--kind", "http", "--url", "http://retriever.invalid/docs/_search",
+            "--body", '{"query": {"match": {"text": "{query}"}}, "size": {k}}', "--hits", "hits.hits",
+            "--id", "_id", "--retries", "0", "--json"]
+    if how == "option":
+        args += ["--proxy", proxy]
+    else:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+    _set_with(ws, ["alpha beta"])
+    result = run_cli(args, cwd=ws.root)
+    assert result.exit_code == 0, result.output
+    assert server.proxied == ["http://retriever.invalid/docs/_search"]
+    summary, _ = json.JSONDecoder().raw_decode(result.output)
+    if how == "option":
+        assert summary["retriever"]["proxy"] == f"http://127.0.0.1:{port}"  # no credentials
+    for path in [*(ws.root / "runs").glob("*.json"), *(ws.root / "retriever-runs").glob("*")]:
+        assert "pr0xy-secret" not in path.read_text()
