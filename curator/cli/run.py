@@ -153,9 +153,9 @@ def run(ws: Workspace, retriever: str | None, set_name: str | None, kind: str | 
         summary.update(artefact=str(result.path), metrics=result.overall, passed=result.passed,
                        gates=result.gates)
         if not as_json:
-            from curator.cli.score import _print_report
+            from curator.cli.score_report import print_report
 
-            _print_report(ws, result, 10)
+            print_report(ws, result, 10)
     if as_json:
         print_json(summary)
     if not passed:
