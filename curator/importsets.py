@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from curator.workspace import Workspace
 
 IMPORT_FORMATS = ("beir", "trec", "ranx", "jsonl")
+Bad = list[tuple[str | None, str]]  # (the query id if the line names one, "file:line: what was expected")
 
 
 @dataclass
@@ -34,6 +35,7 @@ class Imported:
     where: str  # file:line, for messages
     metadata: dict[str, Any] = field(default_factory=dict)
     expect_empty: bool = False
+    case: Case | None = None  # a curator JSONL export: the whole case, kept as it is
 
 
 @dataclass
@@ -60,9 +62,15 @@ def import_set(ws: Workspace, path: Path, fmt: str, *, set_name: str | None = No
         raise UsageError("give --slice or --slice-from, not both")
     if slice_name and slice_name not in ws.config.slices:
         raise UsageError(f"--slice {slice_name!r} is not a slice of this workspace: {', '.join(ws.config.slices)}")
-    items = read_source(path, fmt, queries, negatives)
+    bad: Bad = []
+    items = read_source(path, fmt, queries, negatives, bad)
     qs = ws.question_set(set_name)
     result = ImportResult(qs.name, fmt)
+    # a query with a bad line is left out whole (half its judgments would be a wrong case);
+    # the other queries of the file still come in
+    spoiled = {qid for qid, _problem in bad if qid is not None}
+    result.skipped.extend(problem + (" (query left out)" if qid is not None else "") for qid, problem in bad)
+    items = [item for item in items if item.query_id not in spoiled]
     used = {c.query_id for c in qs.read().cases.values()}
     wanted = {doc for item in items for doc in item.grades}
     known = ws.existing_passage_ids(wanted) if wanted else set()
@@ -109,12 +117,19 @@ def roles(grades: dict[str, int]) -> list[Relevant]:
 
 
 def _case(item: Imported, fmt: str, path: Path, slice_name: str | None) -> Case:
+    source = {"kind": "import", "format": fmt, "path": str(path), "original_id": item.query_id}
+    if item.case is not None:
+        # A curator export says everything: roles, revisions, require_all, max_rank,
+        # freshness and explanation come in as they were; only the slice may be overridden.
+        kept = item.case.model_dump(exclude={"rev", "at", "status"})
+        kept.update(slice=slice_name, source={**source, "original_source": item.case.source.model_dump(
+            exclude_none=True)})
+        return Case.model_validate(kept)
     relevant = roles(item.grades)
     negative = item.expect_empty or not relevant
     data: dict[str, Any] = {
         "query_id": item.query_id, "query": item.query, "slice": slice_name, "relevant": relevant,
-        "expect_empty": negative,
-        "source": {"kind": "import", "format": fmt, "path": str(path), "original_id": item.query_id},
+        "expect_empty": negative, "source": source,
     }
     if "tags" in item.metadata and isinstance(item.metadata["tags"], list):
         data["tags"] = [str(t) for t in item.metadata["tags"]]
@@ -124,29 +139,31 @@ def _case(item: Imported, fmt: str, path: Path, slice_name: str | None) -> Case:
 # ---- readers -------------------------------------------------------------------------------
 
 
-def read_source(path: Path, fmt: str, queries: Path | None, negatives: bool) -> list[Imported]:
+def read_source(path: Path, fmt: str, queries: Path | None, negatives: bool, bad: Bad) -> list[Imported]:
     """The queries of a BEIR folder, a TREC folder or qrels file, a ranx qrels JSON or a
     curator JSONL export, with their graded documents. Queries without a positive
-    document are kept only with `negatives` (or when the source marks them negative)."""
+    document are kept only with `negatives` (or when the source marks them negative).
+    A malformed line goes to `bad` and the reading goes on; a missing or unreadable file
+    stops it."""
     if not path.exists():
         raise CuratorError(f"{path}: no such file or folder")
     if fmt == "jsonl":
-        return _read_jsonl(path)
+        return _read_jsonl(path, bad)
     if fmt == "beir":
         folder = path if path.is_dir() else path.parent
-        texts, meta = _read_query_texts(queries or folder / "queries.jsonl")
+        texts, meta = _read_query_texts(queries or folder / "queries.jsonl", bad)
         qrels_path = folder / "qrels" / "test.tsv" if path.is_dir() else path
-        qrels = _read_tsv_qrels(qrels_path)
+        qrels = _read_tsv_qrels(qrels_path, bad)
     elif fmt == "trec":
         qrels_path = path / "qrels.txt" if path.is_dir() else path
-        texts, meta = _read_query_texts(queries or qrels_path.parent / "topics.tsv")
-        qrels = _read_trec_qrels(qrels_path)
+        texts, meta = _read_query_texts(queries or qrels_path.parent / "topics.tsv", bad)
+        qrels = _read_trec_qrels(qrels_path, bad)
     else:  # ranx
         if queries is None:
             raise UsageError("a ranx qrels file holds no query text: give it with --queries FILE (TSV or JSONL)")
-        texts, meta = _read_query_texts(queries)
-        qrels = _read_ranx(path)
-    marked = _marked_negatives(path if path.is_dir() else path.parent)
+        texts, meta = _read_query_texts(queries, bad)
+        qrels = _read_ranx(path, bad)
+    marked = _marked_negatives(path if path.is_dir() else path.parent, bad)
     items = []
     for qid, (grades, where) in qrels.items():
         if any(g > 0 for g in grades.values()) or negatives:
@@ -156,6 +173,14 @@ def read_source(path: Path, fmt: str, queries: Path | None, negatives: bool) -> 
             where, record = marked.get(qid, (str(queries or path), {}))
             items.append(Imported(qid, texts[qid], {}, where, meta.get(qid) or record, expect_empty=True))
     return items
+
+
+def _first_error(exc: ValueError) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):  # pydantic: the first field and its message, not the whole report
+        first = errors()[0]
+        return f"{'.'.join(str(p) for p in first.get('loc', ())) or 'line'}: {first.get('msg', '')}"
+    return str(exc).splitlines()[0]
 
 
 def _lines(path: Path) -> list[tuple[int, str]]:
@@ -168,7 +193,7 @@ def _lines(path: Path) -> list[tuple[int, str]]:
     return [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
 
 
-def _read_query_texts(path: Path) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+def _read_query_texts(path: Path, bad: Bad) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
     """Query texts (and BEIR metadata) from a JSONL (`_id`, `text`) or TSV (id, text) file."""
     texts: dict[str, str] = {}
     meta: dict[str, dict[str, Any]] = {}
@@ -178,39 +203,44 @@ def _read_query_texts(path: Path) -> tuple[dict[str, str], dict[str, dict[str, A
                 record = json.loads(line)
                 qid, text = str(record["_id"]), str(record["text"])
             except (json.JSONDecodeError, KeyError, TypeError):
-                raise CuratorError(f"{path}:{number}: expected a JSON object with _id and text") from None
+                bad.append((None, f"{path}:{number}: expected a JSON object with _id and text"))
+                continue
             meta[qid] = record.get("metadata") or {}
         else:
             qid, sep, text = line.partition("\t")
             if not sep:
-                raise CuratorError(f"{path}:{number}: expected `query-id<TAB>text`")
+                bad.append((None, f"{path}:{number}: expected `query-id<TAB>text`"))
+                continue
         texts[qid] = text
     return texts, meta
 
 
-def _read_tsv_qrels(path: Path) -> dict[str, tuple[dict[str, int], str]]:
+def _read_tsv_qrels(path: Path, bad: Bad) -> dict[str, tuple[dict[str, int], str]]:
     qrels: dict[str, tuple[dict[str, int], str]] = {}
     for number, line in _lines(path):
         parts = line.split("\t")
         if number == 1 and parts[:2] == ["query-id", "corpus-id"]:
             continue
         if len(parts) != 3:
-            raise CuratorError(f"{path}:{number}: expected `query-id<TAB>corpus-id<TAB>score`")
-        _add(qrels, parts[0], parts[1], parts[2], f"{path}:{number}")
+            bad.append((parts[0] if len(parts) > 1 else None,
+                        f"{path}:{number}: expected `query-id<TAB>corpus-id<TAB>score`"))
+            continue
+        _add(qrels, parts[0], parts[1], parts[2], f"{path}:{number}", bad)
     return qrels
 
 
-def _read_trec_qrels(path: Path) -> dict[str, tuple[dict[str, int], str]]:
+def _read_trec_qrels(path: Path, bad: Bad) -> dict[str, tuple[dict[str, int], str]]:
     qrels: dict[str, tuple[dict[str, int], str]] = {}
     for number, line in _lines(path):
         parts = line.split()
         if len(parts) != 4:
-            raise CuratorError(f"{path}:{number}: expected `qid 0 docno relevance`")
-        _add(qrels, parts[0], parts[2], parts[3], f"{path}:{number}")
+            bad.append((parts[0] if len(parts) > 1 else None, f"{path}:{number}: expected `qid 0 docno relevance`"))
+            continue
+        _add(qrels, parts[0], parts[2], parts[3], f"{path}:{number}", bad)
     return qrels
 
 
-def _read_ranx(path: Path) -> dict[str, tuple[dict[str, int], str]]:
+def _read_ranx(path: Path, bad: Bad) -> dict[str, tuple[dict[str, int], str]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -220,23 +250,27 @@ def _read_ranx(path: Path) -> dict[str, tuple[dict[str, int], str]]:
     qrels: dict[str, tuple[dict[str, int], str]] = {}
     for qid, docs in data.items():
         if not isinstance(docs, dict):
-            raise CuratorError(f"{path}: query {qid!r}: expected {{document id: grade}}")
+            bad.append((str(qid), f"{path}: query {qid!r}: expected {{document id: grade}}"))
+            continue
         for doc, grade in docs.items():
-            _add(qrels, str(qid), str(doc), str(grade), f"{path} (query {qid})")
+            _add(qrels, str(qid), str(doc), str(grade), f"{path} (query {qid})", bad)
     return qrels
 
 
-def _add(qrels: dict[str, tuple[dict[str, int], str]], qid: str, doc: str, grade: str, where: str) -> None:
+def _add(qrels: dict[str, tuple[dict[str, int], str]], qid: str, doc: str, grade: str, where: str,
+         bad: Bad) -> None:
     try:
         value = int(grade)
     except ValueError:
-        raise CuratorError(f"{where}: relevance {grade!r} is not a whole number") from None
+        bad.append((qid, f"{where}: relevance {grade!r} is not a whole number"))
+        return
     if not 0 <= value <= 3:
-        raise CuratorError(f"{where}: relevance {value} is outside 0-3 (curator's grades)")
+        bad.append((qid, f"{where}: relevance {value} is outside 0-3 (curator's grades)"))
+        return
     qrels.setdefault(qid, ({}, where))[0][doc] = value
 
 
-def _marked_negatives(folder: Path) -> dict[str, tuple[str, dict[str, Any]]]:
+def _marked_negatives(folder: Path, bad: Bad) -> dict[str, tuple[str, dict[str, Any]]]:
     """The queries an export listed in `negatives.jsonl` (no relevant passage): id ->
     (file:line, the record, which carries the slice)."""
     path = folder / "negatives.jsonl"
@@ -248,19 +282,22 @@ def _marked_negatives(folder: Path) -> dict[str, tuple[str, dict[str, Any]]]:
             record = json.loads(line)
             marked[str(record["query_id"])] = (f"{path}:{number}", record)
         except (json.JSONDecodeError, KeyError, TypeError):
-            raise CuratorError(f"{path}:{number}: expected a JSON object with query_id") from None
+            bad.append((None, f"{path}:{number}: expected a JSON object with query_id"))
     return marked
 
 
-def _read_jsonl(path: Path) -> list[Imported]:
-    """A curator JSONL export (one active case per line)."""
+def _read_jsonl(path: Path, bad: Bad) -> list[Imported]:
+    """A curator JSONL export (one case per line; retired ones are not brought in)."""
     items = []
     for number, line in _lines(path):
         try:
             case = Case.model_validate_json(line)
         except ValueError as exc:
-            raise CuratorError(f"{path}:{number}: not a curator case ({str(exc).splitlines()[0]})") from None
+            bad.append((None, f"{path}:{number}: not a curator case ({_first_error(exc)})"))
+            continue
+        if case.status != "active":
+            continue
         grades = {r.id: r.grade if r.grade is not None else 0 for r in case.relevant}
         items.append(Imported(case.query_id, case.query, grades, f"{path}:{number}",
-                              {"slice": case.slice, "tags": case.tags}, expect_empty=case.expect_empty))
+                              {"slice": case.slice, "tags": case.tags}, expect_empty=case.expect_empty, case=case))
     return items

@@ -11,6 +11,7 @@ import click
 from rich.markup import escape
 
 from curator.cli.main import cli, console, err_console, json_option, pass_ws, print_json, rel
+from curator.cli.sets import check_sets, no_verify_option
 from curator.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_PARTIAL, CuratorError
 
 if TYPE_CHECKING:
@@ -35,12 +36,15 @@ def _spec(ws: Workspace, name: str | None, options: dict[str, Any]) -> Retriever
         data = {**configured[name], **given}
     elif name is not None and name in ("baseline", "bm25"):
         data = {"kind": "baseline", **given}
+        name = "bm25"  # as `curator baseline`: retriever-runs/bm25.jsonl, label bm25
     elif name is not None and not given:
         known = ", ".join(sorted(configured)) or "none"
         raise CuratorError(f"no retriever {name!r} in [retrievers] of curator.toml (configured: {known})",
                            "Add [retrievers.NAME] (docs/harness.md) or give --kind/--url on the command line.")
     else:
         data = given
+    if name is None and data.get("kind") == "baseline":
+        name = "bm25"
     return RetrieverSpec.from_dict(name or str(data.get("kind", "cli")), data)
 
 
@@ -59,6 +63,7 @@ def _spec(ws: Workspace, name: str | None, options: dict[str, Any]) -> Retriever
 @click.option("--revision", "revision_path", help="Dotted path of a hit's revision.")
 @click.option("--function", help="python: package.module:function(query, k).")
 @click.option("--command", "command_line", help="command: program reading JSONL queries, writing JSONL results.")
+@click.option("--proxy", help="http: proxy URL ($VAR for credentials); else HTTP(S)_PROXY/NO_PROXY apply.")
 @click.option("--timeout", type=click.FloatRange(min=0.001), help="Seconds per request (default 10).")
 @click.option("--retries", type=click.IntRange(0), help="Extra tries after a failed request (default 1).")
 @click.option("--k", "k", default=20, show_default=True, type=click.IntRange(1), help="Results asked per query.")
@@ -70,18 +75,22 @@ def _spec(ws: Workspace, name: str | None, options: dict[str, Any]) -> Retriever
 @click.option("--out", type=click.Path(dir_okay=False), help="Run file (default retriever-runs/<name>.jsonl).")
 @click.option("--name", "label", help="Artefact label (default: the retriever's name).")
 @click.option("--no-score", is_flag=True, help="Only write the run file.")
+@no_verify_option
 @json_option
 @pass_ws
 def run(ws: Workspace, retriever: str | None, set_name: str | None, kind: str | None, url: str | None,
         method: str | None, body: str | None, headers: tuple[str, ...], hits: str | None, id_path: str | None,
         score_path: str | None, revision_path: str | None, function: str | None, command_line: str | None,
-        timeout: float | None, retries: int | None, k: int, concurrency: int, warmup: int,
-        params: tuple[str, ...], out: str | None, label: str | None, no_score: bool, as_json: bool) -> None:
+        proxy: str | None, timeout: float | None, retries: int | None, k: int, concurrency: int, warmup: int,
+        params: tuple[str, ...], out: str | None, label: str | None, no_score: bool, no_verify: bool,
+        as_json: bool) -> None:
     """Query a retriever for every active case of a set, write the run and score it.
 
     RETRIEVER names a [retrievers.NAME] table of curator.toml, or `baseline` (curator's
     own BM25); options override its keys. Exit 130 on Ctrl-C (what was answered is
-    written), 1 if a gate is red, 3 if requests failed.
+    written), 1 if a gate is red, 3 if requests failed. A run whose every request failed
+    is written but not scored (an outage is no measurement). The set must pass `curator
+    verify` first (--no-verify to go ahead anyway).
 
     \b
     Example:
@@ -97,7 +106,7 @@ def run(ws: Workspace, retriever: str | None, set_name: str | None, kind: str | 
 
     options = {"kind": kind, "url": url, "method": method, "body": body, "headers": headers, "hits": hits,
                "id": id_path, "score": score_path, "revision": revision_path, "function": function,
-               "command": command_line, "timeout": timeout, "retries": retries}
+               "command": command_line, "proxy": proxy, "timeout": timeout, "retries": retries}
     spec = _spec(ws, retriever, options)
     extra: dict[str, str] = {}
     for item in params:
@@ -106,6 +115,7 @@ def run(ws: Workspace, retriever: str | None, set_name: str | None, kind: str | 
             raise click.BadParameter(f"{item!r}: expected KEY=VALUE", param_hint="--param")
         extra[key] = value
     qs = ws.existing_set(set_name)
+    check_sets(ws, [qs.name], no_verify)
     cases = [c for c in qs.read().cases.values() if c.status == "active"]
     path = Path(out) if out else ws.root / "retriever-runs" / f"{spec.name}.jsonl"
     adapter = build_adapter(spec, ws, concurrency)
@@ -127,6 +137,14 @@ def run(ws: Workspace, retriever: str | None, set_name: str | None, kind: str | 
         err_console.print("[yellow]interrupted: the answered queries were written, nothing scored[/]")
         sys.exit(EXIT_INTERRUPTED)
     passed = True
+    if outcome.failed and len(outcome.failed) == outcome.done and not no_score:
+        # Every request failed: the retriever is down or misconfigured. Scoring would store
+        # zeros in runs/ and drag `history` down for an outage, so the run is only written.
+        where = retriever_block.get("url") or spec.function or spec.command or spec.kind
+        err_console.print(f"[red]every request failed[/] (first: {escape(_first_error(path))}); not scored: "
+                          f"check the retriever ({escape(str(where))})")
+        summary["not_scored"] = "every request failed"
+        no_score = True
     if not no_score:
         result = score(qs, path, fmt="jsonl", k=None, workspace=ws, label=label or spec.name, write=False)
         result.artefact["retriever"] = retriever_block
@@ -135,15 +153,25 @@ def run(ws: Workspace, retriever: str | None, set_name: str | None, kind: str | 
         summary.update(artefact=str(result.path), metrics=result.overall, passed=result.passed,
                        gates=result.gates)
         if not as_json:
-            from curator.cli.score import _print_report
+            from curator.cli.score_report import print_report
 
-            _print_report(ws, result, 10)
+            print_report(ws, result, 10)
     if as_json:
         print_json(summary)
     if not passed:
         sys.exit(EXIT_FAILED)
     if outcome.failed:
         sys.exit(EXIT_PARTIAL)
+
+
+def _first_error(path: Path) -> str:
+    import json
+
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if "error" in record:
+            return str(record["error"])
+    return ""
 
 
 def _with_bar(show: bool, work: Any, total: int) -> Any:

@@ -13,23 +13,16 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from curator.cli.main import cli, console, err_console, json_option, pass_ws, print_json, rel
+from curator.cli.main import cli, console, err_console, json_option, pass_ws, print_json
+from curator.cli.score_report import print_report, print_whole, value_text
 from curator.cli.sets import check_sets, no_verify_option  # the verify gate (issue 19)
 from curator.errors import EXIT_FAILED, EXIT_PARTIAL
 
 if TYPE_CHECKING:
-    from curator.scoring import Progress, ScoreResult
+    from curator.scoring import Progress
     from curator.workspace import Workspace
 
 SHOWN_METRICS = ("success", "recall", "mrr", "ndcg", "precision")
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.3f}"
-    return str(value)
 
 
 @cli.command()
@@ -99,7 +92,7 @@ def score(ws: Workspace, run: str | None, set_name: str | None, k: int | None, l
             summary["source_run"] = art["source_run"]
         print_json(summary)
     else:
-        _print_report(ws, result, worst)
+        print_report(ws, result, worst)
     if not result.passed:
         sys.exit(EXIT_FAILED)
     if result.problems:
@@ -127,98 +120,6 @@ def _progress_bar(run: str, enabled: bool) -> Iterator[Progress | None]:
             bar.refresh()
 
         yield update
-
-
-def _print_whole(table: Table) -> None:
-    """A terminal wraps the table to fit; a pipe or CI log gets its natural width, so no
-    number is ever cut to an ellipsis."""
-    if console.is_terminal:
-        console.print(table)
-        return
-    from rich.measure import Measurement
-
-    needed = Measurement.get(console, console.options.update(width=10_000), table).maximum
-    width = console.width
-    console.width = max(width, needed)
-    try:
-        console.print(table)
-    finally:
-        console.width = width
-
-
-def _print_report(ws: Workspace, result: ScoreResult, worst: int) -> None:
-    from curator.scoring.evaluate import SEVERITY
-    from curator.scoring.gates import describe
-
-    art = result.artefact
-    for problem in art["set"].get("problems", []):
-        err_console.print(f"[yellow]set:[/] {escape(problem)}", highlight=False, soft_wrap=True)
-    for problem in art["run"]["problems"][:20]:
-        err_console.print(f"[yellow]skipped:[/] {escape(problem)}", highlight=False, soft_wrap=True)
-    if len(art["run"]["problems"]) > 20:
-        err_console.print(f"[yellow]… and {len(art['run']['problems']) - 20} more skipped lines[/]")
-    k_list = art["config"]["k"]
-    head = art["config"]["headline_k"]
-    table = Table(title=f"set {art['set']['name']} · {art['set']['cases']} cases · "
-                  f"run {escape(rel(art['run']['path'], ws.root))}", box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("slice", min_width=9)
-    table.add_column("n", justify="right")
-    columns = [f"success@{head}"] + [f"recall@{k}" for k in k_list] + [f"mrr@{head}", f"ndcg@{head}"]
-    for column in columns:
-        table.add_column(column.replace("@", "\n@"), justify="right")
-    table.add_column("neg\npass", justify="right")
-    table.add_column("fail", justify="right")
-    table.add_column("gate")
-    verdicts_by_slice: dict[str, list[dict]] = {}
-    for v in art["gates"]:
-        verdicts_by_slice.setdefault(v["slice"], []).append(v)
-    metrics = art["metrics"]
-    for name, block in [*metrics["slices"].items(), ("overall", metrics["overall"])]:
-        verdicts = verdicts_by_slice.get(name, [])
-        gate = "" if not verdicts else ("[green]pass[/]" if all(v["passed"] for v in verdicts) else "[bold red]FAIL[/]")
-        style = "bold" if name == "overall" else None
-        table.add_row(name, str(block["n"]), *[_fmt(block.get(c)) for c in columns],
-                      _fmt(block.get("negative_pass_rate")), str(block["failures"]), gate, style=style)
-    # a CI log is not a terminal: the table takes its natural width, never an ellipsis in a number
-    _print_whole(table)
-    lat = art["latency_ms"]
-    if lat["n"]:
-        of = lat.get("of", lat["n"])
-        console.print(f"latency over {lat['n']} of {of} queries: p50 {lat['p50']:.1f} ms, "
-                      f"p95 {lat['p95']:.1f} ms" + (f", p99 {lat['p99']:.1f} ms" if lat.get("p99") is not None else ""))
-    if art.get("failed"):
-        console.print(f"[red]{len(art['failed'])} requests failed (scored 0):[/] "
-                      + escape(", ".join(art["failed"][:10])) + (" …" if len(art["failed"]) > 10 else ""))
-    if art["missing"]:
-        console.print(f"[yellow]{len(art['missing'])} cases missing from the run (scored 0):[/] "
-                      + escape(", ".join(art["missing"][:10])) + (" …" if len(art["missing"]) > 10 else ""))
-    if art["unknown_queries"]:
-        console.print(f"[dim]{len(art['unknown_queries'])} queries in the run are not active cases of the set; ignored[/]")
-    if art["duplicates"]:
-        console.print(f"[yellow]{len(art['duplicates'])} queries list a result twice; the first rank was kept[/]")
-    failures = result.failures()
-    if failures and worst:
-        failures.sort(key=lambda item: (SEVERITY.get(item[1]["failure"], 9), item[0]))
-        shown = min(worst, len(failures))
-        console.print(f"[bold]failures[/] ({len(failures)}; showing {shown})")
-        for qid, q in failures[:worst]:
-            expected = ", ".join(f"{d} @{r if r else '–'}" for d, r in q["ranks"].items()) or "nothing"
-            got = ", ".join(t["id"] + (f" [{t['label']}]" if t.get("label") else "") for t in q["top"][:3])
-            console.print(f"  [red]{q['failure']}[/] [bold]{escape(qid)}[/] [dim]({escape(q['slice'])}, "
-                          f"first relevant rank {_fmt(q.get('first_relevant_rank'))})[/]", highlight=False, soft_wrap=True)
-            console.print(f"      expected: {escape(expected)}", highlight=False, soft_wrap=True)
-            console.print(f"      got:      {escape(got or '(empty)')}", highlight=False, soft_wrap=True)
-    for v in art["gates"]:
-        mark = "[green]pass[/]" if v["passed"] else "[bold red]FAIL[/]"
-        console.print(f"gate {mark}  {escape(describe(v))}")
-    if result.path:
-        console.print(f"artefact: {escape(rel(result.path, ws.root))}")
-    if art["gates"]:
-        red = sum(1 for v in art["gates"] if not v["passed"])
-        if red:
-            console.print(f"[bold red]{red} of {len(art['gates'])} gate checks failed[/]")
-        else:
-            console.print(f"[green]all {len(art['gates'])} gate checks passed[/]")
 
 
 @cli.command()
@@ -301,7 +202,7 @@ def _print_compare(diff: dict[str, Any], limit: int) -> None:
             cells.append("–" if cell is None else f"{cell['b']:.3f}\n{_delta(cell['delta'])}{_noise(cell)}")
         fails = f"{row['failures_a']}→{row['failures_b']}"
         table.add_row(slice_name, str(row["n_b"]), *cells, fails, style="bold" if slice_name == "overall" else None)
-    _print_whole(table)
+    print_whole(table)
     n_overall = next((c.get("n_paired") for c in overall.values() if c.get("n_paired")), 0)
     console.print(f"[dim]* significant, ~ within noise: paired randomization test at alpha {diff.get('alpha', 0.05)} "
                   f"over the questions both runs scored ({n_overall} overall)[/]")
@@ -313,7 +214,7 @@ def _print_compare(diff: dict[str, Any], limit: int) -> None:
         for e in entries[:limit]:
             flag = " [bold red](regression case)[/]" if e["regression"] and title.startswith("broken") else ""
             console.print(f"  {escape(e['query_id'])} [dim]{escape(e['slice'] or '')}[/]  "
-                          f"rank {_fmt(e['rank_a'])} → {_fmt(e['rank_b'])}  "
+                          f"rank {value_text(e['rank_a'])} → {value_text(e['rank_b'])}  "
                           f"{e['failure_a'] or 'ok'} → {e['failure_b'] or 'ok'}{flag}")
         if len(entries) > limit:
             console.print(f"  … {len(entries) - limit} more (--limit, --json)")
@@ -374,7 +275,7 @@ def history(ws: Workspace, query_id: str | None, set_name: str | None, metric: s
                 continue
             ranks = ", ".join(f"{d}@{k if k else '–'}" for d, k in (r["ranks"] or {}).items())
             fail = f"[red]{r['failure']}[/]" if r["failure"] else "[green]ok[/]"
-            table.add_row(r["artefact"], r["label"] or "", str(r["rev"]), _fmt(r["first_relevant_rank"]), fail, escape(ranks))
+            table.add_row(r["artefact"], r["label"] or "", str(r["rev"]), value_text(r["first_relevant_rank"]), fail, escape(ranks))
         console.print(table)
         return
     metric = metric or f"success@{runs[-1]['config']['headline_k']}"
@@ -392,8 +293,8 @@ def history(ws: Workspace, query_id: str | None, set_name: str | None, metric: s
         if not present:
             continue
         scale = (0.0, max(1.0, max(present))) if metric in ("failures", "stale") else (0.0, 1.0)  # counts: own scale
-        table.add_row(slice_name, sparkline(values, *scale), _fmt(present[0]), _fmt(present[-1]), _fmt(min(present)),
-                      _fmt(max(present)), style="bold" if slice_name == "overall" else None)
+        table.add_row(slice_name, sparkline(values, *scale), value_text(present[0]), value_text(present[-1]), value_text(min(present)),
+                      value_text(max(present)), style="bold" if slice_name == "overall" else None)
     console.print(table)
 
 
@@ -412,10 +313,11 @@ def _keep_run(run: dict[str, Any], name: str | None, retriever: str | None) -> b
 @click.option("--out", "out", default="retriever-runs/bm25.jsonl", show_default=True,
               type=click.Path(dir_okay=False), help="Run file to write (JSONL).")
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(1), help="Results per query.")
-@pass_ws
-def baseline(ws: Workspace, set_name: str | None, out: str, limit: int) -> None:
+@no_verify_option
+@click.pass_context
+def baseline(ctx: click.Context, set_name: str | None, out: str, limit: int, no_verify: bool) -> None:
     """Write a baseline run: the workspace's own BM25 search for every active case
-    (the same as `curator run baseline --no-score`).
+    (an alias of `curator run baseline --no-score`).
 
     Score it like any retriever's run; a retriever that does not beat it needs work.
 
@@ -423,12 +325,6 @@ def baseline(ws: Workspace, set_name: str | None, out: str, limit: int) -> None:
     Example:
         curator baseline && curator score retriever-runs/bm25.jsonl --name bm25
     """
-    # An alias of `curator run baseline --no-score` (curator.harness; docs/harness.md).
-    from curator.harness import build_adapter, run_retriever
-    from curator.harness.adapters import RetrieverSpec
+    from curator.cli.run import run
 
-    cases = [c for c in ws.existing_set(set_name).read().cases.values() if c.status == "active"]
-    path = Path(out) if Path(out).is_absolute() else Path.cwd() / out
-    adapter = build_adapter(RetrieverSpec("baseline", kind="baseline"), ws, 1)
-    outcome = run_retriever(adapter, cases, path, k=limit)
-    console.print(f"wrote {outcome.done} queries to {escape(rel(path, ws.root))}")
+    ctx.invoke(run, retriever="baseline", set_name=set_name, out=out, k=limit, no_score=True, no_verify=no_verify)

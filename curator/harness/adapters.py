@@ -52,6 +52,7 @@ class RetrieverSpec:
     revision: str | None = None
     function: str | None = None
     command: str | None = None
+    proxy: str | None = None  # http: else HTTP(S)_PROXY / NO_PROXY from the environment
     timeout: float = 10.0
     retries: int = 1
 
@@ -82,6 +83,8 @@ class RetrieverSpec:
                          template_sha256=hashlib.sha256(f"{self.url}\n{self.body or ''}".encode()).hexdigest()[:16],
                          headers=sorted(self.headers), hits=self.hits, id=self.id, score=self.score,
                          revision=self.revision)
+            if self.proxy:
+                block["proxy"] = redact_url(self.proxy)
         elif self.kind == "python":
             block["function"] = self.function
         elif self.kind == "command":
@@ -105,17 +108,36 @@ def render(template: str, query: str, k: int, *, in_url: bool) -> str:
     return template.replace("{query}", value).replace("{k}", str(k))
 
 
+def secret_values(headers: dict[str, str]) -> list[str]:
+    """The environment values the header templates name: never written anywhere."""
+    values = []
+    for value in headers.values():
+        for match in _ENV_REF.finditer(value):
+            secret = os.environ.get(match.group(1) or match.group(2), "")
+            if secret:
+                values.append(secret)
+    return values
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
+def resolve_env(value: str, what: str) -> str:
+    """`$VAR` / `${VAR}` in a header or proxy template, read from the environment."""
+    def env(match: re.Match[str]) -> str:
+        var = match.group(1) or match.group(2)
+        if var not in os.environ:
+            raise CuratorError(f"{what}: environment variable {var} is not set",
+                               "Secrets come only from the environment, never curator.toml.")
+        return os.environ[var]
+    return _ENV_REF.sub(env, value)
+
+
 def resolve_headers(headers: dict[str, str]) -> dict[str, str]:
-    resolved = {}
-    for key, value in headers.items():
-        def env(match: re.Match[str], header: str = key) -> str:
-            var = match.group(1) or match.group(2)
-            if var not in os.environ:
-                raise CuratorError(f"header {header}: environment variable {var} is not set",
-                                   "Secrets come only from the environment, never curator.toml.")
-            return os.environ[var]
-        resolved[key] = _ENV_REF.sub(env, value)
-    return resolved
+    return {key: resolve_env(value, f"header {key}") for key, value in headers.items()}
 
 
 @functools.cache
@@ -185,6 +207,11 @@ class Adapter:
     async def start(self) -> None:
         return None
 
+    async def ready(self, query: str, k: int) -> None:
+        """Called untimed before each timed request (the command adapter warms a freshly
+        started program here)."""
+        return None
+
     async def search(self, query: str, k: int) -> list[Hit]:
         raise NotImplementedError
 
@@ -199,17 +226,22 @@ class HttpAdapter(Adapter):
         self.client: Any = None
         self.httpx: Any = None  # the httpx2 module, imported by start()
         self.headers: dict[str, str] = {}
+        self.secrets: list[str] = []
 
     async def start(self) -> None:
         import httpx2
 
         self.httpx = httpx2
         self.headers = {"content-type": "application/json", **resolve_headers(self.spec.headers)}
+        proxy = resolve_env(self.spec.proxy, "proxy") if self.spec.proxy else None
+        self.secrets = secret_values({**self.spec.headers, "proxy": self.spec.proxy or ""})
         limits = httpx2.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
         # Loading the CA bundle costs 50-200 ms, several percent of a 1,000-query run; a
-        # plain-http URL (redirects are not followed) never needs it.
+        # plain-http URL (redirects are not followed) never needs it. trust_env: proxies
+        # from HTTP(S)_PROXY / NO_PROXY and SSL_CERT_FILE, as curl reads them.
         tls = (self.spec.url or "").lower().startswith("https:")
-        self.client = httpx2.AsyncClient(timeout=self.spec.timeout, limits=limits, trust_env=False, verify=tls)
+        self.client = httpx2.AsyncClient(timeout=self.spec.timeout, limits=limits, trust_env=True, verify=tls,
+                                         proxy=proxy)
 
     async def search(self, query: str, k: int) -> list[Hit]:
         httpx2 = self.httpx
@@ -221,9 +253,10 @@ class HttpAdapter(Adapter):
         except httpx2.TimeoutException:
             raise RequestFailed(f"timeout after {spec.timeout:g} s") from None
         except httpx2.HTTPError as exc:
-            raise RequestFailed(f"{type(exc).__name__}: {exc}") from None
+            raise RequestFailed(redact(f"{type(exc).__name__}: {exc}", self.secrets)) from None
         if response.status_code >= 400:
-            raise RequestFailed(f"HTTP {response.status_code}: {response.text[:200]}")
+            # a server may echo the request's credentials in its error page
+            raise RequestFailed(f"HTTP {response.status_code}: {redact(response.text, self.secrets)[:200]}")
         try:
             data = response.json()
         except ValueError:
@@ -276,7 +309,10 @@ class CommandAdapter(Adapter):
 
     A late answer must never be taken for the next query's: an answer carrying an `id`
     other than the current request's is discarded, and after a timeout a program that has
-    not shown it echoes ids is restarted (its late answer dies with it)."""
+    not shown it echoes ids is restarted (its late answer dies with it).
+
+    A program answers its first request only after its own start-up (imports, loading an
+    index), so the first request to a (re)started program is sent once untimed first."""
 
     def __init__(self, spec: RetrieverSpec):
         self.spec = spec
@@ -285,8 +321,10 @@ class CommandAdapter(Adapter):
         self.seq = 0
         self.echoes_ids = False
         self.restarts = 0
+        self.warm = False  # the running program has answered a request
 
     async def start(self) -> None:
+        self.warm = False
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 *shlex.split(self.spec.command or ""), stdin=asyncio.subprocess.PIPE,
@@ -300,12 +338,26 @@ class CommandAdapter(Adapter):
                 await self.start()  # restarted after a timeout, or after it ended
             self.seq += 1
             data = await self._ask(self.seq, query, k)
+            self.warm = True
         results = data.get("results") if isinstance(data, dict) else data
         if isinstance(data, dict) and data.get("error"):
             raise RequestFailed(f"command: {data['error']}")
         if not isinstance(results, list):
             raise RequestFailed("command: expected {\"results\": [...]}")
         return [_coerce(item) for item in results]
+
+    async def ready(self, query: str, k: int) -> None:
+        async with self.lock:
+            if self.warm and self.proc is not None and self.proc.returncode is None:
+                return
+            if self.proc is None or self.proc.returncode is not None:
+                await self.start()
+            self.seq += 1
+            try:
+                await self._ask(self.seq, query, k)
+            except RequestFailed:
+                return  # the timed request that follows says what is wrong
+            self.warm = True
 
     async def _ask(self, seq: int, query: str, k: int) -> Any:
         proc = self.proc

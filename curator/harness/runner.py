@@ -48,6 +48,7 @@ async def _one(adapter: Adapter, case: Case, k: int, retries: int) -> dict[str, 
     record: dict[str, Any] = {"query_id": case.query_id, "timestamp": now_iso()}
     error = ""
     for _attempt in range(retries + 1):
+        await adapter.ready(case.query, k)
         start = time.perf_counter()
         try:
             hits = await adapter.search(case.query, k)

@@ -37,9 +37,13 @@ class Handler(BaseHTTPRequestHandler):
 
     def _serve(self, query: str, k: int) -> None:
         SEEN.append(query)
+        if self.path.startswith("http://"):  # asked as a forward proxy: the absolute URL
+            self.server.proxied.append(self.path)  # type: ignore[attr-defined]
         self.server.headers_seen.append(dict(self.headers))  # type: ignore[attr-defined]
         if "fail500" in query:
             return self._reply(500, {"error": "boom"})
+        if "echo401" in query:  # an error page that echoes the credentials it was sent
+            return self._reply(401, {"error": f"bad credentials {self.headers.get('authorization')}"})
         if "slow" in query:
             time.sleep(0.6)
         time.sleep(getattr(self.server, "delay", 0.0))
@@ -52,24 +56,38 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802
         params = parse_qs(urlsplit(self.path).query)
+        if urlsplit(self.path).path == "/search/":  # Vespa: ?yql=...&query=...&hits=k
+            query, k = params["query"][0], int(params["hits"][0])
+            SEEN.append(query)
+            ids = answer_for(query)[:k]
+            return self._reply(200, {"root": {"fields": {"totalCount": len(ids)}, "children": [
+                {"id": f"index:docs/0/{d}", "relevance": 2.0 - i, "fields": {"id": d, "revision": "r1"}}
+                for i, d in enumerate(ids)]}})
         self._serve(params["q"][0], int(params.get("rows", ["10"])[0]))
 
     def do_POST(self) -> None:  # noqa: N802
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        if "q" in body:  # a plain JSON API: {"q", "k"} -> {"results": [{"id", "score"}]}
+            SEEN.append(body["q"])
+            return self._reply(200, {"results": [{"id": d, "score": 2.0 - i}
+                                                 for i, d in enumerate(answer_for(body["q"])[: body["k"]])]})
         self._serve(body["query"]["match"]["text"], int(body["size"]))
 
 
 def start_server() -> ThreadingHTTPServer:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.headers_seen = []  # type: ignore[attr-defined]
+    server.proxied = []  # type: ignore[attr-defined]
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
 
 if __name__ == "__main__":  # the command retriever: JSONL in, JSONL out
     # --echo-id: answers carry the request's id; a query with "slow" takes 1 s; each start
-    # is logged to the file named by --starts
+    # is logged to the file named by --starts; --slow-start takes 1 s before reading
     echo = "--echo-id" in sys.argv
+    if "--slow-start" in sys.argv:  # start-up (imports, an index) before the first answer
+        time.sleep(1.0)
     if "--starts" in sys.argv:
         with open(sys.argv[sys.argv.index("--starts") + 1], "a") as log:
             log.write("started\n")

@@ -82,6 +82,22 @@ def test_solr_get_url_encodes_the_query_and_header_secret_is_never_stored(ws, ru
         assert "s3cret" not in path.read_text()
 
 
+def test_a_server_echoing_the_secret_in_its_error_never_gets_it_stored(ws, run_cli, server, monkeypatch) -> None:
+    port = server.server_address[1]
+    monkeypatch.setenv("ES_TOKEN", "s3cret-token")
+    _set_with(ws, ["echo401 please"])
+    result = run_cli(["run", "--kind", "http", "--url", f"http://127.0.0.1:{port}/x/_search",
+                      "--body", '{"query": {"match": {"text": "{query}"}}, "size": {k}}', "--hits", "hits.hits",
+                      "--id", "_id", "--header", "Authorization: Bearer $ES_TOKEN", "--retries", "0"], cwd=ws.root)
+    assert result.exit_code == 3, result.output
+    assert server.headers_seen[0]["Authorization"] == "Bearer s3cret-token"
+    (record,) = _lines(ws.root / "retriever-runs" / "http.jsonl").values()
+    assert record["error"].startswith("HTTP 401") and "Bearer ***" in record["error"]
+    assert "s3cret" not in result.output
+    for path in [*(ws.root / "runs").glob("*.json"), *(ws.root / "retriever-runs").glob("*")]:
+        assert "s3cret" not in path.read_text()
+
+
 def test_faults_are_recorded_per_query(ws, run_cli, server) -> None:
     port = server.server_address[1]
     _set_with(ws, ["fine query", "fail500 please", "slow one"])
@@ -138,3 +154,102 @@ def test_concurrency_and_warmup(ws, run_cli, server) -> None:
     assert result.exit_code == 0, result.output
     assert len(harness_helpers.SEEN) == 8  # 2 warm-ups + 6 measured
     assert len(_lines(ws.root / "retriever-runs" / "http.jsonl")) == 6
+
+
+def test_a_command_programs_start_up_is_not_any_querys_latency(ws, run_cli) -> None:
+    # the program sleeps 1 s before it reads stdin; no query's latency may carry that second
+    _set_with(ws, ["alpha beta", "gamma delta epsilon"])
+    helper = Path(harness_helpers.__file__)
+    result = run_cli(["run", "--kind", "command", "--command", f"{sys.executable} {helper} --slow-start",
+                      "--no-score"], cwd=ws.root)
+    assert result.exit_code == 0, result.output
+    latencies = [r["latency_ms"] for r in _lines(ws.root / "retriever-runs" / "command.jsonl").values()]
+    assert len(latencies) == 2 and max(latencies) < 500, latencies
+
+
+def test_run_refuses_a_set_that_fails_verify_and_baseline_is_its_alias(demo_ws, run_cli) -> None:
+    cases = demo_ws.root / "datasets" / "main" / "cases.jsonl"
+    assert run_cli(["verify"], cwd=demo_ws.root).exit_code == 0  # records the checkpoint
+    lines = cases.read_text().splitlines()
+    cases.write_text("\n".join([lines[0].replace('"rev":1', '"rev":1,"tags":["x"]', 1) if '"tags"' not in lines[0]
+                                else lines[0].replace('"tags":[', '"tags":["edited",', 1)] + lines[1:]) + "\n")
+    refused = run_cli(["run", "baseline", "--no-score"], cwd=demo_ws.root)
+    assert refused.exit_code == 1 and "fails verify" in refused.output and "--no-verify" in refused.output
+    assert run_cli(["baseline"], cwd=demo_ws.root).exit_code == 1
+    run = demo_ws.root / "retriever-runs" / "bm25.jsonl"
+    run.unlink()
+    done = run_cli(["run", "baseline", "--no-score", "--no-verify"], cwd=demo_ws.root)
+    assert done.exit_code == 0, done.output
+    assert run.exists()  # the same file as `curator baseline` writes
+
+
+def test_every_request_failing_writes_the_run_but_scores_nothing(ws, run_cli) -> None:
+    _set_with(ws, ["q one", "q two"])
+    runs = list((ws.root / "runs").glob("*.json")) if (ws.root / "runs").exists() else []
+    result = run_cli(["run", "--kind", "http", "--url", "http://127.0.0.1:9/none", "--body", '{"q": "{query}"}',
+                      "--retries", "0", "--timeout", "2"], cwd=ws.root)
+    assert result.exit_code == 3, result.output
+    assert "every request failed" in result.output and "not scored" in result.output
+    assert all("error" in r for r in _lines(ws.root / "retriever-runs" / "http.jsonl").values())
+    after = list((ws.root / "runs").glob("*.json")) if (ws.root / "runs").exists() else []
+    assert after == runs
+
+
+def _documented_templates() -> dict[str, str]:
+    """The four `[retrievers.*]` tables of docs/harness.md's Templates section, as written."""
+    import re
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "harness.md").read_text()
+    section = text.split("## Templates", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```toml\n(.*?)```", section, flags=re.S)
+    return {re.search(r"\[retrievers\.(\w+)\]", b).group(1): b for b in blocks}
+
+
+@pytest.mark.parametrize("name", ["es", "solr", "vespa", "api"])
+def test_each_documented_template_works_as_written(ws, run_cli, server, name: str) -> None:
+    import re
+
+    templates = _documented_templates()
+    assert set(templates) == {"es", "solr", "vespa", "api"}
+    port = server.server_address[1]
+    # the docs' localhost:9200 / 8983 / 8080 / 8000 become the test server, nothing else changes
+    toml = re.sub(r"http://localhost:\d+", f"http://127.0.0.1:{port}", templates[name])
+    (ws.root / "curator.toml").write_text(toml)
+    _set_with(ws, ["how to restart the exporter", TRICKY])
+    result = run_cli(["run", name, "--no-score", "--k", "5"], cwd=ws.root)
+    assert result.exit_code == 0, result.output
+    assert TRICKY in harness_helpers.SEEN  # the query arrives intact in the URL or the body
+    run = _lines(ws.root / "retriever-runs" / f"{name}.jsonl")
+    by_query = {c.query: run[c.query_id] for c in _cases(ws)}
+    for query, record in by_query.items():
+        assert [r["id"] for r in record["results"]] == answer_for(query)
+        assert record["results"][0]["score"] == 2.0 and record["latency_ms"] >= 0
+    if name in ("es", "vespa"):
+        assert record["results"][0]["revision"] == "r1"
+
+
+@pytest.mark.parametrize("how", ["option", "environment"])
+def test_requests_go_through_a_proxy(ws, run_cli, server, monkeypatch, how: str) -> None:
+    # the test server doubles as a forward proxy: it sees the absolute URL of a host that
+    # does not resolve, so an answer proves the request went through it
+    port = server.server_address[1]
+    monkeypatch.setenv("PROXY_PASS", "pr0xy-secret")
+    proxy = f"http://user:$PROXY_PASS@127.0.0.1:{port}"
+    args = ["run", "--kind", "http", "--url", "http://retriever.invalid/docs/_search",
+            "--body", '{"query": {"match": {"text": "{query}"}}, "size": {k}}', "--hits", "hits.hits",
+            "--id", "_id", "--retries", "0", "--json"]
+    if how == "option":
+        args += ["--proxy", proxy]
+    else:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+    _set_with(ws, ["alpha beta"])
+    result = run_cli(args, cwd=ws.root)
+    assert result.exit_code == 0, result.output
+    assert server.proxied == ["http://retriever.invalid/docs/_search"]
+    summary, _ = json.JSONDecoder().raw_decode(result.output)
+    if how == "option":
+        assert summary["retriever"]["proxy"] == f"http://127.0.0.1:{port}"  # no credentials
+    for path in [*(ws.root / "runs").glob("*.json"), *(ws.root / "retriever-runs").glob("*")]:
+        assert "pr0xy-secret" not in path.read_text()

@@ -22,6 +22,23 @@ def test_score_table_is_never_truncated_when_piped(demo_ws) -> None:
     assert "exact_identifier" in table
 
 
+def test_score_table_prints_each_slices_interval_under_its_values(demo_ws) -> None:
+    import json
+
+    env = {**os.environ, "NO_COLOR": "1"}
+    out = subprocess.run([CURATOR, "score", "retriever-runs/triage-example.jsonl", "--json"], cwd=demo_ws.root,
+                         capture_output=True, text=True, env=env, timeout=60)
+    artefact = json.loads(Path(json.loads(out.stdout)["artefact"]).read_text())
+    out = subprocess.run([CURATOR, "score", "retriever-runs/triage-example.jsonl", "--no-write"], cwd=demo_ws.root,
+                         capture_output=True, text=True, env=env, timeout=60)
+    lines = out.stdout.split("latency over")[0].splitlines()
+    row = next(i for i, line in enumerate(lines) if line.strip().startswith("freshness"))
+    assert lines[row + 1].split()[:2] == ["95%", "CI"]
+    low, high = artefact["metrics"]["slices"]["freshness"]["ci"]["success@5"]
+    assert lines[row + 1].split()[2] == f"{low:.2f}–{high:.2f}"
+    assert "percentile bootstrap" in out.stdout and "1,000 resamples" in out.stdout
+
+
 def test_history_filters_by_name_and_draws_counts_on_their_own_scale(demo_ws, run_cli) -> None:
     from curator.scoring.history import sparkline
 

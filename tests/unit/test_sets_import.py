@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from curator.errors import CuratorError
 from curator.export import export, read_beir, read_qrels_json, read_trec
 from curator.importsets import import_set, roles
 
@@ -109,14 +108,42 @@ def test_queries_without_a_positive_come_in_only_as_asked_negatives(demo_ws, tmp
     assert cases["q2"].expect_empty and not cases["q2"].relevant and cases["q3"].expect_empty
 
 
-@pytest.mark.parametrize(("name", "text", "message"), [
-    ("qrels.txt", "q1 0 faq.md#on-call\n", "qrels.txt:1: expected `qid 0 docno relevance`"),
-    ("qrels.txt", "q1 0 faq.md#on-call high\n", "qrels.txt:1: relevance 'high' is not a whole number"),
-    ("qrels.txt", "q1 0 faq.md#on-call 7\n", "qrels.txt:1: relevance 7 is outside 0-3"),
+@pytest.mark.parametrize(("bad_line", "message"), [
+    ("q1 0 faq.md#on-call", "qrels.txt:2: expected `qid 0 docno relevance`"),
+    ("q1 0 faq.md#on-call high", "qrels.txt:2: relevance 'high' is not a whole number"),
+    ("q1 0 faq.md#on-call 7", "qrels.txt:2: relevance 7 is outside 0-3"),
 ])
-def test_bad_lines_name_the_file_and_line(demo_ws, tmp_path: Path, name: str, text: str, message: str) -> None:
-    (tmp_path / name).write_text(text)
-    (tmp_path / "topics.tsv").write_text("q1\twho is on call\n")
-    with pytest.raises(CuratorError, match=message):
-        import_set(demo_ws, tmp_path / name, "trec", slice_name="paraphrase")
-    assert "n" not in demo_ws.set_names()
+def test_a_bad_line_is_named_and_the_rest_still_comes_in(demo_ws, tmp_path: Path, run_cli, bad_line: str,
+                                                          message: str) -> None:
+    # q1's first judgment is fine, its second is not: q1 is left out whole (half its
+    # judgments would be a wrong case); q2, on good lines, comes in
+    (tmp_path / "qrels.txt").write_text(f"q1 0 faq.md#carrier-platform-faq 1\n{bad_line}\nq2 0 faq.md#on-call 2\n")
+    (tmp_path / "topics.tsv").write_text("q1\twho is on call\nq2\twho gets paged\nno tab here\n")
+    result = import_set(demo_ws, tmp_path / "qrels.txt", "trec", set_name="n", slice_name="paraphrase")
+    assert result.imported == ["q2"]
+    assert any(message in line and "left out" in line for line in result.skipped), result.skipped
+    assert any("topics.tsv:3: expected `query-id<TAB>text`" in line for line in result.skipped)
+    assert set(_active(demo_ws, "n")) == {"q2"}
+    cli = run_cli(["sets", "import", str(tmp_path / "qrels.txt"), "--format", "trec", "--set", "n2",
+                   "--slice", "paraphrase"], cwd=demo_ws.root)
+    assert cli.exit_code == 3 and message in cli.output and "Traceback" not in cli.output
+
+
+def test_a_curator_jsonl_export_comes_back_with_everything_it_says(demo_ws, tmp_path: Path, run_cli) -> None:
+    # freshness pins, revisions, roles, require_all, max_rank and explanations are kept, so
+    # the copy verifies without the slice-rule warnings a qrels-only import would get
+    original = _active(demo_ws)
+    export(demo_ws, None, "jsonl", tmp_path / "all.jsonl")
+    result = run_cli(["sets", "import", str(tmp_path / "all.jsonl"), "--format", "jsonl", "--set", "copy"],
+                     cwd=demo_ws.root)
+    assert result.exit_code == 0, result.output
+    copy = _active(demo_ws, "copy")
+    keep = {"relevant", "require_all", "max_rank", "expect_empty", "freshness", "explanation", "slice", "tags"}
+    for query_id, case in copy.items():
+        assert case.model_dump(include=keep) == original[query_id].model_dump(include=keep), query_id
+        assert case.source.kind == "import"
+        assert case.source.model_dump()["original_source"]["kind"] == original[query_id].source.kind
+    assert any(c.freshness is not None for c in copy.values())
+    assert any(r.revision for c in copy.values() for r in c.relevant)
+    verify = run_cli(["verify", "copy"], cwd=demo_ws.root)
+    assert verify.exit_code == 0 and "needs a revision pin" not in verify.output, verify.output
