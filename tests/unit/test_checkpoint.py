@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from curator import checkpoint
+from curator import verify as verify_module
 from curator.errors import CuratorError
 from curator.freeze import freeze
-from curator import verify as verify_module
 from curator.verify import require_sound, verify, verify_workspace
 
 
