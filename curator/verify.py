@@ -17,7 +17,9 @@ each check is a named function that reads the scan and adds `Problem`s to the re
 A checkpoint (curator.checkpoint) remembers the files as a passing verify read them. Lines
 a passing verify of this curator version checked, byte for byte unchanged since, get no
 second schema check: their key (query_id, rev) is read off the line (curator writes it
-first). `require_sound`, the gate of the commands that build on a set, first tries the
+first); when both files are exactly what it read, the line checks do not run at all
+(`_as_checkpointed`), only the checks on latest revs and what lies outside the two files.
+`require_sound`, the gate of the commands that build on a set, first tries the
 checkpoint's incremental path (`checkpoint.advance`) and runs a full verify only when that
 cannot prove the set sound.
 """
