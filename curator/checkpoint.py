@@ -116,11 +116,25 @@ def save(qs: QuestionSet, verified: Verified) -> dict[str, Any] | None:
     path.parent.mkdir(parents=True, exist_ok=True)
     files = {}
     for name, file in verified.files.items():
-        text = "".join(h + "\n" for h in verified.hashes[name])
-        write_durably(path.with_name(f"{qs.name}.{name}.hashes"), text)
+        hashes = verified.hashes[name]
+        data = ("\n".join(hashes) + "\n" if hashes else "").encode("ascii")
+        digest = hashlib.sha256(data).hexdigest()
+        sidecar = path.with_name(f"{qs.name}.{name}.hashes")
+        if digest != _sidecar_digest(sidecar, len(data)):  # else it holds these hashes already
+            write_durably(sidecar, data.decode("ascii"))
         files[name] = {"bytes": len(file.blob), "lines": file.count, "sha256": file.digest()[1],
-                       "hashes_sha256": hashlib.sha256(text.encode("ascii")).hexdigest()}
+                       "hashes_sha256": digest}
     return _write(qs, files, verified.revs, verified.retired)
+
+
+def _sidecar_digest(path: Path, size: int) -> str | None:
+    """The sha256 of a sidecar file if it is `size` bytes long (None if not, or unreadable)."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(size + 1)
+    except OSError:
+        return None
+    return hashlib.sha256(data).hexdigest() if len(data) == size else None
 
 
 def _write(qs: QuestionSet, files: dict[str, Any], revs: dict[str, int], retired: set[str]) -> dict[str, Any]:
@@ -131,6 +145,12 @@ def _write(qs: QuestionSet, files: dict[str, Any], revs: dict[str, int], retired
     qs.checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
     write_durably(qs.checkpoint_path, json.dumps(record, separators=(",", ":")))
     return record
+
+
+def recorded_revs(checkpoint: dict[str, Any]) -> dict[str, int]:
+    """Each case's latest rev as the checkpoint records it."""
+    words = checkpoint["revs"].split()  # "query_id rev query_id rev ...": quicker to read than JSON
+    return dict(zip(words[::2], map(int, words[1::2]), strict=True))
 
 
 def _hashes_path(qs: QuestionSet, name: str) -> Path | None:
@@ -183,7 +203,9 @@ def prefix_intact(file: JsonLines, entry: dict[str, Any]) -> bool:
         lines = int(entry["lines"])
         return file.digest(lines) == (lines, entry["sha256"])
     size = int(entry["bytes"])
-    return size <= len(file.blob) and hashlib.sha256(memoryview(file.blob)[:size]).hexdigest() == entry["sha256"]
+    if size == len(file.blob):  # the whole file: its digest is kept for the next checkpoint
+        return file.digest()[1] == entry["sha256"]
+    return size < len(file.blob) and hashlib.sha256(memoryview(file.blob)[:size]).hexdigest() == entry["sha256"]
 
 
 # ---- the append-only rule without git -----------------------------------------------------------
@@ -312,8 +334,7 @@ def _check_appended_lines(
     """Each appended case line is a valid case and its rev the next of its case; each
     appended change-log line is a valid entry with an action that fits; the two explain
     each other. Gives the new (revs, retired), or None at the first thing that does not fit."""
-    words = checkpoint["revs"].split()  # "query_id rev query_id rev ...": quicker to read than JSON
-    revs = dict(zip(words[::2], map(int, words[1::2]), strict=True))
+    revs = recorded_revs(checkpoint)
     retired = set(checkpoint["retired"].split())
     was_retired: dict[tuple[str, int], bool] = {}
     validate_case = Case.__pydantic_validator__.validate_json

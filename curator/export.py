@@ -35,6 +35,8 @@ STATUSES = ("active", "retired", "all")
 NEGATIVES = "negatives.jsonl"
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_QUERY_ID = re.compile(rb'^\{"query_id":"([a-z0-9][a-z0-9-]*)"')  # as curator writes a case line
+_TSV_BREAK = re.compile(r'[\t\r\n]|^"')  # what breaks a row of BEIR's TSV (read with csv.reader)
 _DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2})?(\.\d+)?(Z|[+-]\d{2}:?\d{2})?$")
 
 
@@ -144,9 +146,11 @@ def latest_cases(qs: QuestionSet) -> list[Case]:
     """The latest rev of every case, in first-seen order, as `qs.read()` gives it but
     validating only each case's last line (an export needs nothing older). A line that is
     not a case is an error naming file and line; a torn last line is never data."""
-    last: dict[str, tuple[int, bytes]] = {}
+    last: dict[bytes, tuple[int, bytes]] = {}  # by query_id, as UTF-8 (the writer puts it first)
+    match = _QUERY_ID.match
     for number, raw in enumerate(JsonLines.read(qs.cases_path).lines, start=1):
-        query_id = query_id_of(raw)
+        found = match(raw)
+        query_id = found.group(1) if found else _encoded(query_id_of(raw))
         if query_id is None:
             raise CuratorError(
                 f"{qs.cases_path}:{number}: not a valid case (expected a JSON object with a query_id)",
@@ -163,6 +167,10 @@ def latest_cases(qs: QuestionSet) -> list[Case]:
                 "Run `curator verify` and fix the file; exports never guess at a broken record.",
             ) from None
     return cases
+
+
+def _encoded(query_id: str | None) -> bytes | None:
+    return None if query_id is None else query_id.encode()
 
 
 def _latest(result: ReadResult) -> list[Case]:
@@ -259,8 +267,7 @@ def _export_beir(
     queries, rows = [], ["query-id\tcorpus-id\tscore\n"]
     labelled: set[str] = set()
     for case in cases:
-        # BEIR reads the TSV with csv.reader: a tab, a newline or a leading quote breaks a row.
-        bad = [r.id for r in case.relevant if any(ch in r.id for ch in "\t\r\n") or r.id.startswith('"')]
+        bad = [r.id for r in case.relevant if _TSV_BREAK.search(r.id)]
         if bad:
             result.skipped.append(f"{case.query_id}: passage id {bad[0]!r} holds a tab or newline, "
                                   "or starts with a quote (BEIR's TSV cannot hold it)")

@@ -5,7 +5,8 @@
 - `check_latest`: the checks on each case's latest rev (one case per candidate, the slice
   rules), from facts the case loop gathered on its last line;
 - `check_changelog`: every change-log line after the trusted ones is a valid entry;
-- `check_pairing`: each case line has its change-log entry and the other way round.
+- `check_pairing`: each case line has its change-log entry and the other way round;
+- `check_torn`: a torn last line of either file (a warning).
 
 Trusted lines are those a passing verify of this curator version checked, unchanged since
 (curator.verify reads their key off the line). Each check adds `Problem`s to a list.
@@ -41,45 +42,66 @@ def check_cases(
     kept (keeping the latest of each made the loop a third slower: fresh memory for every
     line)."""
     path = str(cases.path)
+    found: list[Problem] = []  # this file's problems, put in line order at the end
     keys: list[Key | None] = []
     retired: set[Key] = set()
     latest: dict[str, int] = {}  # query_id -> index of its latest valid line
     last_rev: dict[str, int] = {}
-    seen_at: dict[Key, int] = {}  # (query_id, rev) -> its first line number
+    odd: list[tuple[int, int]] = []  # (index, rev expected) of lines whose rev is not the next
     last_lines = _last_lines(cases.lines, len(trusted))
+    count = len(trusted)
     validate = Case.__pydantic_validator__.validate_json  # Case.model_validate_json, minus a call
     for index, line in enumerate(cases.lines):
-        if index < len(trusted):
-            query_id, rev = trusted[index]
+        if index < count:
+            query_id, rev = key = trusted[index]
             if line_retired(line):
-                retired.add(trusted[index])
+                retired.add(key)
         else:
             try:
                 case = validate(line)
             except ValidationError as exc:
-                problems.append(Problem(path, index + 1, f"not a valid case: {validation_problems(exc, 'record')}"))
+                found.append(Problem(path, index + 1, f"not a valid case: {validation_problems(exc, 'record')}"))
                 keys.append(None)
                 continue
-            query_id, rev = case.query_id, case.rev
+            query_id, rev = key = case.query_id, case.rev
             if case.status == "retired":
-                retired.add((query_id, rev))
+                retired.add(key)
             if index in last_lines:
                 facts[query_id] = _facts(index, case)
-        key = (query_id, rev)
         keys.append(key)
         latest[query_id] = index
         previous = last_rev.get(query_id, 0)
-        first = seen_at.setdefault(key, index + 1)
-        if first != index + 1:  # a second line with this rev: a merge conflict, reported as one
-            duplicates.append(Duplicate(query_id, rev, first, index + 1))
-        elif rev != previous + 1:
-            problems.append(Problem(path, index + 1, f"{query_id}: rev {rev} where {previous + 1} was expected"))
+        if rev != previous + 1:  # a skipped rev, or a second line of one (explained below)
+            odd.append((index, previous + 1))
         if rev > previous:
             last_rev[query_id] = rev
-    if cases.torn:
-        message = "torn last line (interrupted write); the next append repairs it"
-        problems.append(Problem(path, cases.count + 1, message, fatal=False))
+    _explain_revs(found, duplicates, path, keys, odd)
+    found.sort(key=lambda problem: problem.line or 0)
+    problems.extend(found)
     return keys, latest, last_rev, retired
+
+
+def _explain_revs(
+    problems: list[Problem], duplicates: list[Duplicate], path: str, keys: list[Key | None],
+    odd: list[tuple[int, int]],
+) -> None:
+    """Each line whose rev is not the next of its case is a second line of an earlier
+    (query_id, rev), a merge conflict (`duplicates`), or a rev out of order (`problems`).
+    A line whose rev is the next cannot repeat one, so only these lines are looked up."""
+    if not odd:
+        return
+    first: dict[Key, int] = {}  # (query_id, rev) -> its first line number
+    for number, key in enumerate(keys, start=1):
+        if key is not None:
+            first.setdefault(key, number)
+    for index, expected in odd:
+        key = keys[index]
+        assert key is not None
+        query_id, rev = key
+        if first[key] != index + 1:
+            duplicates.append(Duplicate(query_id, rev, first[key], index + 1))
+        else:
+            problems.append(Problem(path, index + 1, f"{query_id}: rev {rev} where {expected} was expected"))
 
 
 def _facts(index: int, case: Case) -> Facts:
@@ -89,6 +111,19 @@ def _facts(index: int, case: Case) -> Facts:
     source = (case.source.kind, candidate) if candidate is not None else None
     reasons = slice_problems(case) if case.status == "active" else []
     return index, case.status, [rel.id for rel in case.relevant], source, reasons
+
+
+def latest_lines(cases: JsonLines) -> dict[str, int] | None:
+    """Each case's last line (its index), by the query_id the writer puts first; None if a
+    line does not start with one."""
+    latest: dict[bytes, int] = {}
+    match = _QUERY_ID.match
+    for index, line in enumerate(cases.lines):
+        found = match(line)
+        if found is None:
+            return None
+        latest[found.group(1)] = index
+    return {query_id.decode(): index for query_id, index in latest.items()}
 
 
 def _last_lines(lines: list[bytes], start: int) -> set[int]:
@@ -153,9 +188,15 @@ def check_changelog(
             continue
         keys.append((entry.query_id, entry.rev))
         actions.append(entry.action)
-    if changelog.torn:
-        problems.append(Problem(path, changelog.count + 1, "torn last line ignored", fatal=False))
     return keys, actions
+
+
+def check_torn(problems: list[Problem], cases: JsonLines, changelog: JsonLines) -> None:
+    """A torn last line (an interrupted write) of either file is a warning: it is no line yet."""
+    for file, message in ((cases, "torn last line (interrupted write); the next append repairs it"),
+                          (changelog, "torn last line ignored")):
+        if file.torn:
+            problems.append(Problem(str(file.path), file.count + 1, message, fatal=False))
 
 
 def check_pairing(

@@ -9,7 +9,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Any
 
 MULTI_HOP = "multi_hop"
@@ -17,41 +18,46 @@ FRESHNESS = "freshness"
 NEGATIVE = "negative"
 
 
-def _get(case_like: Any, name: str, default: Any = None) -> Any:
+def _getter(case_like: Any) -> Callable[[str, Any], Any]:
+    """`get(name, default)` for a mapping's keys or an object's attributes (asked once per
+    object: the check for a mapping is the slow part of a lookup)."""
     if isinstance(case_like, Mapping):
-        return case_like.get(name, default)
-    return getattr(case_like, name, default)
+        return case_like.get
+    return partial(getattr, case_like)
 
 
-def _role(rel: Any) -> str:
-    return str(_get(rel, "role", "primary") or "primary")
-
-
-def _primaries(case_like: Any) -> int:
+def _primaries(get: Callable[[str, Any], Any]) -> int:
     """The number of primary passages: `primaries` (a count or a list) if given, else
     those in `relevant` (a relevant entry without a role is a primary)."""
-    given = _get(case_like, "primaries")
+    given = get("primaries", None)
     if isinstance(given, int):
         return given
-    if isinstance(given, Iterable) and not isinstance(given, str | bytes):
+    if isinstance(given, list):  # a Case's `primaries`
+        return len(given)
+    if given is not None and isinstance(given, Iterable) and not isinstance(given, str | bytes):
         return len(list(given))
-    relevant = _get(case_like, "relevant") or []
-    return sum(1 for rel in relevant if _role(rel) == "primary")
+    count = 0
+    for rel in get("relevant", None) or []:
+        if (_getter(rel)("role", "primary") or "primary") == "primary":
+            count += 1
+    return count
 
 
 def _freshness_pinned(freshness: Any) -> bool:
     if not freshness:
         return False
-    return _get(freshness, "revision") is not None or _get(freshness, "max_age_days") is not None
+    get = _getter(freshness)
+    return get("revision", None) is not None or get("max_age_days", None) is not None
 
 
 def slice_problems(case_like: Any) -> list[str]:
     """Why a case (a `Case`, a dict of its fields, or any object with them: `slice`,
     `relevant` or `primaries`, `expect_empty`, `require_all`, `freshness`) breaks its slice's
     rule; empty when it does not. Retired cases are not checked by callers, not here."""
-    slice_name = str(_get(case_like, "slice", "") or "")
-    primaries = _primaries(case_like)
-    expect_empty = bool(_get(case_like, "expect_empty", False))
+    get = _getter(case_like)
+    slice_name = str(get("slice", "") or "")
+    primaries = _primaries(get)
+    expect_empty = bool(get("expect_empty", False))
     problems: list[str] = []
     if slice_name == NEGATIVE:
         if not expect_empty:
@@ -64,8 +70,8 @@ def slice_problems(case_like: Any) -> list[str]:
     if slice_name == MULTI_HOP:
         if primaries < 2:
             problems.append("a multi_hop case needs at least two primary passages")
-        if not _get(case_like, "require_all", False):
+        if not get("require_all", False):
             problems.append("a multi_hop case needs require_all")
-    elif slice_name == FRESHNESS and not _freshness_pinned(_get(case_like, "freshness")):
+    elif slice_name == FRESHNESS and not _freshness_pinned(get("freshness", None)):
         problems.append("a freshness case needs a revision pin or max_age_days")
     return problems

@@ -17,7 +17,9 @@ each check is a named function that reads the scan and adds `Problem`s to the re
 A checkpoint (curator.checkpoint) remembers the files as a passing verify read them. Lines
 a passing verify of this curator version checked, byte for byte unchanged since, get no
 second schema check: their key (query_id, rev) is read off the line (curator writes it
-first). `require_sound`, the gate of the commands that build on a set, first tries the
+first); when both files are exactly what it read, the line checks do not run at all
+(`_as_checkpointed`), only the checks on latest revs and what lies outside the two files.
+`require_sound`, the gate of the commands that build on a set, first tries the
 checkpoint's incremental path (`checkpoint.advance`) and runs a full verify only when that
 cannot prove the set sound.
 """
@@ -45,6 +47,8 @@ from curator.linechecks import (
     check_changelog,
     check_latest,
     check_pairing,
+    check_torn,
+    latest_lines,
 )
 from curator.models import Case
 from curator.problems import Problem
@@ -113,7 +117,6 @@ class VerifyReport:
     scan: SetScan | None = field(default=None, repr=False)  # what verify read (None if no set)
     history: str = "not checked: no history"  # what the append-only check rested on
     duplicates: list[Duplicate] = field(default_factory=list, repr=False)
-    latest_lines: dict[int, str] = field(default_factory=dict, repr=False)  # line number -> query_id
 
     @property
     def first_problem(self) -> Problem | None:
@@ -206,17 +209,14 @@ def verify(
     check_pending(report.problems, qs.root / ".pending.json")
     for file in files.values():
         check_bytes(report.problems, file)
-    trusted = _trusted_keys(record, cases, intact[CASES], _KEY)
     facts: dict[str, Facts] = {}
-    case_keys, latest, revs, retired = check_cases(report.problems, report.duplicates, cases, trusted, facts)
+    checked = _as_checkpointed(record, files, intact)
+    if checked is None:
+        latest, revs = _check_lines(report, qs, record, files, intact, facts)
+    else:
+        latest, revs = checked
+        check_torn(report.problems, cases, changelog)
     report.lines = cases.count
-    report.latest_lines = {index + 1: query_id for query_id, index in latest.items()}
-    change_trusted = _trusted_keys(record, changelog, intact[CHANGELOG], _CHANGE_KEY)
-    change_keys, actions = check_changelog(report.problems, changelog, change_trusted)
-    check_pairing(report.problems, str(qs.cases_path), str(qs.changelog_path), case_keys, change_keys)
-    known_revisions = {key for key in case_keys if key is not None}
-    check_actions(report.problems, str(qs.changelog_path), change_keys, actions, retired, known_revisions)
-    check_conflicts(report.problems, str(qs.cases_path), report.duplicates, changelog)
     labels = check_latest(report.problems, cases, latest, facts)
     del facts
     _check_labels(report, str(qs.cases_path), labels, known_ids, strict)
@@ -235,6 +235,45 @@ def verify(
         report.problems.extend(info.problems)
     report.notes.extend(notes)
     return report
+
+
+def _check_lines(
+    report: VerifyReport, qs: QuestionSet, record: dict[str, Any] | None, files: dict[str, JsonLines],
+    intact: dict[str, bool], facts: dict[str, Facts],
+) -> tuple[dict[str, int], dict[str, int]]:
+    """The line checks over cases.jsonl and changelog.jsonl (lines a checkpoint vouches for
+    are not parsed again); gives each case's latest line index and highest rev."""
+    cases, changelog = files[CASES], files[CHANGELOG]
+    trusted = _trusted_keys(record, cases, intact[CASES], _KEY)
+    case_keys, latest, revs, retired = check_cases(report.problems, report.duplicates, cases, trusted, facts)
+    change_trusted = _trusted_keys(record, changelog, intact[CHANGELOG], _CHANGE_KEY)
+    change_keys, actions = check_changelog(report.problems, changelog, change_trusted)
+    check_torn(report.problems, cases, changelog)
+    check_pairing(report.problems, str(qs.cases_path), str(qs.changelog_path), case_keys, change_keys)
+    known_revisions = {key for key in case_keys if key is not None}
+    check_actions(report.problems, str(qs.changelog_path), change_keys, actions, retired, known_revisions)
+    check_conflicts(report.problems, str(qs.cases_path), report.duplicates, changelog)
+    return latest, revs
+
+
+def _as_checkpointed(
+    record: dict[str, Any] | None, files: dict[str, JsonLines], intact: dict[str, bool]
+) -> tuple[dict[str, int], dict[str, int]] | None:
+    """When a passing verify of this curator version read exactly these cases.jsonl and
+    changelog.jsonl bytes (the checkpoint's prefix is the whole of each file), the line
+    checks (schema, revs, pairing, actions, conflicts) would find what it found: nothing.
+    Gives each case's latest line index and highest rev as it recorded them, or None when
+    the files are not exactly what it read (then the line checks run)."""
+    if not record or record.get("format") != checkpoint.FORMAT or record.get("curator") != __version__:
+        return None
+    for name in (CASES, CHANGELOG):
+        entry = record["files"].get(name)
+        if not intact[name] or entry is None or int(entry["bytes"]) != len(files[name].blob):
+            return None
+    latest = latest_lines(files[CASES])
+    if latest is None:
+        return None
+    return latest, checkpoint.recorded_revs(record)
 
 
 # ---- the checks --------------------------------------------------------------------------------

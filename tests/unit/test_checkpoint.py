@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from curator import checkpoint
+from curator import verify as verify_module
 from curator.errors import CuratorError
 from curator.freeze import freeze
 from curator.verify import require_sound, verify, verify_workspace
@@ -148,3 +149,46 @@ def test_a_damaged_line_hash_file_is_never_trusted(checked) -> None:
     assert checkpoint.line_hashes(qs, checkpoint.load(qs), "cases.jsonl") == verify(qs).scan.line_hashes
     _rewrite(qs.cases_path, 2, b'"query":"two"', b'"query":"two!"')
     assert any(p.line == 2 and "as of the checkpoint" in p.message for p in verify(qs).problems)
+
+
+def _findings(report) -> list[tuple[str, int | None, str, bool]]:
+    return [(Path(p.path).name, p.line, p.message, p.fatal) for p in report.problems]
+
+
+def test_a_verify_of_files_a_passing_verify_read_still_reports_every_finding(checked) -> None:
+    """Nothing appended since the checkpoint: the line checks are not run again, but the
+    warnings on latest revs, the passage ids and the counts are those of a full verify."""
+    qs = checked.question_set()
+    qs.add({"query": "hop", "slice": "multi_hop", "relevant": [{"id": "a.md#x", "role": "primary"}]})
+    full = verify_workspace(checked, ["main"])[0]
+    assert any("multi_hop case needs at least two primary passages" in p.message for p in full.problems)
+    again = verify(qs)
+    assert verify_module._as_checkpointed(checkpoint.load(qs), again.scan.files, {
+        name: True for name in again.scan.files}) is not None  # the checkpointed path was open
+    assert _findings(again) == _findings(full) and again.ok
+    assert (again.cases, again.active, again.lines) == (full.cases, full.active, full.lines) == (4, 4, 5)
+    assert again.scan.revs == full.scan.revs and again.scan.retired == full.scan.retired
+    unknown = verify(qs, known_ids=lambda ids: set(), strict=True)  # the corpus is read every time
+    assert not unknown.ok and "passage 'a.md#x' (in one, two, three, hop) is not in the corpus" in str(unknown.first_problem)
+    with open(qs.changelog_path, "ab") as fh:  # a torn tail is no line: still the checkpointed path, and said
+        fh.write(b'{"at":"2026')
+    torn = verify(qs)
+    assert torn.ok and ("changelog.jsonl", 6, "torn last line ignored", False) in _findings(torn)
+
+
+def test_the_checkpointed_path_needs_the_exact_files_of_this_version(checked) -> None:
+    qs = checked.question_set()
+    record = checkpoint.load(qs)
+    files = verify(qs).scan.files
+    intact = {name: True for name in files}
+    assert verify_module._as_checkpointed(record, files, intact) is not None
+    assert verify_module._as_checkpointed({**record, "curator": "0.0.0"}, files, intact) is None
+    assert verify_module._as_checkpointed(record, files, {**intact, "changelog.jsonl": False}) is None
+    qs.add(_case("four"))  # appended since: the new lines are checked in full, the rest trusted
+    appended = verify(qs)
+    assert verify_module._as_checkpointed(record, appended.scan.files, intact) is None
+    assert appended.ok and appended.lines == 5
+    _rewrite(qs.cases_path, 5, b'"slice":"paraphrase"', b'"slice":""')
+    broken = verify(qs)
+    assert not broken.ok and str(broken.first_problem).endswith("cases.jsonl:5: not a valid case: slice: "
+                                                               "String should have at least 1 character")

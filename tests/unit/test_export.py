@@ -224,3 +224,17 @@ def test_beir_qrels_read_the_way_generic_data_loader_reads_them(ws, tmp_path: Pa
     assert rows == {("plain", "a b.md#x y"): 2, ("plain", "c.md#z"): 3}
     queries, _ = read_beir(tmp_path / "beir")
     assert set(queries) == {"plain"}
+
+
+def test_a_hand_written_latest_line_is_its_case_s_latest_and_a_tab_skips_a_beir_row(ws, tmp_path: Path) -> None:
+    qs = ws.question_set()
+    qs.add(_case("one"))
+    qs.add(_case("tabbed", relevant=[{"id": "a.md#x\ty", "role": "primary"}]))
+    with open(qs.cases_path, "a") as fh:  # rev 2 of "one" with its keys in another order than curator's
+        fh.write('{"rev": 2, "query_id": "one", "query": "one, by hand", "slice": "paraphrase", '
+                 '"relevant": [{"id": "b.md#y"}]}\n')
+    result = export(ws, None, "beir", tmp_path / "beir")
+    queries, qrels = read_beir(tmp_path / "beir")
+    assert {q: r["text"] for q, r in queries.items()} == {"one": "one, by hand"}
+    assert qrels == {"one": {"b.md#y": 2}}
+    assert result.partial and result.skipped[0].startswith("tabbed: passage id 'a.md#x\\ty' holds a tab")
