@@ -56,6 +56,7 @@ from curator.logs.sources import BlockHasher, Progress, Source, combine, open_st
 __all__ = ["FORMATS", "NotForDuckDB", "available", "read"]
 
 _CHUNK = 16 << 20  # bytes the fingerprint thread reads at a time (two hashing blocks)
+_UNQUOTED = "CASE WHEN contains(q, '\\') THEN q ELSE q[2:-2] END AS q"
 
 
 def available() -> bool:
@@ -220,11 +221,14 @@ def _counts(reader: Reader, fields: Fields, details: Path | None = None) -> tupl
     settling = ["named", "coalesce(least, 0) AS least", "coalesce(greatest, 0) AS greatest", "buckets"] if users else []
     columns = reader.con.execute(
         # hash(q) here, once per query, not in the GROUP BY of every line
-        f"SELECT {', '.join(['q', 'lines', 'n', 'hash(q) AS hq', *optional, *settling])} "
+        # a JSON string without a backslash has no escape: its value is the text inside the quotes
+        f"SELECT {', '.join([_UNQUOTED, 'lines', 'n', 'hash(q) AS hq', *optional, *settling])} "
         f"FROM {'found' if details else 'counted WHERE ok AND inside'}"
     ).fetchnumpy()
-    # a JSON string without a backslash has no escape: its value is the text inside the quotes
-    queries = [raw[1:-1] if "\\" not in raw else loads(raw) for raw in columns["q"].tolist()]
+    queries = columns["q"].tolist()
+    for k, text in enumerate(queries):
+        if "\\" in text:  # the JSON text: decoded by the python reader's own `loads`
+            queries[k] = loads(text)
     ns = columns["n"].tolist()
     agg.parsed = int(columns["lines"].sum())
     agg.lines += agg.parsed
