@@ -123,7 +123,7 @@ def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, 
     trusted = not (doubtful or refused_lines)
     users_of = UsersOf(source_sql, sql, source.label, counted, trusted, temp) if sql.fields.user else None
     ids_of = IdsOf(source_sql, sql, source.label, counted, trusted, temp, left_ids) if with_ids and later else None
-    details_of = DetailsOf(details, counted, counted.rows) if details else None
+    details_of = DetailsOf(details, counted) if details else None
     return FileRead(source, fmt, fingerprint.result(agg.lines), agg, handler.fields.given(), "duckdb", users_of,
                     ids_of, details_of)
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from curator.logs.duck_sql import Reader, quote
 from curator.logs.duck_users import Counted
@@ -37,17 +36,16 @@ class Details:
 @dataclass
 class DetailsOf:
     """The details file of one DuckDB read: `path` holds a row per query of `counted`,
-    keyed by its `rows` (numpy column, by position in `counted`)."""
+    keyed by `counted.rows`."""
 
     path: Path
     counted: Counted
-    rows: Any
 
     def look_up(self, queries: set[str]) -> dict[str, list[Details]]:
         """The details of those of `queries` this file has (two for a query spelled two
         ways in JSON, "\\u00e9" and "é")."""
         at = self.counted.rows_of(queries)
-        query_of = {int(self.rows[p]): q for q, positions in at.items() for p in positions}
+        query_of = {int(self.counted.rows[p]): q for q, positions in at.items() for p in positions}
         found: dict[str, list[Details]] = {}
         if not query_of:
             return found
