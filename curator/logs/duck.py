@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import importlib.util
 import threading
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from curator.errors import InputError
 from curator.logs.aggregate import Aggregate
+from curator.logs.duck_details import DetailsOf, write_details
 from curator.logs.duck_ids import IdsOf, count_ids
 from curator.logs.duck_odd import leftovers, leftovers_of_rows, refused
 from curator.logs.duck_sql import (
@@ -54,6 +56,7 @@ from curator.logs.sources import BlockHasher, Progress, Source, combine, open_st
 __all__ = ["FORMATS", "NotForDuckDB", "available", "read"]
 
 _CHUNK = 16 << 20  # bytes the fingerprint thread reads at a time (two hashing blocks)
+_UNQUOTED = "CASE WHEN contains(q, '\\') THEN q ELSE q[2:-2] END AS q"
 
 
 def available() -> bool:
@@ -65,12 +68,14 @@ def available() -> bool:
 
 
 def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, max_line: int,
-         progress: Progress, temp: Path | None = None, ids_later: bool = False) -> FileRead:
+         progress: Progress, temp: Path | None = None, later: bool = False) -> FileRead:
     """Read one file with DuckDB into a FileRead, hashing it (and counting its lines) in
     a thread after the counting pass; DuckDB spills to `temp` (a private folder) when
-    its memory is not enough. `ids_later`: hits and clicks are not counted now but
-    looked up for the queries that need them (the FileRead's `ids_of`, duck_ids.py).
-    Raises NotForDuckDB for what only the python reader can do exactly."""
+    its memory is not enough. `later`: hits and clicks are not counted now but looked
+    up for the queries that need them (the FileRead's `ids_of`, duck_ids.py), and so
+    are first and last seen, zero results and latency if there is a `temp` to keep them
+    in (`details_of`, duck_details.py). Raises NotForDuckDB for what only the python
+    reader can do exactly."""
     if source.path is None:
         raise NotForDuckDB("a stream: standard input or a pipe")
     if not available():
@@ -91,10 +96,11 @@ def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, 
     reader = Reader(_as_bytes(progress, source.size() or 0), temp=temp)
     try:
         with_ids = bool(sql.fields.hits or sql.fields.clicks)
-        agg, doubtful, counted = scan(reader, source_sql, sql, source.label, with_ids and not ids_later)
+        details = temp / f"details-{uuid.uuid4().hex}.parquet" if later and temp else None
+        agg, doubtful, counted = scan(reader, source_sql, sql, source.label, with_ids and not later, details)
         fingerprint.thread.start()  # after DuckDB's pass: beside its threads it slowed the pass more than it took
         refused_lines = [] if fmt == "parquet" else refused(reader)
-        if with_ids and not ids_later:
+        if with_ids and not later:
             # a file whose every line pass 1 counted needs only the ids parsed again
             rows = sql.id_rows(source_sql) if not (doubtful or refused_lines) else sql.rows(source_sql)
             count_ids(reader, f"({rows})", sql.fields, (agg.hits, agg.clicks), source.label, (0.5, 1.0))
@@ -106,7 +112,7 @@ def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, 
             else:
                 left = leftovers(source, odd, refused_lines, handler, max_line)
             hash_users(left, reader)
-            if ids_later:  # their ids join DuckDB's when the ids are looked up
+            if later:  # their ids join DuckDB's when the ids are looked up
                 left_ids.hits, left_ids.clicks, left.hits, left.clicks = left.hits, left.clicks, {}, {}
             agg.merge(left)
     except BaseException:
@@ -116,9 +122,10 @@ def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, 
         reader.close()
     trusted = not (doubtful or refused_lines)
     users_of = UsersOf(source_sql, sql, source.label, counted, trusted, temp) if sql.fields.user else None
-    ids_of = IdsOf(source_sql, sql, source.label, counted, trusted, temp, left_ids) if with_ids and ids_later else None
+    ids_of = IdsOf(source_sql, sql, source.label, counted, trusted, temp, left_ids) if with_ids and later else None
+    details_of = DetailsOf(details, counted) if details else None
     return FileRead(source, fmt, fingerprint.result(agg.lines), agg, handler.fields.given(), "duckdb", users_of,
-                    ids_of)
+                    ids_of, details_of)
 
 
 def first_lines(source: Source, source_sql: str, what: str, rows: int = 2000) -> bytes:
@@ -135,11 +142,12 @@ def first_lines(source: Source, source_sql: str, what: str, rows: int = 2000) ->
 
 
 def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str,
-         ids_next: bool = False) -> tuple[Aggregate, int, Counted]:
+         ids_next: bool = False, details: Path | None = None) -> tuple[Aggregate, int, Counted]:
     """Pass 1 counts per query (and settles most queries' users, see SPREAD); hit and
     click ids are another pass (`count_ids`: next if `ids_next`, else later, for the
     chosen queries). Returns what `_counts` does: the counts, how many lines are left
-    to the python reader, and the queries' `Counted`."""
+    to the python reader, and the queries' `Counted`. `details`: the file to write
+    first and last seen, zero results and latency to, instead of the Aggregate."""
     fields = sql.fields
     rows = f"({sql.rows(source_sql)})"
     step = 0.5 if ids_next else 1.0
@@ -160,11 +168,13 @@ def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str,
         label, (0.0, step),
     )
     reader.release()  # what the pass kept cached (150 MB), before Python decodes its table
-    agg, doubtful, counted = _counts(reader, fields)
+    agg, doubtful, counted = _counts(reader, fields, details)
     if doubtful:  # their texts, for the python reader (see duck_odd.py)
         reader.con.execute("CREATE TEMP TABLE odd AS SELECT odd, sum(lines)::BIGINT AS n FROM counted "
                            "WHERE NOT ok AND NOT empty GROUP BY odd")
     reader.con.execute("DROP TABLE counted")
+    if details:
+        reader.con.execute("DROP TABLE found")
     reader.release()
     return agg, doubtful, counted
 
@@ -180,11 +190,12 @@ def _odd(reader: Reader) -> Iterator[tuple[str, int]]:
     reader.con.execute("DROP TABLE odd")
 
 
-def _counts(reader: Reader, fields: Fields) -> tuple[Aggregate, int, Counted]:
+def _counts(reader: Reader, fields: Fields, details: Path | None = None) -> tuple[Aggregate, int, Counted]:
     """Pass 1's table `counted` as an Aggregate, the number of doubtful lines, and its
     queries as a `Counted` (for their users). A query's JSON text with an escape is
     decoded by the python reader's own `loads`; times come as the python reader writes
-    them (`YYYY-MM-DDTHH:MM:SS`, the fraction dropped)."""
+    them (`YYYY-MM-DDTHH:MM:SS`, the fraction dropped). With `details` (a file), the
+    Aggregate has only the counts: the rest is written there, by row (duck_details.py)."""
     users = bool(fields.user)
     agg = Aggregate()
     doubtful = 0
@@ -198,45 +209,51 @@ def _counts(reader: Reader, fields: Fields) -> tuple[Aggregate, int, Counted]:
         agg.ignored["blank line" if empty else "outside --since/--until"] += lines
     # no NULLs: a masked array costs more than a value that means none ('' or 0)
     optional = []
-    if fields.time:
+    if details:
+        write_details(reader, details)
+        optional.append("row")
+    elif fields.time:
         optional += [f"coalesce(strftime({name}, '%Y-%m-%dT%H:%M:%S'), '') AS {name}" for name in ("first", "last")]
-    if fields.results:
+    if fields.results and not details:
         optional.append("coalesce(zero, 0) AS zero")
-    if fields.latency:
+    if fields.latency and not details:
         optional += ["coalesce(lat_sum, 0) AS lat_sum", "coalesce(lat_n, 0) AS lat_n"]
     settling = ["named", "coalesce(least, 0) AS least", "coalesce(greatest, 0) AS greatest", "buckets"] if users else []
     columns = reader.con.execute(
         # hash(q) here, once per query, not in the GROUP BY of every line
-        f"SELECT {', '.join(['q', 'lines', 'n', 'hash(q) AS hq', *optional, *settling])} "
-        "FROM counted WHERE ok AND inside"
+        # a JSON string without a backslash has no escape: its value is the text inside the quotes
+        f"SELECT {', '.join([_UNQUOTED, 'lines', 'n', 'hash(q) AS hq', *optional, *settling])} "
+        f"FROM {'found' if details else 'counted WHERE ok AND inside'}"
     ).fetchnumpy()
-    # a JSON string without a backslash has no escape: its value is the text inside the quotes
-    queries = [raw[1:-1] if "\\" not in raw else loads(raw) for raw in columns["q"].tolist()]
+    queries = columns["q"].tolist()
+    for k, text in enumerate(queries):
+        if "\\" in text:  # the JSON text: decoded by the python reader's own `loads`
+            queries[k] = loads(text)
     ns = columns["n"].tolist()
     agg.parsed = int(columns["lines"].sum())
     agg.lines += agg.parsed
-    counted = Counted(queries, columns["hq"].tolist(),
+    counted = Counted(queries, columns["hq"], columns.get("row"),
                       *(columns[name] for name in ("named", "least", "greatest", "buckets") if users))
-    details = {name: columns[name].tolist() for name in ("first", "last", "zero", "lat_sum", "lat_n")
-               if name in columns}
+    values = {name: columns[name].tolist() for name in ("first", "last", "zero", "lat_sum", "lat_n")
+              if name in columns}
     if len(set(queries)) == len(queries):  # the usual case: no query has two JSON spellings
         agg.counts.update(dict(zip(queries, ns, strict=True)))
-        if "first" in details:
-            agg.first = {q: t for q, t in zip(queries, details["first"], strict=True) if t}
-            agg.last = {q: t for q, t in zip(queries, details["last"], strict=True) if t}
+        if "first" in values:
+            agg.first = {q: t for q, t in zip(queries, values["first"], strict=True) if t}
+            agg.last = {q: t for q, t in zip(queries, values["last"], strict=True) if t}
     else:  # two JSON texts of one query ("\u00e9" and "é"): one Aggregate row each, merged
         for k, q in enumerate(queries):
             one = Aggregate(counts=Counter({q: ns[k]}))
-            if "first" in details and details["first"][k]:
-                one.first, one.last = {q: details["first"][k]}, {q: details["last"][k]}
+            if "first" in values and values["first"][k]:
+                one.first, one.last = {q: values["first"][k]}, {q: values["last"][k]}
             agg.merge(one)
-    for k, z in enumerate(details.get("zero", ())):
+    for k, z in enumerate(values.get("zero", ())):
         if z:
             agg.zero_results[queries[k]] += z
-    for k, n in enumerate(details.get("lat_n", ())):
+    for k, n in enumerate(values.get("lat_n", ())):
         if n:
             acc = agg.latency.setdefault(queries[k], [0.0, 0])
-            acc[0] += details["lat_sum"][k]
+            acc[0] += values["lat_sum"][k]
             acc[1] += n
     return agg, doubtful, counted
 

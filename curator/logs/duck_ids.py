@@ -52,7 +52,7 @@ class IdsOf(FilePass):
         hits: Ids = {}
         clicks: Ids = {}
         if queries is not None:
-            hashes = [self.counted.hashes[row] for rows in self.counted.rows_of(queries).values() for row in rows]
+            hashes = [int(self.counted.hashes[row]) for rows in self.counted.rows_of(queries).values() for row in rows]
             if not hashes:
                 return hits, clicks
         rows = self.sql.id_rows(self.source_sql) if self.trusted else self.sql.rows(self.source_sql)

@@ -30,11 +30,13 @@ Users = frozenset[int] | set[int]
 @dataclass
 class Counted:
     """The queries pass 1 counted, by row of its table: DuckDB's hash of each one's JSON
-    text and, with a user field, its user aggregates (numpy columns): how many lines
-    name a user, the least and greatest user hash, and how many buckets they fill."""
+    text, its row in the details file (duck_details.py) and, with a user field, its
+    user aggregates (numpy columns): how many lines name a user, the least and greatest
+    user hash, and how many buckets they fill."""
 
     queries: list[str]
-    hashes: list[int]
+    hashes: Any  # numpy column
+    rows: Any = None  # numpy column: each query's row of its details file, if there is one
     named: Any = None
     least: Any = None
     greatest: Any = None
@@ -97,7 +99,7 @@ class UsersOf(FilePass):
 
     def unsettled(self, queries: set[str]) -> dict[str, Users]:
         """The users of `queries`, which pass 1 did not settle, from a users pass."""
-        query_of = {self.counted.hashes[row]: q for q, rows in self.counted.rows_of(queries).items() for row in rows}
+        query_of = {int(self.counted.hashes[row]): q for q, rows in self.counted.rows_of(queries).items() for row in rows}
         found: dict[str, Users] = {}
         for hq, users in self._users(list(query_of)) if query_of else ():
             if hq in query_of:  # the bitmap lets a few others through

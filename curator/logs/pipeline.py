@@ -22,7 +22,7 @@ from curator.logs.cluster import cluster
 from curator.logs.dedupe import Existing
 from curator.logs.duck_sql import spill_folder
 from curator.logs.duck_users import hash_users
-from curator.logs.grouping import Grouped, bump, group, kept
+from curator.logs.grouping import Group, Grouped, bump, group, kept
 from curator.logs.imports import KnownImports, queue_import, quick_key
 from curator.logs.options import FileSummary, ImportOptions, ImportSummary, Settings, settle
 from curator.logs.python_reader import FileRead
@@ -99,6 +99,7 @@ def _import(ws: Workspace, sources: list[Source], settings: Settings, summary: I
     group_of = {raw: g for item in chosen + updates for g in item.groups for raw in g.raws}  # exact query -> its group
     look_up_users(chosen + updates, group_of, [r.users_of for r in reads if r.users_of])
     look_up_ids(chosen + updates, reads)
+    _look_up_details(group_of, reads)
 
     files = [r.source.label for r in reads]
     import_id = sha256_hex("".join(sorted(r.fingerprint for r in reads)))[:12]
@@ -153,7 +154,7 @@ def _read_all(ws: Workspace, sources: list[Source], settings: Settings, summary:
             on_file(source, source.size())
         read = read_source(
             source, opts.format, settings.fields, opts.param, settings.window, opts.max_line_bytes,
-            progress or (lambda _n: None), opts.engine or "auto", temp, ids_later=True,
+            progress or (lambda _n: None), opts.engine or "auto", temp, later=True,
         )
         _require_found(read)
         agg = read.agg
@@ -235,6 +236,27 @@ def _choose(ws: Workspace, grouped: Grouped, settings: Settings,
         updates.append(ClusterItem([grouped.group(rows[i]) for i in clusters.members(c)], known))
     summary.sampled = len(chosen)
     return chosen, updates
+
+
+def _look_up_details(group_of: dict[str, Group], reads: list[FileRead]) -> None:
+    """First and last seen, zero results and latency of the queued groups' exact
+    queries, from the files DuckDB read (see duck_details.py), beside what the
+    Aggregate gave their groups (the other files', the lines the python reader handled)."""
+    for read in reads:
+        if read.details_of is None:
+            continue
+        for raw, found in read.details_of.look_up(set(group_of)).items():
+            g = group_of[raw]
+            for d in found:
+                if d.first and (g.first is None or d.first < g.first):
+                    g.first = d.first
+                if d.last and (g.last is None or d.last > g.last):
+                    g.last = d.last
+                g.zero_results += d.zero
+                if d.lat_n:
+                    g.latency = g.latency or [0.0, 0]
+                    g.latency[0] += d.lat_sum
+                    g.latency[1] += d.lat_n
 
 
 def _require_found(read: FileRead) -> None:

@@ -18,6 +18,7 @@ from curator.logs.sources import BLOCK, BlockHasher, Progress, Source, combine, 
 from curator.logs.text import TextHandler
 
 if TYPE_CHECKING:
+    from curator.logs.duck_details import DetailsOf
     from curator.logs.duck_ids import IdsOf
     from curator.logs.duck_users import UsersOf
 
@@ -83,8 +84,10 @@ class FileRead:
     # for the queued ones only (agg.users has the users it settled and those of the
     # lines the python reader handled)
     users_of: UsersOf | None = None
-    # duckdb engine read with ids_later: hits and clicks, looked up for the queued queries
+    # duckdb engine read with `later`: hits and clicks, looked up for the queued queries
     ids_of: IdsOf | None = None
+    # ... and (given a spill folder) first and last seen, zero results and latency
+    details_of: DetailsOf | None = None
 
 
 def read_python(source: Source, fmt: str, head: bytes, fields: Fields, param: str | None, window: Window,

@@ -31,7 +31,7 @@ def read_source(
     progress: Progress = lambda _n: None,
     engine: str = "auto",
     temp: Path | None = None,
-    ids_later: bool = False,
+    later: bool = False,
 ) -> FileRead:
     """Read one source completely into a FileRead: with DuckDB (JSON Lines and Parquet
     files, see curator/logs/duck.py) or with the python readers; `auto` takes DuckDB
@@ -39,8 +39,9 @@ def read_source(
     DUCKDB_MIN_COMPRESSED_BYTES compressed), and falls back to python where DuckDB
     cannot read a file exactly as the python reader would. `temp`: a private folder
     DuckDB may spill to (see duck_sql.spill_folder); without one it keeps to memory.
-    `ids_later`: DuckDB leaves hits and clicks to a look-up (`FileRead.ids_of`) for
-    the queries that need them; the python readers count them all the same."""
+    `later`: DuckDB leaves hits and clicks to a look-up (`FileRead.ids_of`) for
+    the queries that need them, and, given `temp`, first and last seen, zero results
+    and latency too (`FileRead.details_of`); the python readers count them all the same."""
     head = read_head(source)
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # PowerShell's `>` writes UTF-16
         raise InputError(source.label, "is UTF-16 text; logs are read as UTF-8",
@@ -53,7 +54,7 @@ def read_source(
         engine = "python"  # DuckDB's start costs more than it saves on a small file
     if engine != "python" and fmt in duck.FORMATS and source.path is not None:
         try:
-            return duck.read(source, fmt, head, fields, window, max_line, progress, temp, ids_later)
+            return duck.read(source, fmt, head, fields, window, max_line, progress, temp, later)
         except duck.NotForDuckDB as exc:
             if engine == "duckdb" or fmt == "parquet":
                 raise InputError(

@@ -20,7 +20,7 @@ from tests.unit.test_logs_engines import DATA
 def test_a_duckdb_read_leaves_ids_to_a_look_up_for_the_queries_asked(tmp_path: Path) -> None:
     log = _odd_log(tmp_path / "odd.jsonl")
     py = read_source(Source("odd.jsonl", log), engine="python")
-    duck = read_source(Source("odd.jsonl", log), engine="duckdb", ids_later=True)
+    duck = read_source(Source("odd.jsonl", log), engine="duckdb", later=True)
     assert duck.engine == "duckdb" and duck.agg.hits == {} and duck.agg.clicks == {}
     assert duck.ids_of is not None and not duck.ids_of.trusted  # odd lines: their ids came from python
     wanted = {"dhl cutoff time", "rare 3", "query", "never asked"}
@@ -36,7 +36,7 @@ def test_a_duckdb_read_leaves_ids_to_a_look_up_for_the_queries_asked(tmp_path: P
 def test_the_ids_of_lines_the_python_reader_counted_for_duckdb_are_looked_up_too(tmp_path: Path) -> None:
     log = _corpus_log(tmp_path / "log.jsonl", 3000, 0)
     py = read_source(Source("log.jsonl", log), engine="python")
-    duck = read_source(Source("log.jsonl", log), engine="duckdb", ids_later=True)
+    duck = read_source(Source("log.jsonl", log), engine="duckdb", later=True)
     assert duck.ids_of is not None and "label backlog" in duck.ids_of.left.clicks  # a key-twice line's
     hits, clicks = duck.ids_of.look_up({"label backlog"})
     assert clicks["label backlog"]["errors.md#carrier-e1043"] == py.agg.clicks["label backlog"]["errors.md#carrier-e1043"]
@@ -49,7 +49,7 @@ def test_a_plain_log_looks_up_ids_parsing_only_the_id_fields(tmp_path: Path) -> 
     lines = [{"query": f"q{i % 30}", "hits": [f"p{i % 7}", f"p{i % 5}"], "clicks": [f"p{i % 3}"]} for i in range(500)]
     log.write_text("".join(json.dumps(x) + "\n" for x in lines))
     py = read_source(Source("plain.jsonl", log), engine="python")
-    duck = read_source(Source("plain.jsonl", log), engine="duckdb", ids_later=True)
+    duck = read_source(Source("plain.jsonl", log), engine="duckdb", later=True)
     assert duck.ids_of is not None and duck.ids_of.trusted
     hits, clicks = duck.ids_of.look_up({"q1", "q29"})
     assert hits == {q: py.agg.hits[q] for q in ("q1", "q29")}
