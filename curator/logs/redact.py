@@ -228,6 +228,8 @@ class Redactor:
 
 
 def _sub(pattern: re.Pattern[str], repl: _Replacement, text: str, kind: str, counts: Counter[str], weight: int) -> str:
+    if pattern.search(text) is None:  # most rules find nothing: no callback to build and call
+        return text
     hits = 0
 
     def fn(match: re.Match[str]) -> str:

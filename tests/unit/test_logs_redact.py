@@ -262,7 +262,24 @@ def test_the_prefilter_sees_letters_as_re_i_does_in_texts_that_are_not_ascii() -
 
 
 @pytest.mark.parametrize(
-    "text", ["CARRIER-E1042 packstation", "dhl cutoff time", "ManifestQueueStuck", "tracking api rate limit"]
+    "text", ["CARRIER-E1042 packstation", "dhl cutoff time", "ManifestQueueStuck", "tracking api rate limit",
+             # a word then a number, the word `key`, a capital after `for` inside a word: no pattern's shape
+             "error 404 page", "iphone 15 pro max", "status hub dead twsid 301", "order 12345 missing",
+             "config flag key timeout", "api key rotation", "platform Kubernetes", "runbook for prometheus"]
 )
 def test_the_prefilter_lets_ordinary_queries_skip_redaction(text: str) -> None:
     assert not maybe_personal(text)
+    assert Redactor().redact(text) == text
+
+
+@pytest.mark.parametrize(
+    "text", ["iban DE89370400440532013000", "nino ab123456c", "NI AB 123456C", "NI number QQ 12 34 56 C",
+             "payout GB82WEST12345698765432", "<KEY> wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+             "key aB3dE5gH7jK9mN1pQ3sT5vXy", "apikey hunter22x", "mac aa-bb-cc-dd-ee-ff", "4155550134",
+             "refund for Anna Schmidt"]
+)
+def test_the_prefilter_lets_through_what_redaction_changes(text: str) -> None:
+    """The shapes whose screen needs letters beside the digits (IBAN, NI number), a
+    value after `key`, a MAC without digits: each is seen and redacted."""
+    assert maybe_personal(text)
+    assert Redactor().redact(text) != text
