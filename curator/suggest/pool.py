@@ -32,7 +32,7 @@ from curator.text import query_slug
 if TYPE_CHECKING:
     from curator.models import Suggestion
     from curator.scoring.runs import Ranked
-    from curator.suggest.dense import DenseIndex
+    from curator.suggest.dense import DenseIndex, Embedder
     from curator.workspace import Workspace
 
 RUN_SUFFIXES = (".jsonl", ".json", ".trec", ".run", ".txt", ".tsv")
@@ -115,16 +115,18 @@ def name_index(rows: Iterable[tuple[str, str, str, str]]) -> dict[str, list[tupl
 
 class Pool:
     """The sources of one workspace, loaded once (runs on first use, the dense index when
-    configured). Thread-safe: the review app prepares cards from a worker."""
+    configured). Thread-safe: the review app prepares cards from a worker. `embedder`: one
+    already loaded (a benchmark's), instead of the configured one."""
 
-    def __init__(self, ws: Workspace, *, dense: bool = True):
+    def __init__(self, ws: Workspace, *, dense: bool = True, embedder: Embedder | None = None):
         self.ws = ws
         self.config = ws.config.suggest
         self._lock = threading.Lock()
         self._runs: dict[str, list[tuple[str, Ranked]]] | None = None
         self._dense: DenseIndex | None = None
         self._names: dict[str, list[tuple[str, str]]] | None = None
-        self._dense_wanted = dense and self.config.dense != "none"
+        self._embedder = embedder
+        self._dense_wanted = dense and (embedder is not None or self.config.dense != "none")
         self.problems: list[str] = []  # run files that could not be read
 
     # ---- sources ---------------------------------------------------------------------------
@@ -185,7 +187,7 @@ class Pool:
             if self._dense is None:
                 from curator.suggest.dense import DenseIndex, embedder_for
 
-                embedder = embedder_for(self.ws.config)
+                embedder = self._embedder or embedder_for(self.ws.config)
                 if embedder is not None:
                     self._dense = DenseIndex(self.ws, embedder)
             return self._dense

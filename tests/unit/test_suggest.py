@@ -173,3 +173,23 @@ def test_over_a_real_embeddings_server_bm25s_right_first_answer_is_not_pushed_ou
         assert "storage.md#node-storage" not in [p.id for p in plain[:3]]
     finally:
         ws2.close()
+
+
+def test_vectors_are_cached_by_text_and_model_and_progress_is_reported(ws: Workspace, fake_embeddings, monkeypatch) -> None:  # noqa: F811
+    from curator.config import Config
+    from curator.corpus import add_paths
+    from curator.suggest.dense import OpenAIEmbedder, index_corpus
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    write(ws.root, {**DOCS, "docs/copy.md": DOCS["docs/disk.md"]})  # the same text in two documents
+    add_paths(ws, [ws.root / "docs"])
+    config = Config.model_validate({"model": {"base_url": fake_embeddings.url}})
+    steps: list[tuple[int, int]] = []
+    report = index_corpus(ws, OpenAIEmbedder(config, "model-a"), 2, progress=lambda d, t: steps.append((d, t)))
+    assert (report.passages, report.embedded, report.cached) == (4, 3, 1)
+    assert steps == [(0, 3), (2, 3), (3, 3)]
+    assert index_corpus(ws, OpenAIEmbedder(config, "model-a")).embedded == 0  # nothing new
+    # another model embeds every text again and keeps the first model's vectors
+    assert index_corpus(ws, OpenAIEmbedder(config, "model-b")).embedded == 3
+    assert store.count(ws, "model-a") == store.count(ws, "model-b") == 3
+    assert len(fake_embeddings.texts_sent()) == 6
