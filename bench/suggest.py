@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import CORPORA, percentile  # noqa: E402
 from curator.corpus import add_paths  # noqa: E402
-from curator.suggest.pool import Pool, Pooled, fuse  # noqa: E402
+from curator.suggest.pool import EXACT, Pool, fuse  # noqa: E402
 from curator.workspace import Workspace  # noqa: E402
 
 CORPUS = CORPORA / "prometheus-runbooks" / "docs"
@@ -95,8 +95,10 @@ def found(ids: Sequence[str], answers: set[str]) -> bool:
     return any(i in answers or i.split("#")[0] in answers for i in ids[:3])
 
 
-def plain_rrf(fused: list[Pooled]) -> list[str]:
-    """The order before the pool's tiers: RRF score alone, ties in first-seen order."""
+def plain_rrf(lists: list[tuple[str, list[tuple[str, str | None]]]], rrf_k: int) -> list[str]:
+    """The order before issue 20's fix: RRF score alone over the sources without `exact`,
+    ties in first-seen order."""
+    fused = fuse([(source, items) for source, items in lists if source != EXACT], rrf_k)
     return [p.id for p in sorted(fused, key=lambda p: -p.score)]
 
 
@@ -126,7 +128,7 @@ def measure(ws: Workspace, cases: list[Case], embedder: Any) -> tuple[dict[str, 
         row["bm25"].append(found([pid for pid, _ in by_source.get("bm25", [])], answers))
         if "dense" in by_source:
             row["dense"].append(found([pid for pid, _ in by_source["dense"]], answers))
-        row["plain"].append(found(plain_rrf(fused), answers))
+        row["plain"].append(found(plain_rrf(lists, pool.config.rrf_k), answers))
         row["pool"].append(found([p.id for p in fused], answers))
     return results, latencies
 
