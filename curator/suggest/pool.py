@@ -1,15 +1,24 @@
-"""TREC-style pooling: every source's ranked candidates for a query, fused by reciprocal
-rank (RRF: score = sum over sources of 1 / (rrf_k + rank)).
+"""TREC-style pooling: every source's ranked candidates for a query, in one order.
 
-Sources, in the order that breaks ties: the candidate's own passages (log `clicked` and
-`hit`, `generated from`, ...), curator's BM25 (`bm25`), the dense retriever when one is
-configured (`dense`), and the top `depth` of every stored run in `retriever-runs/` or
-`runs/` whose query ids include this query's (`run:<file name>`). A run "has the query"
-when one of its query ids is the case's id or the id the query would get (its slug).
+Sources, in the order that breaks ties: an exact name (`exact`: the query names a
+passage's id, its document's path or file name, or its heading verbatim, e.g.
+`KubePodCrashLooping`), the candidate's own passages (log `clicked` and `hit`, `generated
+from`, ...), curator's BM25 (`bm25`), the dense retriever when one is configured
+(`dense`), and the top `depth` of every stored run in `retriever-runs/` or `runs/` whose
+query ids include this query's (`run:<file name>`). A run "has the query" when one of its
+query ids is the case's id or the id the query would get (its slug).
+
+The order (`fuse`), in three tiers: exact-name matches first; then every source's first
+choice; then the rest. Within a tier, reciprocal-rank fusion (RRF: score = sum over
+sources of 1 / (rrf_k + rank)), ties in source order. Plain RRF lets two weaker lists that
+agree on a wrong passage push one source's right first answer below them; the tiers keep
+each source's best guess on the card's first rows, so the pool is never worse than its
+best source at finding the answer within the first (number of sources) rows.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -17,15 +26,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curator.errors import CuratorError
+from curator.suggest import store
 from curator.text import query_slug
 
 if TYPE_CHECKING:
     from curator.models import Suggestion
     from curator.scoring.runs import Ranked
-    from curator.suggest.dense import DenseIndex
+    from curator.suggest.dense import DenseIndex, Embedder
     from curator.workspace import Workspace
 
 RUN_SUFFIXES = (".jsonl", ".json", ".trec", ".run", ".txt", ".tsv")
+EXACT = "exact"  # the source of passages the query names verbatim
+MAX_EXACT = 3  # a name shared by more passages than this is not a name of one thing
+# A token that names something rather than says a word: a case change inside it
+# (KubeletDown, etcdNoLeader, CPUThrottling), a digit, or a separator between word
+# characters (parser.max_retries, CARRIER-E1042, docs/alerts/x.md, ceph.md#ceph).
+_NAMEISH = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]|\d|\w[-_./:#]\w")
+_EDGE = "?!.,;:\"'()[]{}<>`"
+_STATUS = re.compile(r"\s*[\[(][^\])]*[\])]\s*")  # "[Deprecated]", "(beta)" around a heading
 
 
 @dataclass
@@ -44,8 +62,9 @@ class Pooled:
 
 
 def fuse(ranked: Iterable[tuple[str, Sequence[tuple[str, str | None]]]], rrf_k: int = 60) -> list[Pooled]:
-    """Reciprocal-rank fusion of (source, [(passage id, revision), ...best first]) lists.
-    Ties keep first-seen order (the order of the sources, then of their lists)."""
+    """(source, [(passage id, revision), ...best first]) lists in the pool's order: passages
+    the `exact` source names, then each source's rank 1, then the rest; RRF within a tier,
+    ties in first-seen order (the order of the sources, then of their lists)."""
     pooled: dict[str, Pooled] = {}
     for source, items in ranked:
         seen: set[str] = set()
@@ -58,20 +77,56 @@ def fuse(ranked: Iterable[tuple[str, Sequence[tuple[str, str | None]]]], rrf_k: 
             entry.score += 1.0 / (rrf_k + rank)
             entry.sources.append((source, rank))
     order = {pid: i for i, pid in enumerate(pooled)}
-    return sorted(pooled.values(), key=lambda p: (-p.score, order[p.id]))
+    return sorted(pooled.values(), key=lambda p: (_tier(p), -p.score, order[p.id]))
+
+
+def _tier(p: Pooled) -> int:
+    if any(source == EXACT for source, _ in p.sources):
+        return 0
+    return 1 if any(rank == 1 for _, rank in p.sources) else 2
+
+
+def query_names(query: str) -> list[str]:
+    """The tokens of `query` that look like names, lower-cased, in order:
+    `KubePodCrashLooping`, `parser.max_retries`, `docs/a.md`, `CARRIER-E1042`."""
+    tokens = [t.strip(_EDGE) for t in query.split()]
+    return list(dict.fromkeys(t.lower() for t in tokens if t and _NAMEISH.search(t)))
+
+
+def name_index(rows: Iterable[tuple[str, str, str, str]]) -> dict[str, list[tuple[str, str]]]:
+    """lower-cased name -> the passages it names exactly: a passage's id and its heading
+    (the last level, status words in brackets dropped), a document's path and file name
+    (its first passage)."""
+    names: dict[str, list[tuple[str, str]]] = {}
+    first_of: set[str] = set()
+    for pid, revision, path, heading in rows:
+        keys = [pid.lower()]
+        last = _STATUS.sub(" ", heading.split(" › ")[-1]).strip().lower()
+        if last and " " not in last:
+            keys.append(last)
+        if path not in first_of:
+            first_of.add(path)
+            name = path.rsplit("/", 1)[-1].lower()
+            keys += [path.lower(), name, name.rsplit(".", 1)[0]]
+        for key in dict.fromkeys(keys):
+            names.setdefault(key, []).append((pid, revision))
+    return names
 
 
 class Pool:
     """The sources of one workspace, loaded once (runs on first use, the dense index when
-    configured). Thread-safe: the review app prepares cards from a worker."""
+    configured). Thread-safe: the review app prepares cards from a worker. `embedder`: one
+    already loaded (a benchmark's), instead of the configured one."""
 
-    def __init__(self, ws: Workspace, *, dense: bool = True):
+    def __init__(self, ws: Workspace, *, dense: bool = True, embedder: Embedder | None = None):
         self.ws = ws
         self.config = ws.config.suggest
         self._lock = threading.Lock()
         self._runs: dict[str, list[tuple[str, Ranked]]] | None = None
         self._dense: DenseIndex | None = None
-        self._dense_wanted = dense and self.config.dense != "none"
+        self._names: dict[str, list[tuple[str, str]]] | None = None
+        self._embedder = embedder
+        self._dense_wanted = dense and (embedder is not None or self.config.dense != "none")
         self.problems: list[str] = []  # run files that could not be read
 
     # ---- sources ---------------------------------------------------------------------------
@@ -108,6 +163,23 @@ class Pool:
                     files.append(path)
         return files
 
+    def names(self) -> dict[str, list[tuple[str, str]]]:
+        """The exact-name index of the current passages (`name_index`), built on first use."""
+        with self._lock:
+            if self._names is None:
+                self._names = name_index(store.passage_names(self.ws))
+            return self._names
+
+    def exact(self, query: str) -> list[tuple[str, str | None]]:
+        """The passages `query` names verbatim, in the order of its names."""
+        found: list[tuple[str, str | None]] = []
+        names = self.names() if query_names(query) else {}
+        for name in query_names(query):
+            matches = names.get(name, [])
+            if len(matches) <= MAX_EXACT:
+                found.extend(matches)
+        return found
+
     def dense(self) -> DenseIndex | None:
         if not self._dense_wanted:
             return None
@@ -115,7 +187,7 @@ class Pool:
             if self._dense is None:
                 from curator.suggest.dense import DenseIndex, embedder_for
 
-                embedder = embedder_for(self.ws.config)
+                embedder = self._embedder or embedder_for(self.ws.config)
                 if embedder is not None:
                     self._dense = DenseIndex(self.ws, embedder)
             return self._dense
@@ -128,6 +200,9 @@ class Pool:
         """Each source's ranked list for `query` (BM25's snippets into `snippets`)."""
         depth = self.config.depth
         lists: list[tuple[str, list[tuple[str, str | None]]]] = []
+        exact = self.exact(query)
+        if exact:
+            lists.append((EXACT, exact))
         by_reason: dict[str, list[tuple[str, str | None]]] = {}
         for s in own:
             by_reason.setdefault(s.reason or "suggested", []).append((s.id, s.revision))

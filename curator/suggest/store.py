@@ -64,3 +64,12 @@ def count(ws: Workspace, model: str) -> int:
     ensure_table(ws)
     with ws.lock:
         return int(ws.db.execute(f"SELECT count(*) FROM {TABLE} WHERE model = ?", [model]).fetchone()[0])
+
+
+def passage_names(ws: Workspace) -> list[tuple[str, str, str, str]]:
+    """(id, revision, path or document id, heading) of every current passage, each
+    document's passages in order: what an exact name in a query can point at."""
+    with ws.lock:
+        return [(r[0], r[1], r[2], r[3]) for r in ws.db.execute(
+            "SELECT id, revision, coalesce(path, doc_id), coalesce(heading, '') FROM passages "
+            "WHERE is_current = 1 ORDER BY doc_id, ordinal")]

@@ -114,3 +114,82 @@ def test_suggest_offline_with_nothing_configured_is_bm25(ws: Workspace, run_cli)
     rows = json.loads(out.stdout)["suggestions"]
     assert rows[0]["id"] == "ceph.md#ceph-cluster-near-full"
     assert rows[0]["sources"] == [{"source": "bm25", "rank": 1}]
+
+
+def test_each_sources_first_choice_stays_ahead_of_what_two_weaker_lists_agree_on() -> None:
+    bm25 = [("right", None), ("w1", None), ("w2", None)]
+    dense = [("w3", None), ("w1", None), ("w2", None)]
+    fused = fuse([("bm25", bm25), ("dense", dense)])
+    # plain RRF would rank w1 and w2 (both lists, ranks 2) above BM25's first answer
+    by_id = {p.id: p for p in fused}
+    assert by_id["w1"].score > by_id["right"].score and by_id["w2"].score > by_id["right"].score
+    assert [p.id for p in fused] == ["right", "w3", "w1", "w2"]
+
+
+def test_an_exact_name_comes_first_and_a_plain_word_or_a_shared_name_does_not(ws: Workspace, run_cli) -> None:
+    write(ws.root, {
+        "docs/alerts/KubeletDown.md": "# KubeletDown\n\nThe kubelet is down on a node.\n",
+        "docs/alerts/KubeletTooManyPods.md": "# KubeletTooManyPods [Deprecated]\n\nKubelet down? Too many pods.\n",
+        "docs/pressure.md": "# Pressure\n\nKubeletDown is often caused by memory pressure: kubelet down, kubelet down.\n",
+        **{f"docs/n{i}.md": "# Overview\n\n## NodeNotReady\n\nA node is not ready.\n" for i in range(4)},
+    })
+    assert run_cli(["corpus", "add", "docs"], cwd=ws.root).exit_code == 0
+    pool = Pool(ws)
+    first = pool.suggest("why is KubeletDown firing?")[0]
+    assert first.id == "alerts/KubeletDown.md#kubeletdown" and first.sources[0] == ("exact", 1)
+    # the heading without its status word, the file name, and the path name a passage too
+    assert pool.suggest("KubeletTooManyPods")[0].sources[0] == ("exact", 1)
+    assert pool.suggest("kubelettoomanypods.md")[0].id.startswith("alerts/KubeletTooManyPods.md#")
+    assert pool.suggest("`alerts/KubeletDown.md`")[0].id == "alerts/KubeletDown.md#kubeletdown"
+    # a plain word is not a name; a heading in more than MAX_EXACT documents names none of them
+    assert all(s != "exact" for p in pool.suggest("pressure") for s, _ in p.sources)
+    assert all(s != "exact" for p in pool.suggest("NodeNotReady") for s, _ in p.sources)
+
+
+def test_over_a_real_embeddings_server_bm25s_right_first_answer_is_not_pushed_out(
+        ws: Workspace, run_cli, fake_embeddings, monkeypatch) -> None:  # noqa: F811
+    """The dense list (word vectors) prefers eight passages that only repeat "alert"; BM25
+    finds the one about a full disk first. Plain RRF put it below the passages both lists
+    hold; the pool keeps it first, and the dense list's first choice second."""
+    (ws.root / "curator.toml").write_text(
+        f'[model]\nbase_url = "{fake_embeddings.url}"\n[suggest]\ndense = "openai"\nembedding_model = "fake-embed"\n')
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    docs = {"docs/storage.md": "# Node storage\n\nWhen the disk is full the kubelet evicts pods; prune unused images, "
+            "rotate container logs, grow the persistent volume, check quotas, retention windows, compaction "
+            "settings and snapshot schedules before the scheduler stops placing workloads there.\n"}
+    docs |= {f"docs/alert{i}.md": f"# Alert {i}\n\nAn alert, an alert, an alert.\n" for i in range(8)}
+    write(ws.root, docs)
+    ws2 = Workspace.open(ws.root)
+    try:
+        assert run_cli(["corpus", "add", "docs"], cwd=ws2.root).exit_code == 0
+        pool = Pool(ws2)
+        lists = dict(pool.sources("disk full alert"))
+        assert lists["bm25"][0][0] == "storage.md#node-storage"
+        assert "storage.md#node-storage" not in [pid for pid, _ in lists["dense"][:8]]
+        fused = pool.suggest("disk full alert", limit=3)
+        assert fused[0].id == "storage.md#node-storage"
+        assert fused[1].id == lists["dense"][0][0]
+        plain = sorted(pool.suggest("disk full alert"), key=lambda p: -p.score)  # plain RRF's order
+        assert "storage.md#node-storage" not in [p.id for p in plain[:3]]
+    finally:
+        ws2.close()
+
+
+def test_vectors_are_cached_by_text_and_model_and_progress_is_reported(ws: Workspace, fake_embeddings, monkeypatch) -> None:  # noqa: F811
+    from curator.config import Config
+    from curator.corpus import add_paths
+    from curator.suggest.dense import OpenAIEmbedder, index_corpus
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    write(ws.root, {**DOCS, "docs/copy.md": DOCS["docs/disk.md"]})  # the same text in two documents
+    add_paths(ws, [ws.root / "docs"])
+    config = Config.model_validate({"model": {"base_url": fake_embeddings.url}})
+    steps: list[tuple[int, int]] = []
+    report = index_corpus(ws, OpenAIEmbedder(config, "model-a"), 2, progress=lambda d, t: steps.append((d, t)))
+    assert (report.passages, report.embedded, report.cached) == (4, 3, 1)
+    assert steps == [(0, 3), (2, 3), (3, 3)]
+    assert index_corpus(ws, OpenAIEmbedder(config, "model-a")).embedded == 0  # nothing new
+    # another model embeds every text again and keeps the first model's vectors
+    assert index_corpus(ws, OpenAIEmbedder(config, "model-b")).embedded == 3
+    assert store.count(ws, "model-a") == store.count(ws, "model-b") == 3
+    assert len(fake_embeddings.texts_sent()) == 6
