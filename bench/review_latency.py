@@ -372,7 +372,6 @@ def dense_cards(work: Path) -> tuple[float, list[float], list[float]]:
         session = ReviewSession(ws, reviewer="bench")
         start = time.perf_counter()
         session.pool.dense()
-        session.pool.names()
         loaded = time.perf_counter() - start
         wall, cpu = [], []
         for cand in ws.candidates(state="pending", limit=DENSE_CARDS):

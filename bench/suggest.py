@@ -114,7 +114,7 @@ def measure(ws: Workspace, cases: list[Case], embedder: Any) -> tuple[dict[str, 
     """Per query kind, per column, whether the answer is in the top 3; and the pooled
     suggestion latency of each query (ms)."""
     pool = Pool(ws, dense=embedder is not None, embedder=embedder)
-    pool.names()  # the one-off loads (name index, dense matrix) are not a query's cost
+    # the one-off load (the dense matrix) is not a query's cost
     pool.dense()
     results: dict[str, dict[str, list[bool]]] = {}
     latencies = []

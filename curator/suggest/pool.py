@@ -1,8 +1,9 @@
 """TREC-style pooling: every source's ranked candidates for a query, in one order.
 
-Sources, in the order that breaks ties: an exact name (`exact`: the query names a
-passage's id, its document's path or file name, or its heading verbatim, e.g.
-`KubePodCrashLooping`), the candidate's own passages (log `clicked` and `hit`, `generated
+Sources, in the order that breaks ties: an exact name (`exact`: of the passages the other
+sources propose, those the query names verbatim by id, document path or file name, or
+heading, e.g. `KubePodCrashLooping`; looked up for those passages only, so a card never
+waits on an index of the whole corpus), the candidate's own passages (log `clicked` and `hit`, `generated
 from`, ...), curator's BM25 (`bm25`), the dense retriever when one is configured
 (`dense`), and the top `depth` of every stored run in `retriever-runs/` or `runs/` whose
 query ids include this query's (`run:<file name>`). A run "has the query" when one of its
@@ -124,7 +125,6 @@ class Pool:
         self._lock = threading.Lock()
         self._runs: dict[str, list[tuple[str, Ranked]]] | None = None
         self._dense: DenseIndex | None = None
-        self._names: dict[str, list[tuple[str, str]]] | None = None
         self._embedder = embedder
         self._dense_wanted = dense and (embedder is not None or self.config.dense != "none")
         self.problems: list[str] = []  # run files that could not be read
@@ -163,18 +163,15 @@ class Pool:
                     files.append(path)
         return files
 
-    def names(self) -> dict[str, list[tuple[str, str]]]:
-        """The exact-name index of the current passages (`name_index`), built on first use."""
-        with self._lock:
-            if self._names is None:
-                self._names = name_index(store.passage_names(self.ws))
-            return self._names
-
-    def exact(self, query: str) -> list[tuple[str, str | None]]:
-        """The passages `query` names verbatim, in the order of its names."""
+    def exact(self, query: str, proposed: Iterable[str]) -> list[tuple[str, str | None]]:
+        """Of the `proposed` passages, those `query` names verbatim, in the order of its
+        names (`name_index` over those passages' current rows)."""
         found: list[tuple[str, str | None]] = []
-        names = self.names() if query_names(query) else {}
-        for name in query_names(query):
+        wanted = query_names(query)
+        if not wanted:
+            return found
+        names = name_index(store.passage_names(self.ws, list(dict.fromkeys(proposed))))
+        for name in wanted:
             matches = names.get(name, [])
             if len(matches) <= MAX_EXACT:
                 found.extend(matches)
@@ -200,9 +197,6 @@ class Pool:
         """Each source's ranked list for `query` (BM25's snippets into `snippets`)."""
         depth = self.config.depth
         lists: list[tuple[str, list[tuple[str, str | None]]]] = []
-        exact = self.exact(query)
-        if exact:
-            lists.append((EXACT, exact))
         by_reason: dict[str, list[tuple[str, str | None]]] = {}
         for s in own:
             by_reason.setdefault(s.reason or "suggested", []).append((s.id, s.revision))
@@ -221,7 +215,8 @@ class Pool:
             for name, ranking in runs.get(qid, []):
                 revisions = ranking.revisions or [None] * len(ranking.ids)
                 lists.append((f"run:{name}", list(zip(ranking.ids[:depth], revisions[:depth], strict=False))))
-        return lists
+        exact = self.exact(query, (pid for _, ranked in lists for pid, _ in ranked))
+        return [(EXACT, exact), *lists] if exact else lists
 
     def suggest(self, query: str, *, query_id: str | None = None, own: Sequence[Suggestion] = (),
                 limit: int | None = None) -> list[Pooled]:

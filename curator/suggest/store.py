@@ -66,10 +66,15 @@ def count(ws: Workspace, model: str) -> int:
         return int(ws.db.execute(f"SELECT count(*) FROM {TABLE} WHERE model = ?", [model]).fetchone()[0])
 
 
-def passage_names(ws: Workspace) -> list[tuple[str, str, str, str]]:
-    """(id, revision, path or document id, heading) of every current passage, each
-    document's passages in order: what an exact name in a query can point at."""
+def passage_names(ws: Workspace, ids: list[str]) -> list[tuple[str, str, str, str]]:
+    """(id, revision, path or document id, heading) of the current passages among `ids`,
+    each document's passages in order: what an exact name in a query can point at."""
+    rows: list[tuple[str, str, str, str]] = []
     with ws.lock:
-        return [(r[0], r[1], r[2], r[3]) for r in ws.db.execute(
-            "SELECT id, revision, coalesce(path, doc_id), coalesce(heading, '') FROM passages "
-            "WHERE is_current = 1 ORDER BY doc_id, ordinal")]
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            rows += [(r[0], r[1], r[2], r[3]) for r in ws.db.execute(
+                "SELECT id, revision, coalesce(path, doc_id), coalesce(heading, ''), doc_id, ordinal "
+                f"FROM passages WHERE is_current = 1 AND id IN ({', '.join('?' * len(chunk))}) "
+                "ORDER BY doc_id, ordinal", chunk)]
+    return rows
