@@ -205,6 +205,20 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def keep_cards(proc: Pty, first: int, count: int, think: float, timeout: float = 30.0) -> list[float]:
+    """Mark a primary and keep `count` cards from card `first`; per keep, seconds from `k`
+    to the next card fully drawn: its top line, then the message line under it."""
+    times = []
+    for i in range(first, first + count):
+        time.sleep(think)
+        proc.send("p")
+        proc.wait_for("1 primary")
+        sent = proc.send("k")
+        proc.wait_for(f"Q{i + 1:05d}", timeout=timeout)
+        times.append(proc.wait_for("kept as", timeout=timeout) - sent)
+    return times
+
+
 def keeps(work: Path, count: int, think: float, first: int = 1) -> tuple[list[float], list[float], float]:
     """Keep `count` cards: `p` (primary), then `k`; time `k` to the next card's question.
     Also returns how long each keep's durable write took inside the app (ms), and the app's
@@ -215,14 +229,7 @@ def keeps(work: Path, count: int, think: float, first: int = 1) -> tuple[list[fl
     del os.environ["CURATOR_REVIEW_TRACE"]
     proc.wait_for(f"Q{first:05d}")
     cpu_before = cpu_seconds(proc.pid)
-    times = []
-    for i in range(first, first + count):
-        time.sleep(think)
-        proc.send("p")
-        proc.wait_for("1 primary")
-        sent = proc.send("k")
-        proc.wait_for(f"Q{i + 1:05d}")  # the card's top line ...
-        times.append(proc.wait_for("kept as") - sent)  # ... to the message line under the card
+    times = keep_cards(proc, first, count, think)
     cpu_ms = (cpu_seconds(proc.pid) - cpu_before) / count * 1000
     proc.quit()
     writes = json.loads(trace.read_text(encoding="utf-8"))["write_ms"] if trace.exists() else []
@@ -386,14 +393,7 @@ def dense_keeps(work: Path, first: int, count: int, think: float) -> tuple[float
     """Seconds to the first card, and `k` to the next card over `count` keeps."""
     proc = Pty([CURATOR, "review"], work)
     shown = proc.wait_for(f"Q{first:05d}", timeout=180) - proc.started
-    times = []
-    for i in range(first, first + count):
-        time.sleep(think)
-        proc.send("p")
-        proc.wait_for("1 primary")
-        sent = proc.send("k")
-        proc.wait_for(f"Q{i + 1:05d}", timeout=60)
-        times.append(proc.wait_for("kept as", timeout=60) - sent)
+    times = keep_cards(proc, first, count, think, timeout=60)
     proc.quit()
     return shown, times
 
