@@ -211,11 +211,8 @@ def verify(
         check_bytes(report.problems, file)
     facts: dict[str, Facts] = {}
     checked = _as_checkpointed(record, files, intact)
-    if checked is None:
-        latest, revs = _check_lines(report, qs, record, files, intact, facts)
-    else:
-        latest, revs = checked
-        check_torn(report.problems, cases, changelog)
+    latest, revs = _check_lines(report, qs, record, files, intact, facts) if checked is None else checked
+    check_torn(report.problems, cases, changelog)
     report.lines = cases.count
     labels = check_latest(report.problems, cases, latest, facts)
     del facts
@@ -248,7 +245,6 @@ def _check_lines(
     case_keys, latest, revs, retired = check_cases(report.problems, report.duplicates, cases, trusted, facts)
     change_trusted = _trusted_keys(record, changelog, intact[CHANGELOG], _CHANGE_KEY)
     change_keys, actions = check_changelog(report.problems, changelog, change_trusted)
-    check_torn(report.problems, cases, changelog)
     check_pairing(report.problems, str(qs.cases_path), str(qs.changelog_path), case_keys, change_keys)
     known_revisions = {key for key in case_keys if key is not None}
     check_actions(report.problems, str(qs.changelog_path), change_keys, actions, retired, known_revisions)

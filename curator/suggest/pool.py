@@ -3,11 +3,11 @@
 Sources, in the order that breaks ties: an exact name (`exact`: of the passages the other
 sources propose, those the query names verbatim by id, document path or file name, or
 heading, e.g. `KubePodCrashLooping`; looked up for those passages only, so a card never
-waits on an index of the whole corpus), the candidate's own passages (log `clicked` and `hit`, `generated
-from`, ...), curator's BM25 (`bm25`), the dense retriever when one is configured
-(`dense`), and the top `depth` of every stored run in `retriever-runs/` or `runs/` whose
-query ids include this query's (`run:<file name>`). A run "has the query" when one of its
-query ids is the case's id or the id the query would get (its slug).
+waits on an index of the whole corpus), the candidate's own passages (log `clicked` and
+`hit`, `generated from`, ...), curator's BM25 (`bm25`), the dense retriever when one is
+configured (`dense`), and the top `depth` of every stored run in `retriever-runs/` or
+`runs/` whose query ids include this query's (`run:<file name>`). A run "has the query"
+when one of its query ids is the case's id or the id the query would get (its slug).
 
 The order (`fuse`), in three tiers: exact-name matches first; then every source's first
 choice; then the rest. Within a tier, reciprocal-rank fusion (RRF: score = sum over

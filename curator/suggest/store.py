@@ -67,14 +67,13 @@ def count(ws: Workspace, model: str) -> int:
 
 
 def passage_names(ws: Workspace, ids: list[str]) -> list[tuple[str, str, str, str]]:
-    """(id, revision, path or document id, heading) of the current passages among `ids`,
-    each document's passages in order: what an exact name in a query can point at."""
-    rows: list[tuple[str, str, str, str]] = []
+    """(id, revision, path or document id, heading) of the current passages among `ids` (a
+    card's proposed passages: tens, bounded by the pool's depth), each document's passages
+    in order: what an exact name in a query can point at."""
+    if not ids:
+        return []
+    marks = ", ".join("?" * len(ids))
     with ws.lock:
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            rows += [(r[0], r[1], r[2], r[3]) for r in ws.db.execute(
-                "SELECT id, revision, coalesce(path, doc_id), coalesce(heading, ''), doc_id, ordinal "
-                f"FROM passages WHERE is_current = 1 AND id IN ({', '.join('?' * len(chunk))}) "
-                "ORDER BY doc_id, ordinal", chunk)]
-    return rows
+        return [(r[0], r[1], r[2], r[3]) for r in ws.db.execute(
+            "SELECT id, revision, coalesce(path, doc_id), coalesce(heading, '') FROM passages "
+            f"WHERE is_current = 1 AND id IN ({marks}) ORDER BY doc_id, ordinal", ids)]
