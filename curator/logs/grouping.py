@@ -79,19 +79,23 @@ class Group:
         self.surfaces[text] = self.surfaces.get(text, 0) + n
         self.raws.append(raw)
         self.count += n
-        ts = agg.first.get(raw)
-        if ts and (self.first is None or ts < self.first):
-            self.first = ts
-        ts = agg.last.get(raw)
-        if ts and (self.last is None or ts > self.last):
-            self.last = ts
         self.add_users(agg.users.get(raw))
-        self.zero_results += agg.zero_results.get(raw, 0)
         lat = agg.latency.get(raw)
-        if lat:
+        self.add_details(agg.first.get(raw), agg.last.get(raw), agg.zero_results.get(raw, 0),
+                         lat[0] if lat else 0.0, int(lat[1]) if lat else 0)
+
+    def add_details(self, first: str | None, last: str | None, zero: int, lat_sum: float, lat_n: int) -> None:
+        """Fold in one exact query's first and last seen, zero-result count and latency
+        (sum over `lat_n` lines); from the Aggregate, or looked up later (duck_details)."""
+        if first and (self.first is None or first < self.first):
+            self.first = first
+        if last and (self.last is None or last > self.last):
+            self.last = last
+        self.zero_results += zero
+        if lat_n:
             self.latency = self.latency or [0.0, 0]
-            self.latency[0] += lat[0]
-            self.latency[1] += lat[1]
+            self.latency[0] += lat_sum
+            self.latency[1] += lat_n
 
     def add_ids(self, hits: Counter[str] | None, clicks: Counter[str] | None) -> None:
         """Fold in the hits and clicks of one of its exact queries (see `look_up_ids`)."""

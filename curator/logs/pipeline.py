@@ -246,17 +246,8 @@ def _look_up_details(group_of: dict[str, Group], reads: list[FileRead]) -> None:
         if read.details_of is None:
             continue
         for raw, found in read.details_of.look_up(set(group_of)).items():
-            g = group_of[raw]
             for d in found:
-                if d.first and (g.first is None or d.first < g.first):
-                    g.first = d.first
-                if d.last and (g.last is None or d.last > g.last):
-                    g.last = d.last
-                g.zero_results += d.zero
-                if d.lat_n:
-                    g.latency = g.latency or [0.0, 0]
-                    g.latency[0] += d.lat_sum
-                    g.latency[1] += d.lat_n
+                group_of[raw].add_details(d.first, d.last, d.zero, d.lat_sum, d.lat_n)
 
 
 def _require_found(read: FileRead) -> None:
