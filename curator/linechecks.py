@@ -15,11 +15,13 @@ Trusted lines are those a passing verify of this curator version checked, unchan
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from pydantic import ValidationError
 
 from curator.appendonly import JsonLines
-from curator.models import Case, ChangeEntry, validation_problems
+from curator.linefields import case_fields
+from curator.models import ChangeEntry, validation_problems
 from curator.problems import Problem
 from curator.setchecks import Duplicate, check_candidate
 from curator.slicerules import slice_problems
@@ -40,7 +42,7 @@ def check_cases(
     each second line of one (query_id, rev) (a merge conflict), and `facts` gets
     what the checks on latest revs need of each case's last line. The parsed lines are not
     kept (keeping the latest of each made the loop a third slower: fresh memory for every
-    line)."""
+    line); a line is read into a dict (curator.linefields), no model object is made."""
     path = str(cases.path)
     found: list[Problem] = []  # this file's problems, put in line order at the end
     keys: list[Key | None] = []
@@ -50,7 +52,6 @@ def check_cases(
     odd: list[tuple[int, int]] = []  # (index, rev expected) of lines whose rev is not the next
     last_lines = _last_lines(cases.lines, len(trusted))
     count = len(trusted)
-    validate = Case.__pydantic_validator__.validate_json  # Case.model_validate_json, minus a call
     for index, line in enumerate(cases.lines):
         if index < count:
             query_id, rev = key = trusted[index]
@@ -58,13 +59,13 @@ def check_cases(
                 retired.add(key)
         else:
             try:
-                case = validate(line)
+                case = case_fields(line)
             except ValidationError as exc:
                 found.append(Problem(path, index + 1, f"not a valid case: {validation_problems(exc, 'record')}"))
                 keys.append(None)
                 continue
-            query_id, rev = key = case.query_id, case.rev
-            if case.status == "retired":
+            query_id, rev = key = case["query_id"], case["rev"]
+            if case["status"] == "retired":
                 retired.add(key)
             if index in last_lines:
                 facts[query_id] = _facts(index, case)
@@ -104,13 +105,14 @@ def _explain_revs(
             problems.append(Problem(path, index + 1, f"{query_id}: rev {rev} where {expected} was expected"))
 
 
-def _facts(index: int, case: Case) -> Facts:
-    """What the checks on latest revs need of a case line: its index, status, passage ids,
-    (source kind, candidate id) and why it breaks its slice's rule."""
-    candidate = case.source.candidate_id
-    source = (case.source.kind, candidate) if candidate is not None else None
-    reasons = slice_problems(case) if case.status == "active" else []
-    return index, case.status, [rel.id for rel in case.relevant], source, reasons
+def _facts(index: int, case: dict[str, Any]) -> Facts:
+    """What the checks on latest revs need of a case line (its `case_fields`): its index,
+    status, passage ids, (source kind, candidate id) and why it breaks its slice's rule."""
+    status, source = case["status"], case["source"]
+    candidate = source.get("candidate_id")
+    kind = (source["kind"], candidate) if candidate is not None else None
+    reasons = slice_problems(case) if status == "active" else []
+    return index, status, [rel["id"] for rel in case["relevant"]], kind, reasons
 
 
 def latest_lines(cases: JsonLines) -> dict[str, int] | None:
@@ -150,12 +152,11 @@ def check_latest(
     path = str(cases.path)
     labels: dict[str, Labels] = {}
     candidates: dict[tuple[str, int], str] = {}
-    validate = Case.__pydantic_validator__.validate_json
     for query_id, index in latest.items():
         fact = facts.get(query_id)
         if fact is None or fact[0] != index:
             try:
-                fact = _facts(index, validate(cases.lines[index]))
+                fact = _facts(index, case_fields(cases.lines[index]))
             except ValidationError as exc:  # a trusted line, only if the schema changed without a version bump
                 problems.append(Problem(path, index + 1, f"not a valid case: {validation_problems(exc, 'record')}"))
                 continue

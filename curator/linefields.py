@@ -1,0 +1,145 @@
+"""The fields of a cases.jsonl line, as verify reads 200k of them.
+
+`case_fields(line)` gives a valid case line's fields as a dict, or raises pydantic's
+`ValidationError` (the message verify reports: what was expected where). A line is parsed
+with orjson (pydantic's own JSON parser where orjson is not installed) and held to `Case`
+by plain checks of exact JSON types: a line shaped as curator writes it (`Case.line()`:
+every field verify reads present) passes them without a model object being made, in
+about two thirds of the model's time. Any other line, valid or not, goes to the model,
+which accepts it with its coercions (`"rev": 1.0`) and defaults (the dict is then its
+`model_dump()`) or raises. (changelog.jsonl lines stay with `ChangeEntry`: their model is
+small, and the same checks in Python took as long as it does.)
+
+So these checks may only be stricter than the models, never looser: a line they accept,
+the model accepts too, with the same values. tests/unit/test_linefields.py holds them to
+that over lines changed field by field; a field added to a model fails the test until it
+is checked here.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import partial
+from typing import Any, get_args
+
+from curator.models import Case, CaseSource, Freshness, Relevant, SourceKind
+
+try:  # optional speed-up (about twice as fast as pydantic's parser on these lines)
+    import orjson
+
+    _loads: Any = orjson.loads
+except ImportError:  # pragma: no cover - depends on the environment
+    from pydantic_core import from_json
+
+    _loads = partial(from_json, allow_inf_nan=False)  # NaN and Infinity: the model decides
+
+CASE_FIELDS = frozenset(Case.model_fields)
+RELEVANT_FIELDS = frozenset(Relevant.model_fields)
+FRESHNESS_FIELDS = frozenset(Freshness.model_fields)
+SOURCE_FIELDS = frozenset(CaseSource.model_fields)  # typed; others are kept as they are
+# a tuple, not a set: `in` compares with ==, so a list where a kind belongs is simply no match
+SOURCE_KINDS: tuple[str, ...] = (*get_args(SourceKind), "edited")
+
+_QUERY_ID = re.compile(r"[a-z0-9][a-z0-9-]*")  # Case.query_id's pattern, whole string
+# pydantic's parser refuses JSON nested deeper than its recursion limit (about 200) where
+# orjson's goes to 1,024: a line whose source keeps nested values is accepted here only if
+# it has too few brackets to come near it.
+_FEW_BRACKETS = 64
+
+_case_model = Case.__pydantic_validator__.validate_json
+
+
+def case_fields(line: bytes) -> dict[str, Any]:
+    """A valid case line's fields: query_id, rev, status, relevant (each with id and role),
+    source (with kind), slice, expect_empty and require_all are always there; freshness
+    only if set. ValidationError if the line is not a valid case."""
+    try:
+        fields = _loads(line)
+    except ValueError:  # broken JSON: the model says where
+        fields = None
+    if type(fields) is dict and _fits_case(fields, line):
+        return fields
+    return _case_model(line).model_dump()
+
+
+def _fits_case(case: dict[str, Any], line: bytes) -> bool:
+    """Whether `Case` accepts these fields as they are (see the module's docstring). Written
+    for speed, as one function: it runs on every line, and each call saved is 200k saved."""
+    if not CASE_FIELDS.issuperset(case):
+        return False  # extra="forbid"
+    try:
+        query_id, rev, query, slice_name = case["query_id"], case["rev"], case["query"], case["slice"]
+        status, expect_empty, relevant, source = case["status"], case["expect_empty"], case["relevant"], case["source"]
+        require_all = case["require_all"]
+    except KeyError:
+        return False
+    if not (
+        type(query_id) is str and type(rev) is int and rev >= 1 and type(query) is str and query != ""
+        and type(slice_name) is str and slice_name != "" and (status == "active" or status == "retired")
+        and type(expect_empty) is bool and type(require_all) is bool and type(relevant) is list
+        and type(source) is dict and _QUERY_ID.fullmatch(query_id) is not None
+    ):
+        return False
+    # the fields a line may leave out (then the model's defaults hold)
+    explanation, reviewer, at, tags = case.get("explanation", ""), case.get("reviewer", ""), case.get("at", ""), case.get("tags", [])
+    if not (type(explanation) is str and type(reviewer) is str and type(at) is str and type(tags) is list):
+        return False
+    for tag in tags:
+        if type(tag) is not str:
+            return False
+    if len(case) > 13:  # max_rank or freshness (a line may have at most 15 fields, 9 of them required)
+        max_rank, freshness = case.get("max_rank"), case.get("freshness")
+        if max_rank is not None and (type(max_rank) is not int or max_rank < 1):
+            return False
+        if freshness is not None and not _fits_freshness(freshness):
+            return False
+    elif "max_rank" in case or "freshness" in case:
+        return False  # rare (a line without explanation, tags, reviewer or at): the model decides
+    primary = False
+    for rel in relevant:
+        if type(rel) is not dict or not RELEVANT_FIELDS.issuperset(rel):
+            return False
+        passage_id, role = rel.get("id"), rel.get("role")
+        if type(passage_id) is not str or passage_id == "":
+            return False
+        if role == "primary":
+            primary = True
+        elif role != "secondary":
+            return False
+        if len(rel) > 2:
+            grade, revision = rel.get("grade"), rel.get("revision")
+            if grade is not None and (type(grade) is not int or not 0 <= grade <= 3):
+                return False
+            if revision is not None and type(revision) is not str:
+                return False
+    if len(relevant) > 1 and len({rel["id"] for rel in relevant}) != len(relevant):
+        return False  # a passage listed twice
+    if status == "active" and (relevant != [] if expect_empty else not primary):
+        return False  # the model's rule on labels
+    # source: known keys typed, others kept as they are
+    if source.get("kind") not in SOURCE_KINDS:
+        return False
+    if len(source) == 1:
+        return True
+    count, candidate, first_seen, last_seen = (
+        source.get("count"), source.get("candidate_id"), source.get("first_seen"), source.get("last_seen"))
+    if not (
+        (count is None or type(count) is int) and (candidate is None or type(candidate) is int)
+        and (first_seen is None or type(first_seen) is str) and (last_seen is None or type(last_seen) is str)
+    ):
+        return False
+    if SOURCE_FIELDS.issuperset(source):
+        return True
+    nested = any(type(value) in (dict, list) for key, value in source.items() if key not in SOURCE_FIELDS)
+    return not nested or line.count(b"[") + line.count(b"{") <= _FEW_BRACKETS
+
+
+def _fits_freshness(freshness: Any) -> bool:
+    if type(freshness) is not dict or not FRESHNESS_FIELDS.issuperset(freshness):
+        return False
+    revision, max_age = freshness.get("revision"), freshness.get("max_age_days")
+    if revision is not None and type(revision) is not str:
+        return False
+    if max_age is not None and (type(max_age) is not int or max_age < 0):
+        return False
+    return revision is not None or max_age is not None
