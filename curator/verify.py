@@ -150,8 +150,9 @@ def verify_workspace(ws: Workspace, names: list[str], *, strict: bool = False) -
     for name in names:
         qs = ws.question_set(name)
         if has_corpus:
-            report = verify(qs, known_ids=ws.existing_passage_ids, strict=strict,
-                            more_label_checks=partial(_history_labels, ws, str(qs.cases_path)))
+            corpus = _CorpusIds(ws)
+            report = verify(qs, known_ids=corpus.known, strict=strict,
+                            more_label_checks=partial(_history_labels, ws, corpus, str(qs.cases_path)))
         else:
             report = verify(qs, strict=strict)
             if strict:
@@ -168,15 +169,31 @@ def verify_workspace(ws: Workspace, names: list[str], *, strict: bool = False) -
     return reports
 
 
-def _history_labels(ws: Workspace, where: str, labels: dict[str, Labels]) -> list[Problem]:
+class _CorpusIds:
+    """The workspace's corpus as one verify asks it about the labelled ids of active cases:
+    `known` (verify's `known_ids`) asks which are current passages, then which of the rest
+    are in an older revision, and keeps the ids that are not current for `_history_labels`,
+    which verify calls after it. One query over the ids, not one per check."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self.not_current: set[str] = set()
+
+    def known(self, ids: set[str]) -> set[str]:
+        current = self.ws.current_passage_ids(ids)
+        self.not_current = ids - current
+        return current | self.ws.existing_passage_ids(self.not_current) if self.not_current else current
+
+
+def _history_labels(ws: Workspace, corpus: _CorpusIds, where: str, labels: dict[str, Labels]) -> list[Problem]:
     """Warnings for labels on ids that exist only in an older revision of the corpus (ids
     in no revision at all are `_check_labels`' "not in the corpus"). `labels`: each case's
-    (status, passage ids); only cases naming an id the current corpus lacks are looked at."""
+    (status, passage ids); only cases naming an id the current corpus lacks (as `corpus`
+    found) are looked at."""
     from curator.corpus.labels import stale_labels
     from curator.models import Relevant
 
-    wanted = {pid for status, ids in labels.values() if status == "active" for pid in ids}
-    missing = wanted - ws.current_passage_ids(wanted)
+    missing = corpus.not_current
     if not missing:
         return []
     touched = [
