@@ -64,67 +64,73 @@ def case_fields(line: bytes) -> dict[str, Any]:
 
 def _fits_case(case: dict[str, Any], line: bytes) -> bool:
     """Whether `Case` accepts these fields as they are (see the module's docstring). Written
-    for speed, as one function: it runs on every line, and each call saved is 200k saved."""
-    if not CASE_FIELDS.issuperset(case):
-        return False  # extra="forbid"
+    for speed, as one function: it runs on every line, and each call saved is 200k saved.
+    A field missing (KeyError) leaves the line to the model."""
     try:
         query_id, rev, query, slice_name = case["query_id"], case["rev"], case["query"], case["slice"]
         status, expect_empty, relevant, source = case["status"], case["expect_empty"], case["relevant"], case["source"]
-        require_all = case["require_all"]
-    except KeyError:
-        return False
-    if not (
-        type(query_id) is str and type(rev) is int and rev >= 1 and type(query) is str and query != ""
-        and type(slice_name) is str and slice_name != "" and (status == "active" or status == "retired")
-        and type(expect_empty) is bool and type(require_all) is bool and type(relevant) is list
-        and type(source) is dict and _QUERY_ID.fullmatch(query_id) is not None
-    ):
-        return False
-    # the fields a line may leave out (then the model's defaults hold)
-    explanation, reviewer, at, tags = case.get("explanation", ""), case.get("reviewer", ""), case.get("at", ""), case.get("tags", [])
-    if not (type(explanation) is str and type(reviewer) is str and type(at) is str and type(tags) is list):
-        return False
-    for tag in tags:
-        if type(tag) is not str:
+        require_all, explanation, tags = case["require_all"], case["explanation"], case["tags"]
+        reviewer, at = case["reviewer"], case["at"]
+        # those are the 13 fields curator always writes; a line with more may only add max_rank
+        # and freshness (extra="forbid")
+        if len(case) > 13 and not (CASE_FIELDS.issuperset(case) and _fits_rank_and_freshness(case)):
             return False
-    if len(case) > 13:  # max_rank or freshness (a line may have at most 15 fields, 9 of them required)
-        max_rank, freshness = case.get("max_rank"), case.get("freshness")
-        if max_rank is not None and (type(max_rank) is not int or max_rank < 1):
+        if not (
+            type(query_id) is str and type(rev) is int and rev >= 1 and type(query) is str and query != ""
+            and type(slice_name) is str and slice_name != "" and (status == "active" or status == "retired")
+            and type(expect_empty) is bool and type(require_all) is bool and type(relevant) is list
+            and type(source) is dict and type(explanation) is str and type(tags) is list
+            and type(reviewer) is str and type(at) is str and _QUERY_ID.fullmatch(query_id) is not None
+        ):
             return False
-        if freshness is not None and not _fits_freshness(freshness):
-            return False
-    elif "max_rank" in case or "freshness" in case:
-        return False  # rare (a line without explanation, tags, reviewer or at): the model decides
-    primary = False
-    for rel in relevant:
-        if type(rel) is not dict or not RELEVANT_FIELDS.issuperset(rel):
-            return False
-        passage_id, role = rel.get("id"), rel.get("role")
-        if type(passage_id) is not str or passage_id == "":
-            return False
-        if role == "primary":
-            primary = True
-        elif role != "secondary":
-            return False
-        if len(rel) > 2:
-            grade, revision = rel.get("grade"), rel.get("revision")
+        for tag in tags:
+            if type(tag) is not str:
+                return False
+        primary = False
+        for rel in relevant:
+            if type(rel) is not dict:
+                return False
+            passage_id, role = rel["id"], rel["role"]
+            if type(passage_id) is not str or passage_id == "":
+                return False
+            if role == "primary":
+                primary = True
+            elif role != "secondary":
+                return False
+            if len(rel) != 3 or "grade" not in rel:  # id, role and grade are what curator writes
+                if not RELEVANT_FIELDS.issuperset(rel):
+                    return False
+                revision = rel.get("revision")
+                if revision is not None and type(revision) is not str:
+                    return False
+            grade = rel.get("grade")
             if grade is not None and (type(grade) is not int or not 0 <= grade <= 3):
                 return False
-            if revision is not None and type(revision) is not str:
-                return False
-    if len(relevant) > 1 and len({rel["id"] for rel in relevant}) != len(relevant):
-        return False  # a passage listed twice
-    if status == "active" and (relevant != [] if expect_empty else not primary):
-        return False  # the model's rule on labels
-    # source: known keys typed, others kept as they are
-    if source.get("kind") not in SOURCE_KINDS:
+        if len(relevant) > 1 and len({rel["id"] for rel in relevant}) != len(relevant):
+            return False  # a passage listed twice
+        if status == "active" and (relevant != [] if expect_empty else not primary):
+            return False  # the model's rule on labels
+        return _fits_source(source, line)
+    except KeyError:
         return False
+
+
+def _fits_rank_and_freshness(case: dict[str, Any]) -> bool:
+    max_rank, freshness = case.get("max_rank"), case.get("freshness")
+    if max_rank is not None and (type(max_rank) is not int or max_rank < 1):
+        return False
+    return freshness is None or _fits_freshness(freshness)
+
+
+def _fits_source(source: dict[str, Any], line: bytes) -> bool:
+    """Known keys typed, others kept as they are (any JSON the model's parser reads)."""
     if len(source) == 1:
-        return True
+        return source.get("kind") in SOURCE_KINDS
     count, candidate, first_seen, last_seen = (
         source.get("count"), source.get("candidate_id"), source.get("first_seen"), source.get("last_seen"))
     if not (
-        (count is None or type(count) is int) and (candidate is None or type(candidate) is int)
+        source.get("kind") in SOURCE_KINDS and (count is None or type(count) is int)
+        and (candidate is None or type(candidate) is int)
         and (first_seen is None or type(first_seen) is str) and (last_seen is None or type(last_seen) is str)
     ):
         return False

@@ -4,10 +4,12 @@ same fields `Case` does, and leave every line they do not take to the model (its
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any, get_args
 
 import pytest
 from pydantic import ValidationError
+from pydantic_core import from_json
 
 from curator import linefields
 from curator.linefields import case_fields
@@ -32,6 +34,21 @@ ODD: list[Any] = [None, "", "x", "primary", "retired", "log", 0, 1, -1, 4, 2**70
                   [{"id": "a", "role": "primary"}], [{"id": "a"}, {"id": "a"}], [{"id": "a", "role": "secondary"}],
                   "q-1", "Q1", "q 1", "q1\n", "-q",
                   [{"id": "a", "role": "primary"}, {"id": "a", "role": "secondary"}]]
+
+
+def _parsers() -> list[Any]:
+    parsers = [pytest.param(partial(from_json, allow_inf_nan=False), id="pydantic_core")]
+    try:
+        import orjson
+    except ImportError:  # not installed: curator reads with pydantic's parser
+        return parsers
+    return [pytest.param(orjson.loads, id="orjson"), *parsers]
+
+
+@pytest.fixture(params=_parsers(), autouse=True)
+def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test runs with each JSON parser curator may read the lines with."""
+    monkeypatch.setattr(linefields, "_loads", request.param)
 
 
 def _variants(case: dict[str, Any]) -> list[dict[str, Any]]:
@@ -115,8 +132,9 @@ def test_what_the_checks_know_is_what_the_models_say() -> None:
 
 def test_a_line_nested_past_the_models_parser_is_left_to_it() -> None:
     # orjson reads 300 levels; pydantic's parser refuses them, and so verify must
-    deep = b'{"query_id":"q1","rev":1,"query":"x","slice":"s","status":"active","relevant":[{"id":"a","role":"primary"}],' \
-           b'"require_all":false,"expect_empty":false,"source":{"kind":"log","x":' + b"[" * 300 + b"]" * 300 + b"}}"
+    written = Case.model_validate(BASES[0]).line().encode()
+    assert written.count(b'"source":{"kind":"manual"}') == 1
+    deep = written.replace(b'"source":{"kind":"manual"}', b'"source":{"kind":"log","x":' + b"[" * 300 + b"]" * 300 + b"}")
     with pytest.raises(ValidationError, match="recursion limit"):
         case_fields(deep)
     shallow = deep.replace(b"[" * 300 + b"]" * 300, b"[" * 20 + b"]" * 20)
