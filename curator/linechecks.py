@@ -8,6 +8,7 @@
 - `check_pairing`: each case line has its change-log entry and the other way round;
 - `check_torn`: a torn last line of either file (a warning).
 
+Lines are read with curator.linefields (a dict of the fields, no model object per line).
 Trusted lines are those a passing verify of this curator version checked, unchanged since
 (curator.verify reads their key off the line). Each check adds `Problem`s to a list.
 """
@@ -20,8 +21,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from curator.appendonly import JsonLines
-from curator.linefields import case_fields
-from curator.models import ChangeEntry, validation_problems
+from curator.linefields import case_fields, change_fields
+from curator.models import validation_problems
 from curator.problems import Problem
 from curator.setchecks import Duplicate, check_candidate
 from curator.slicerules import slice_problems
@@ -178,17 +179,16 @@ def check_changelog(
     path = str(changelog.path)
     keys: list[Key | None] = list(trusted)
     actions: list[str | None] = [None] * len(trusted)
-    validate = ChangeEntry.__pydantic_validator__.validate_json
     for number, line in enumerate(changelog.lines[len(trusted):], start=len(trusted) + 1):
         try:
-            entry = validate(line)
+            entry = change_fields(line)
         except ValidationError as exc:
             problems.append(Problem(path, number, f"not a valid change entry: {validation_problems(exc, 'record')}"))
             keys.append(None)
             actions.append(None)
             continue
-        keys.append((entry.query_id, entry.rev))
-        actions.append(entry.action)
+        keys.append((entry["query_id"], entry["rev"]))
+        actions.append(entry["action"])
     return keys, actions
 
 

@@ -1,5 +1,6 @@
-"""curator.linefields: its plain checks never accept a case line `Case` refuses, read the
-same fields `Case` does, and leave every line they do not take to the model (its message)."""
+"""curator.linefields: its plain checks never accept a line the model (`Case`,
+`ChangeEntry`) refuses, read the same fields the model does, and leave every line they do
+not take to the model (its message)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,17 @@ from pydantic import ValidationError
 from pydantic_core import from_json
 
 from curator import linefields
-from curator.linefields import case_fields
-from curator.models import Case, CaseSource, CaseStatus, Freshness, Relevant, Role
+from curator.linefields import case_fields, change_fields
+from curator.models import (
+    Case,
+    CaseSource,
+    CaseStatus,
+    ChangeAction,
+    ChangeEntry,
+    Freshness,
+    Relevant,
+    Role,
+)
 
 # Every line shape curator writes, and a few it does not: each is changed field by field.
 BASES: list[dict[str, Any]] = [
@@ -128,6 +138,42 @@ def test_what_the_checks_know_is_what_the_models_say() -> None:
     assert set(Freshness.model_fields) == {"revision", "max_age_days"}
     assert set(CaseSource.model_fields) == {"kind", "count", "first_seen", "last_seen", "candidate_id"}
     assert get_args(Role) == ("primary", "secondary") and get_args(CaseStatus) == ("active", "retired")
+    assert set(ChangeEntry.model_fields) == {"at", "query_id", "rev", "action", "reason", "reviewer", "versions"}
+    assert get_args(ChangeAction) == linefields.ACTIONS
+
+
+CHANGES: list[dict[str, Any]] = [
+    ChangeEntry(query_id="q1", rev=1, action="add", versions={"curator": "0.1.0"}).model_dump(mode="json"),
+    ChangeEntry(query_id="Any Id", rev=4, action="relabel", reason="moved", reviewer="ana").model_dump(mode="json"),
+    ChangeEntry(query_id="q2", rev=2, action="retire", reason="obsolete").model_dump(mode="json"),
+    {"query_id": "q5", "rev": 1, "action": "add"},  # defaults left out
+]
+
+
+@pytest.mark.parametrize("base", range(len(CHANGES)))
+def test_the_change_checks_accept_only_what_the_model_accepts(base: int) -> None:
+    entry = CHANGES[base]
+    variants = [entry, {**entry, "unknown": 1}, {**entry, "reason": "  "}, {**entry, "action": "edit", "reason": ""},
+                {**entry, "versions": {"curator": 1}}, {**entry, "versions": {}}]
+    for name in [*ChangeEntry.model_fields, "unknown"]:
+        variants.append({k: v for k, v in entry.items() if k != name})
+        variants.extend({**entry, name: value} for value in [*ODD, "add", "edit", "retire", {"a": "b"}])
+    taken = 0
+    for variant in variants:
+        line = json.dumps(variant, separators=(",", ":")).encode()
+        fast = linefields._fits_change(json.loads(line))
+        try:
+            model = ChangeEntry.model_validate_json(line)
+        except ValidationError as exc:
+            assert not fast, f"accepted a line the model refuses: {line!r}"
+            with pytest.raises(ValidationError) as raised:
+                change_fields(line)
+            assert str(raised.value) == str(exc)
+            continue
+        fields = change_fields(line)
+        assert (fields["query_id"], fields["rev"], fields["action"]) == (model.query_id, model.rev, model.action), line
+        taken += fast
+    assert taken > 10 if base < 3 else taken == 0
 
 
 def test_a_line_nested_past_the_models_parser_is_left_to_it() -> None:
