@@ -75,12 +75,13 @@ def check_conflicts(problems: list[Problem], path: str, duplicates: list[Duplica
 
 def check_actions(
     problems: list[Problem], path: str, keys: list[tuple[str, int] | None], actions: list[str | None],
-    retired: set[tuple[str, int]], cases: set[tuple[str, int]],
+    retired: set[tuple[str, int]], cases: set[tuple[str, int]] | None,
 ) -> None:
     """Each change-log line names an action that fits the case revision it explains: `add`
     for rev 1 only, `retire` exactly where the case turns retired. `keys` and `actions` are
     each line's (query_id, rev) and action (None: not checked here); `retired` the case
-    revisions that are retired, `cases` every case revision cases.jsonl has."""
+    revisions that are retired, `cases` every case revision cases.jsonl has (None: every
+    line's key is one)."""
     for index, action in enumerate(actions):
         key = keys[index]
         if action is None or key is None:
@@ -90,7 +91,7 @@ def check_actions(
         if (action == "add") != (rev == 1):
             expected = "add" if rev == 1 else "an action other than add"
             problems.append(Problem(path, number, f"{query_id} rev {rev}: action {action!r} where {expected} fits"))
-        if key not in cases:
+        if cases is not None and key not in cases:
             continue  # the pairing check reports it
         is_retired, was_retired = key in retired, (query_id, rev - 1) in retired
         if action == "retire" and not is_retired:

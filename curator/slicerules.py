@@ -21,7 +21,7 @@ NEGATIVE = "negative"
 def _getter(case_like: Any) -> Callable[[str, Any], Any]:
     """`get(name, default)` for a mapping's keys or an object's attributes (asked once per
     object: the check for a mapping is the slow part of a lookup)."""
-    if isinstance(case_like, Mapping):
+    if type(case_like) is dict or isinstance(case_like, Mapping):  # verify's dicts skip the ABC check
         return case_like.get
     return partial(getattr, case_like)
 

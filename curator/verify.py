@@ -263,7 +263,8 @@ def _check_lines(
     change_trusted = _trusted_keys(record, changelog, intact[CHANGELOG], _CHANGE_KEY)
     change_keys, actions = check_changelog(report.problems, changelog, change_trusted)
     check_pairing(report.problems, str(qs.cases_path), str(qs.changelog_path), case_keys, change_keys)
-    known_revisions = {key for key in case_keys if key is not None}
+    # every change-log key is a case revision when the two lists are equal (as curator writes them)
+    known_revisions = None if case_keys == change_keys else {key for key in case_keys if key is not None}
     check_actions(report.problems, str(qs.changelog_path), change_keys, actions, retired, known_revisions)
     check_conflicts(report.problems, str(qs.cases_path), report.duplicates, changelog)
     return latest, revs
