@@ -15,13 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from curator.logs.aggregate import USERS_CAP, Aggregate
 from curator.logs.duck_sql import NAMED, USER_HASH, USERS_MEMORY_LIMIT, JsonSql, OutOfMemory, Reader
-
-if TYPE_CHECKING:
-    from curator.logs.duck_ids import IdsOf
 
 _BITMAP = 1 << 16  # bits in the filter of the queries whose users are looked up, at least
 # The users of a query asked by USERS_CAP people or more: one shared stand-in (negative,
@@ -68,6 +65,12 @@ class Counted:
         return FULL if int(self.buckets[at]) >= USERS_CAP else None
 
 
+class IdsPass(Protocol):
+    """A file's ids look-up (duck_ids.IdsOf) that can count users in the same pass."""
+
+    def with_users(self, queries: set[str], users_of: set[str]) -> dict[str, Users]: ...
+
+
 @dataclass
 class FilePass:
     """What a later pass over one file (its users, its ids) needs: its lines' SQL, and
@@ -89,7 +92,7 @@ class UsersOf(FilePass):
     (the queued ones, whose ids are looked up next): one pass over the file after
     choosing, not two."""
 
-    ids: IdsOf | None = None
+    ids: IdsPass | None = None
     asked: set[str] = field(default_factory=set)
 
     def settled(self, queries: set[str]) -> tuple[dict[str, Users], set[str]]:
