@@ -97,12 +97,14 @@ def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, 
     try:
         with_ids = bool(sql.fields.hits or sql.fields.clicks)
         details = temp / f"details-{uuid.uuid4().hex}.parquet" if later and temp else None
-        agg, doubtful, counted = scan(reader, source_sql, sql, source.label, with_ids and not later, details)
-        fingerprint.thread.start()  # after DuckDB's pass: beside its threads it slowed the pass more than it took
+        # after DuckDB's pass (beside its threads it slowed the pass more than it took),
+        # beside Python's decoding of its table
+        agg, doubtful, counted = scan(reader, source_sql, sql, source.label, with_ids and not later, details,
+                                      then=fingerprint.thread.start)
         refused_lines = [] if fmt == "parquet" else refused(reader)
         if with_ids and not later:
             # a file whose every line pass 1 counted needs only the ids parsed again
-            rows = sql.id_rows(source_sql) if not (doubtful or refused_lines) else sql.rows(source_sql)
+            rows = sql.trusted_rows(source_sql, ids=True) if not (doubtful or refused_lines) else sql.rows(source_sql)
             count_ids(reader, f"({rows})", sql.fields, (agg.hits, agg.clicks), source.label, (0.5, 1.0))
         left_ids = Aggregate()
         if doubtful or refused_lines:
@@ -121,8 +123,8 @@ def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, 
     finally:
         reader.close()
     trusted = not (doubtful or refused_lines)
-    users_of = UsersOf(source_sql, sql, source.label, counted, trusted, temp) if sql.fields.user else None
     ids_of = IdsOf(source_sql, sql, source.label, counted, trusted, temp, left_ids) if with_ids and later else None
+    users_of = UsersOf(source_sql, sql, source.label, counted, trusted, temp, ids_of) if sql.fields.user else None
     details_of = DetailsOf(details, counted) if details else None
     return FileRead(source, fmt, fingerprint.result(agg.lines), agg, handler.fields.given(), "duckdb", users_of,
                     ids_of, details_of)
@@ -141,15 +143,16 @@ def first_lines(source: Source, source_sql: str, what: str, rows: int = 2000) ->
     return "\n".join(line or "" for (line,) in lines).encode()
 
 
-def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str,
-         ids_next: bool = False, details: Path | None = None) -> tuple[Aggregate, int, Counted]:
+def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str, ids_next: bool = False,
+         details: Path | None = None, then: Callable[[], None] = lambda: None) -> tuple[Aggregate, int, Counted]:
     """Pass 1 counts per query (and settles most queries' users, see SPREAD); hit and
     click ids are another pass (`count_ids`: next if `ids_next`, else later, for the
     chosen queries). Returns what `_counts` does: the counts, how many lines are left
     to the python reader, and the queries' `Counted`. `details`: the file to write
-    first and last seen, zero results and latency to, instead of the Aggregate."""
+    first and last seen, zero results and latency to, instead of the Aggregate. `then`
+    is called once DuckDB's pass is done, before Python decodes its table."""
     fields = sql.fields
-    rows = f"({sql.rows(source_sql)})"
+    rows = f"({sql.rows(source_sql, ids=False)})"  # the ids are another pass
     step = 0.5 if ids_next else 1.0
     settling, hashed = ("", "")
     if fields.user:  # a user's hash once per line, on the lines that name one
@@ -167,6 +170,7 @@ def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str,
             GROUP BY ALL""",
         label, (0.0, step),
     )
+    then()
     reader.release()  # what the pass kept cached (150 MB), before Python decodes its table
     agg, doubtful, counted = _counts(reader, fields, details)
     if doubtful:  # their texts, for the python reader (see duck_odd.py)

@@ -112,24 +112,37 @@ class JsonSql:
         which the python reader unwraps), so each field is also looked for inside
         `_source`. Otherwise a line with `_source` is left to the python reader."""
         self.fields, self.window, self.wrapped = fields, window, wrapped
-        paths, self.values = _field_paths(fields.given(), wrapped)
-        self.literal: list[int] = []  # `a.b` as one key wins in the python reader
-        for field in fields.given().values():
-            if "." in field:
-                self.literal.append(len(paths) + 1)
-                paths.append(f'$."{field}"')
-        self.paths = "[" + ", ".join(quote(p) for p in paths) + "]"
+        # `a.b` as one key wins in the python reader: `literal` numbers those keys' paths
+        self.paths, self.values, self.literal = self._paths(fields.given())
+        # the counting pass has no use for the id lists: serialising them again as JSON
+        # text was a fifth of its time on a log with hits and clicks
+        self.count_paths, self.count_values, self.count_literal = self._paths(
+            {role: field for role, field in fields.given().items() if role not in ("hits", "clicks")})
 
-    def rows(self, source: str) -> str:
+    def _paths(self, fields: dict[str, str]) -> tuple[str, dict[str, str], list[int]]:
+        """The JSON paths of one parse of `fields`, their values (_field_paths), and the
+        numbers of the paths of every given field's literal key (`a.b` as one key)."""
+        paths, values = _field_paths(fields, self.wrapped)
+        literal = []
+        for field in self.fields.given().values():
+            if "." in field:
+                literal.append(len(paths) + 1)
+                paths.append(f'$."{field}"')
+        return "[" + ", ".join(quote(p) for p in paths) + "]", values, literal
+
+    def rows(self, source: str, ids: bool = True) -> str:
         """One row per line of `source` (a `line` column): `ok` (DuckDB can count it),
         `inside` the time window, `empty`, the time as a TIMESTAMP and the JSON text of
         each other field (one parse per line). Texts are grouped as they are and decoded
         in Python once per distinct value, with the python reader's own functions, so
-        values cannot differ between engines.
+        values cannot differ between engines. `ids`: parse the hits and clicks too (else
+        they are NULL; a line's `ok` does not depend on them).
 
         Every check is evaluated on every line (a projection does not short-circuit
         AND), so each is the cheapest that is exact; a CASE picks the time parser."""
         f = self.fields
+        paths, field_values, literal = ((self.paths, self.values, self.literal) if ids
+                                        else (self.count_paths, self.count_values, self.count_literal))
         # A key twice: the python reader keeps the last value, DuckDB the first. Checked
         # for the keys that decide what is counted or suggested (a LIKE per key, see
         # _not_twice); not for time, user, result count and latency (docs/logs.md).
@@ -151,7 +164,7 @@ class JsonSql:
                                                                    if self.literal else ""))
             if self.wrapped else "f_source IS NULL",
             "starts_with(f_query, '\"')",
-            *(f"lit_{i} IS NULL" for i in self.literal),
+            *(f"lit_{i} IS NULL" for i in literal),
         ]
         values = {"q": "f_query", "n": "1", "ts": "NULL::TIMESTAMP", "u": "NULL::VARCHAR",
                   "hits": "NULL::VARCHAR", "clicks": "NULL::VARCHAR", "results": "NULL::VARCHAR",
@@ -173,7 +186,7 @@ class JsonSql:
                               f"regexp_full_match({j}, '0|-?[1-9][0-9]{{0,17}}')"))  # past 64 bits: a float to orjson
             values["u"] = j
         for role in ("hits", "clicks"):
-            if getattr(f, role):
+            if getattr(f, role) and ids:
                 values[role] = f"f_{role}"
         if f.results:
             j = "f_results"
@@ -186,10 +199,10 @@ class JsonSql:
         if self.window:
             ok.append("ts IS NOT NULL")  # the python reader rejects a line without one
         columns = ["j[1] AS f_source"]
-        columns += [f"{value} AS f_{role}" for role, value in self.values.items()]
-        columns += [f"j[{i}] AS lit_{i}" for i in self.literal]
+        columns += [f"{value} AS f_{role}" for role, value in field_values.items()]
+        columns += [f"j[{i}] AS lit_{i}" for i in literal]
         # try(): NULL where DuckDB cannot parse the line, at half the cost of json_valid
-        parse = f"try(json_extract(line, {self.paths}))::VARCHAR[]"
+        parse = f"try(json_extract(line, {paths}))::VARCHAR[]"
         cols = ", ".join(f"{expr} AS {name}" for name, expr in values.items() if name != "ts")
         return f"""
             SELECT coalesce({' AND '.join(ok)}, false) AS ok,
@@ -199,36 +212,28 @@ class JsonSql:
                         FROM (SELECT line, {parse} AS j FROM {source})))
         """
 
-    def user_rows(self, source: str) -> str:
-        """`ok`, `inside`, `q` and `u` per line of a file whose every line an earlier pass
-        found `ok`: only the query, the user and (for a window) the time are parsed."""
-        roles = ["query", "user", *(["time"] if self.fields.time else [])]
-        found, values = _field_paths({r: getattr(self.fields, r) for r in roles}, self.wrapped)
-        paths = "[" + ", ".join(quote(p) for p in found) + "]"
-        columns = ", ".join(f"{values[role]} AS f_{role}" for role in roles)
-        ts = self._time() if self.fields.time else "NULL::TIMESTAMP"
-        return f"""
-            SELECT TRUE AS ok, {self._inside()} AS inside, f_query AS q, f_user AS u
-            FROM (SELECT *, {ts} AS ts
-                  FROM (SELECT {columns}
-                        FROM (SELECT try(json_extract(line, {paths}))::VARCHAR[] AS j FROM {source})))
-        """
-
-    def id_rows(self, source: str) -> str:
-        """`ok`, `inside`, `q`, `n`, `hits` and `clicks` per line of a file whose every
-        line an earlier pass found `ok`: only those fields (and the time, for a window)
-        are parsed, nothing is checked again."""
-        roles = ["query", *(r for r in ("hits", "clicks", "count") if getattr(self.fields, r))]
-        if self.window and self.fields.time:
+    def trusted_rows(self, source: str, ids: bool = False, users: bool = False) -> str:
+        """`ok`, `inside`, `q`, `n`, `u`, `hits` and `clicks` per line of a file whose every
+        line an earlier pass found `ok`: only the query and what is asked for are parsed
+        (with `ids`, the hits, clicks and count; with `users`, the user; for a window, the
+        time), nothing is checked again; what is not asked for is NULL (`n` 1)."""
+        f = self.fields
+        roles = ["query"]
+        if ids:
+            roles += [r for r in ("hits", "clicks", "count") if getattr(f, r)]
+        if users and f.user:
+            roles.append("user")
+        if self.window and f.time:
             roles.append("time")
-        found, values = _field_paths({r: getattr(self.fields, r) for r in roles}, self.wrapped)
+        found, values = _field_paths({r: getattr(f, r) for r in roles}, self.wrapped)
         paths = "[" + ", ".join(quote(p) for p in found) + "]"
         columns = ", ".join(f"{values[role]} AS f_{role}" for role in roles)
         ts = self._time() if "time" in roles else "NULL::TIMESTAMP"
-        n = "TRY_CAST(f_count AS BIGINT)" if self.fields.count else "1"
-        ids = ", ".join(f"{f'f_{r}' if getattr(self.fields, r) else 'NULL::VARCHAR'} AS {r}" for r in ("hits", "clicks"))
+        n = "TRY_CAST(f_count AS BIGINT)" if "count" in roles else "1"
+        u = "f_user" if "user" in roles else "NULL::VARCHAR"
+        picked = ", ".join(f"{f'f_{r}' if r in roles else 'NULL::VARCHAR'} AS {r}" for r in ("hits", "clicks"))
         return f"""
-            SELECT TRUE AS ok, {self._inside()} AS inside, f_query AS q, {n} AS n, {ids}
+            SELECT TRUE AS ok, {self._inside()} AS inside, f_query AS q, {n} AS n, {u} AS u, {picked}
             FROM (SELECT *, {ts} AS ts
                   FROM (SELECT {columns}
                         FROM (SELECT try(json_extract(line, {paths}))::VARCHAR[] AS j FROM {source})))

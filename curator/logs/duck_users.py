@@ -13,9 +13,9 @@ the shared FULL stand-in.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from curator.logs.aggregate import USERS_CAP, Aggregate
 from curator.logs.duck_sql import NAMED, USER_HASH, USERS_MEMORY_LIMIT, JsonSql, OutOfMemory, Reader
@@ -65,6 +65,12 @@ class Counted:
         return FULL if int(self.buckets[at]) >= USERS_CAP else None
 
 
+class IdsPass(Protocol):
+    """A file's ids look-up (duck_ids.IdsOf) that can count users in the same pass."""
+
+    def with_users(self, queries: set[str], users_of: set[str]) -> dict[str, Users]: ...
+
+
 @dataclass
 class FilePass:
     """What a later pass over one file (its users, its ids) needs: its lines' SQL, and
@@ -79,11 +85,19 @@ class FilePass:
     temp: Path | None = None  # the folder DuckDB may spill to
 
 
+@dataclass
 class UsersOf(FilePass):
-    """The users pass over one file."""
+    """The users pass over one file. `ids`: the file's ids pass (a log with hits or
+    clicks), which the users pass does too, for the queries `settled` was asked about
+    (the queued ones, whose ids are looked up next): one pass over the file after
+    choosing, not two."""
+
+    ids: IdsPass | None = None
+    asked: set[str] = field(default_factory=set)
 
     def settled(self, queries: set[str]) -> tuple[dict[str, Users], set[str]]:
         """The users of those of `queries` that pass 1 settled, and the other queries."""
+        self.asked = set(queries)
         found: dict[str, Users] = {}
         left: set[str] = set()
         rows = self.counted.rows_of(queries)
@@ -94,16 +108,21 @@ class UsersOf(FilePass):
                 continue
             for users in known:
                 assert users is not None
-                _union(found, q, users)
+                union(found, q, users)
         return found, left
 
     def unsettled(self, queries: set[str]) -> dict[str, Users]:
         """The users of `queries`, which pass 1 did not settle, from a users pass."""
         query_of = {int(self.counted.hashes[row]): q for q, rows in self.counted.rows_of(queries).items() for row in rows}
+        if query_of and self.ids is not None and queries <= self.asked:
+            try:
+                return self.ids.with_users(self.asked, queries)
+            except OutOfMemory:  # the users alone, in as many passes as they need
+                pass
         found: dict[str, Users] = {}
         for hq, users in self._users(list(query_of)) if query_of else ():
             if hq in query_of:  # the bitmap lets a few others through
-                _union(found, query_of[hq], FULL if users is None else set(users))
+                union(found, query_of[hq], FULL if users is None else set(users))
         return found
 
     def _users(self, wanted: list[int]) -> list[tuple[int, list[int] | None]]:
@@ -122,7 +141,7 @@ class UsersOf(FilePass):
         # hold the whole log in memory), 16 bits a query so that few other lines pass.
         size, bits = hash_bitmap(wanted)
         reader = Reader(lambda _fraction: None, USERS_MEMORY_LIMIT, self.temp)
-        rows = self.sql.user_rows(self.source_sql) if self.trusted else self.sql.rows(self.source_sql)
+        rows = self.sql.trusted_rows(self.source_sql, users=True) if self.trusted else self.sql.rows(self.source_sql, ids=False)
         try:
             result: list[tuple[int, list[int] | None]] = reader.query(
                 # Distinct (query, user) pairs of the wanted queries, then a list per query.
@@ -155,7 +174,7 @@ def hash_bitmap(hashes: list[int]) -> tuple[int, str]:
     return size, bits.decode()
 
 
-def _union(found: dict[str, Users], query: str, users: Users) -> None:
+def union(found: dict[str, Users], query: str, users: Users) -> None:
     """Add `users` to what `found` holds for `query` (FULL absorbs the rest)."""
     mine = found.get(query)
     if mine is None:

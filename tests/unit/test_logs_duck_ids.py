@@ -8,8 +8,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from curator.corpus import add_paths
-from curator.logs import import_logs
+from curator.logs import duck_ids, import_logs
+from curator.logs.duck_users import hash_users
 from curator.logs.reading import read_source
 from curator.logs.sources import Source
 from curator.workspace import Workspace
@@ -106,3 +109,36 @@ def _import_all(where: Path, engine: str, logs: list[Path], options: dict):
     finally:
         ws.close()
     return [f["engine"] for f in summary["files"]], summary, candidates
+
+
+@pytest.mark.parametrize("odd", [True, False])
+def test_the_users_and_ids_of_the_queued_queries_are_one_pass_over_the_file(tmp_path: Path, monkeypatch,
+                                                                          odd: bool) -> None:
+    """A log with users and ids is read once after choosing: the users look-up counts the
+    ids of the queries it was asked about too, and the ids look-up that follows reads
+    them from there; both as the python reader counts them (users as their hashes)."""
+    if odd:
+        log = _odd_log(tmp_path / "log.jsonl")
+    else:
+        log = tmp_path / "log.jsonl"
+        lines = [{"query": f"q{i % 30}", "user_id": f"u{i % 17}", "hits": [f"p{i % 7}"], "clicks": [f"p{i % 3}"]}
+                 for i in range(600)]
+        log.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    passes: list[str] = []
+    real = duck_ids.count_ids
+    monkeypatch.setattr(duck_ids, "count_ids", lambda *a, **k: passes.append(a[1]) or real(*a, **k))
+    py = read_source(Source("log.jsonl", log), engine="python")
+    hash_users(py.agg)
+    duck = read_source(Source("log.jsonl", log), engine="duckdb", later=True)
+    assert duck.users_of is not None and duck.ids_of is not None and duck.users_of.trusted is not odd
+    wanted = {"dhl cutoff time", "label backlog", "rare 3", "never asked"} if odd else {"q1", "q2", "q29"}
+    settled, left = duck.users_of.settled(wanted)
+    assert left, "the test needs queries pass 1 could not settle"
+    users = {**settled, **duck.users_of.unsettled(left)}
+    hits, clicks = duck.ids_of.look_up(wanted)
+    assert len(passes) == 1  # the ids came with the users
+    assert users == {q: py.agg.users[q] for q in wanted if q in py.agg.users}
+    assert hits == {q: py.agg.hits[q] for q in wanted if q in py.agg.hits}
+    assert clicks == {q: py.agg.clicks[q] for q in wanted if q in py.agg.clicks}
+    duck.ids_of.look_up({"q3" if not odd else "pickup window"})  # not asked about before: a pass of its own
+    assert len(passes) == 2
