@@ -21,45 +21,70 @@ name identifiers join only if their identifiers have the same parts
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 from rapidfuzz import fuzz, process
 
 from curator.logs.normalise import (
     Signature,
     compare_keys,
+    digit_signature,
     digit_signatures,
     identifier_signature,
+    plain_key,
     plain_keys,
     same_identifiers,
 )
 
 BLOCK_LEADERS = 32
+BULK_ONE_OFFS = 50_000  # more queries asked once than this: compared in bulk (`_join_once`)
+ONCE_CHUNK = 100_000  # queries asked once handled at a time
 
 
 Block = tuple[list[str], list[int]]  # the leaders of one block: their forms (sorted or plain), their positions
 _NONE: Block = ([], [])  # a block nobody has led yet (never added to)
 
 
-def cluster(norms: list[str], counts: list[int], similarity: float, surfaces: list[str] | None = None) -> Clusters:
+def cluster(norms: list[str], counts: list[int], similarity: float, surfaces: list[str] | None = None,
+            bulk_after: int = BULK_ONE_OFFS) -> Clusters:
     """Clusters of `norms` (normalised, distinct); each member index appears once.
     `similarity` is a rapidfuzz ratio (0-100) over the comparison forms; 100 joins
     only word-order and punctuation variants. `surfaces` (each norm as typed, for the
-    case of its identifiers) keep queries naming different identifiers apart."""
+    case of its identifiers) keep queries naming different identifiers apart.
+
+    With more than `bulk_after` queries asked once, those are compared in bulk with
+    the leaders of the queries asked more often (`_join_once`) and lead no cluster
+    others join: a one-off joins the cluster of a repeated query it is a near-duplicate
+    of, never another one-off."""
+    once = [i for i, n in enumerate(counts) if n == 1] if len(counts) > bulk_after else []
+    if len(once) <= bulk_after:
+        once = []
+    heads = [i for i, n in enumerate(counts) if n != 1] if once else range(len(norms))
     # most frequent first, ties by text: two sorts (the second is stable)
-    order = sorted(range(len(norms)), key=norms.__getitem__)
+    order = sorted(heads, key=norms.__getitem__)
     order.sort(key=counts.__getitem__, reverse=True)
-    signatures = digit_signatures(norms)
+    head_norms = [norms[i] for i in order]
     idents = [identifier_signature(surfaces[i]) for i in order] if surfaces is not None else None
-    joiners, joined = _joins([norms[i] for i in order], [signatures[i] for i in order], similarity, idents)
+    joiners, joined, blocks, first_with = _joins(head_norms, digit_signatures(head_norms), similarity, idents)
+    del head_norms
+    if once:  # visited after every repeated query, in the order the log first met them
+        more, their = _join_once([norms[i] for i in once], [surfaces[i] for i in once] if surfaces else None,
+                                 blocks, first_with, idents, similarity)
+        joiners += [len(order) + p for p in more]
+        joined += their
+        order += once
     joins = [-1] * len(norms)  # query -> the query whose cluster it joins; -1: it leads one
     for p, q in zip(joiners, joined, strict=True):
         joins[order[p]] = order[q]
     return Clusters(order, joins)
 
 
-def _joins(norms: list[str], signatures: list[str], similarity: float,
-           idents: list[Signature] | None = None) -> tuple[list[int], list[int]]:
+def _joins(norms: list[str], signatures: list[str], similarity: float, idents: list[Signature] | None = None
+           ) -> tuple[list[int], list[int], dict[str, Block], dict[str, int]]:
     """For `norms` in visiting order (with their digit and identifier signatures): the
-    positions of the queries that join another's cluster, and of the query each joins."""
+    positions of the queries that join another's cluster, and of the query each joins;
+    also the blocks of leaders and the first query with each comparison form."""
     keys = compare_keys(norms)
     plains = plain_keys(norms)
     blocks: dict[str, Block] = {}
@@ -81,7 +106,8 @@ def _joins(norms: list[str], signatures: list[str], similarity: float,
         pheads, ptails = f"{signature}|<{plain[:5]}", f"{signature}|>{plain[-5:]}"
         a, b, c, d = get(heads, _NONE), get(tails, _NONE), get(pheads, _NONE), get(ptails, _NONE)
         leaders = a[1] + b[1] + c[1] + d[1]  # lists joined with +, in C: comprehensions cost more than scoring
-        leader = _best(key, a[0] + b[0], plain, c[0] + d[0], similarity, leaders, idents, i)
+        leader = _best(key, a[0] + b[0], plain, c[0] + d[0], similarity, leaders, idents,
+                       idents[i] if idents is not None else ())
         if leader is not None:
             joiners.append(i)
             joined.append(leaders[leader])
@@ -92,15 +118,117 @@ def _joins(norms: list[str], signatures: list[str], similarity: float,
             elif len(block[1]) < BLOCK_LEADERS:
                 block[0].append(form)
                 block[1].append(i)
+    return joiners, joined, blocks, first_with
+
+
+# where plain_key(norm) could differ from a norm held plain in a Joined text (punctuation, spaces)
+_NOT_PLAIN = re.compile(r"[^\w<> \n]| (?= |$)|^ ", re.M)
+_DIGIT = re.compile(r"\d")
+_CASE_CHANGE = re.compile(r"[a-z0-9][A-Z]|[A-Z][A-Z][a-z]")  # as identifier_signature's
+
+
+def _join_once(norms: list[str], surfaces: list[str] | None, blocks: dict[str, Block], first_with: dict[str, int],
+               idents: list[Signature] | None, similarity: float) -> tuple[list[int], list[int]]:
+    """For queries asked once (`norms`, after every repeated query), against the
+    repeated queries' leaders (`blocks`, `first_with`, `idents`, which no longer change):
+    the positions in `norms` of those that join a cluster, and the leader (or first
+    query with their comparison form) each joins. The same rules as `_joins`, a chunk at
+    a time: comparison forms and signatures screened in bulk, and per block one
+    rapidfuzz `cdist` of the chunk's queries in it against the block's leaders."""
+    import numpy as np
+
+    from curator.logs.bulk import Joined
+
+    joiners: list[int] = []
+    joined: list[int] = []
+    for start in range(0, len(norms), ONCE_CHUNK):
+        chunk = norms[start : start + ONCE_CHUNK]
+        joined_norms = Joined(chunk)
+        plains = list(chunk)
+        for k in np.flatnonzero(~joined_norms.plain | joined_norms.touched(_NOT_PLAIN)).tolist():
+            plains[k] = plain_key(chunk[k])
+        signatures = [""] * len(chunk)
+        for k in np.flatnonzero(~joined_norms.plain | joined_norms.touched(_DIGIT)).tolist():
+            signatures[k] = digit_signature(chunk[k])
+        del joined_norms
+        mine: list[Signature] | None = None
+        if surfaces is not None:
+            typed = surfaces[start : start + ONCE_CHUNK]
+            joined_typed = Joined(typed)
+            mine = [()] * len(chunk)
+            for k in np.flatnonzero(~joined_typed.plain | joined_typed.touched(_CASE_CHANGE)).tolist():
+                mine[k] = identifier_signature(typed[k])
+            del joined_typed
+        keys = [plain if " " not in plain else " ".join(sorted(plain.split())) for plain in plains]
+        firsts = [first_with.get(key, -1) for key in keys]
+        fuzzy = [p for p, (first, key) in enumerate(zip(firsts, keys, strict=True)) if first < 0 and key]
+        for p, first in enumerate(firsts):
+            if first >= 0:
+                joiners.append(start + p)
+                joined.append(first)
+        if similarity >= 100 or not fuzzy:
+            continue
+        best, at = _scores(fuzzy, keys, plains, signatures, blocks, similarity)
+        for p, score, leader in zip(fuzzy, best.tolist(), at.tolist(), strict=True):
+            if score < 0:
+                continue
+            if mine is not None and idents is not None and (mine[p] or idents[leader]) \
+                    and not same_identifiers(mine[p], idents[leader]):
+                leader = _best_of_blocks(keys[p], plains[p], signatures[p], blocks, similarity, idents, mine[p])
+                if leader is None:
+                    continue
+            joiners.append(start + p)
+            joined.append(leader)
     return joiners, joined
 
 
+def _scores(rows: list[int], keys: list[str], plains: list[str], signatures: list[str], blocks: dict[str, Block],
+            similarity: float) -> tuple[Any, Any]:
+    """For each query of `rows`: its best score (-1: none reached `similarity`) and the
+    leader that gave it, over its four blocks in `_best`'s order (ties to the first)."""
+    import numpy as np
+
+    best = np.full(len(rows), -1.0)
+    at = np.full(len(rows), -1, dtype=np.int64)
+    for mark, forms, end in (("^", keys, 0), ("$", keys, 1), ("<", plains, 0), (">", plains, 1)):
+        where: dict[str, list[int]] = {}
+        for r, p in enumerate(rows):
+            form = forms[p]
+            block_key = f"{signatures[p]}|{mark}{form[-5:] if end else form[:5]}"
+            if block_key in blocks:
+                where.setdefault(block_key, []).append(r)
+        for block_key, members in where.items():
+            leader_forms, leaders = blocks[block_key]
+            scores = process.cdist([forms[rows[r]] for r in members], leader_forms, scorer=fuzz.ratio,
+                                   score_cutoff=similarity, dtype=np.float64)
+            top = scores.max(axis=1)
+            arg = scores.argmax(axis=1)
+            found = top >= similarity
+            if similarity <= 0:  # a cutoff of 0 keeps every score
+                found[:] = True
+            members_a = np.asarray(members)
+            better = found & (top > best[members_a])
+            best[members_a[better]] = top[better]
+            at[members_a[better]] = np.asarray(leaders)[arg[better]]
+    return best, at
+
+
+def _best_of_blocks(key: str, plain: str, signature: str, blocks: dict[str, Block], similarity: float,
+                    idents: list[Signature], ident: Signature) -> int | None:
+    """`_best` for one query asked once, over its four blocks: the leader it joins, or None."""
+    a, b = blocks.get(f"{signature}|^{key[:5]}", _NONE), blocks.get(f"{signature}|${key[-5:]}", _NONE)
+    c, d = blocks.get(f"{signature}|<{plain[:5]}", _NONE), blocks.get(f"{signature}|>{plain[-5:]}", _NONE)
+    leaders = a[1] + b[1] + c[1] + d[1]
+    at = _best(key, a[0] + b[0], plain, c[0] + d[0], similarity, leaders, idents, ident)
+    return None if at is None else leaders[at]
+
+
 def _best(key: str, keys: list[str], plain: str, plains: list[str], similarity: float, leaders: list[int],
-          idents: list[Signature] | None, i: int) -> int | None:
-    """The position in `keys + plains` (and `leaders`) of the leader query `i` joins: the best ratio of its
+          idents: list[Signature] | None, ident: Signature) -> int | None:
+    """The position in `keys + plains` (and `leaders`) of the leader a query joins: the best ratio of its
     sorted form `key` to the leaders of the sorted-form blocks (`keys`) and of its plain
     form to those of the plain-form blocks (`plains`) at `similarity` or more, whose
-    identifiers agree (see `same_identifiers`); ties go to the first best (in the order
+    identifiers agree with the query's (`ident`; see `same_identifiers`); ties go to the first best (in the order
     of the blocks: sorted head, sorted tail, plain head, plain tail; older leaders first)."""
     if not (keys or plains):
         return None
@@ -114,7 +242,6 @@ def _best(key: str, keys: list[str], plain: str, plains: list[str], similarity: 
     at = best[1]
     if idents is None:
         return at
-    ident = idents[i]  # the query's identifiers, and below its leaders'
     if (not ident and not idents[leaders[at]]) or same_identifiers(ident, idents[leaders[at]]):
         return at
     # the best names other identifiers: every leader within reach, best first

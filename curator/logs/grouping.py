@@ -9,10 +9,7 @@ import re
 from collections import Counter
 from typing import Any
 
-import numpy as np
-
 from curator.logs.aggregate import USERS_CAP, Aggregate
-from curator.logs.bulk import Joined
 from curator.logs.normalise import normalize_query
 from curator.logs.redact import Redactor
 
@@ -146,6 +143,8 @@ class Grouped:
 def group(agg: Aggregate, redactor: Redactor, filtered: dict[str, int]) -> Grouped:
     """The exact queries of `agg` cleaned (see `cleaned`) and grouped by normalised form;
     empty ones are counted in `filtered` and left out."""
+    import numpy as np  # here: importing the pipeline stays free of numpy
+
     raws = list(agg.counts)
     weights = list(agg.counts.values())
     texts, norms = cleaned(raws, weights, redactor)
@@ -197,6 +196,10 @@ def cleaned(raws: list[str], weights: list[int], redactor: Redactor) -> tuple[li
     by `weights` (log lines). The screen (`maybe_personal`) and the tidy and lower-case
     checks run over all queries at once (bulk.Joined); only the queries they mark, and
     those the join cannot hold as they are, are looked at one by one."""
+    import numpy as np
+
+    from curator.logs.bulk import Joined
+
     if redactor.extra or redactor.names:  # user patterns: every query
         texts = [redactor.redact(" ".join(raw.split()), weight) for raw, weight in zip(raws, weights, strict=True)]
         return texts, [_norm(text) for text in texts]
@@ -240,6 +243,10 @@ def kept(grouped: Grouped, min_length: int, max_length: int, noise: list[re.Patt
     """Indices of the norms that pass the length and noise filters; the others are
     counted in `filtered` by reason (the last rule a norm breaks). The rules are
     screened over all norms at once; the norms a screen marks are judged one by one."""
+    import numpy as np
+
+    from curator.logs.bulk import Joined
+
     norms, surfaces = grouped.norms, grouped.surfaces
     lengths = np.fromiter(map(len, norms), dtype=np.int64, count=len(norms))
     doubtful = (lengths < min_length) | (lengths > max_length)
