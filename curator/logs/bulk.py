@@ -23,6 +23,13 @@ SEP = "\n"
 _NOT_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
+def table(chars: str) -> Any:
+    """256 booleans, true at the codes of `chars` (ASCII)."""
+    out = np.zeros(256, dtype=bool)
+    out[[ord(ch) for ch in chars]] = True
+    return out
+
+
 class Joined:
     """`strings` as one text, with each one's start, and which are `plain`: held as they
     are (ASCII, no newline), so `lowered` and the searches see them exactly."""
@@ -45,6 +52,7 @@ class Joined:
         self.text = text
         self.plain = plain
         self._lowered: str | None = None
+        self._codes: Any = None
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -55,6 +63,72 @@ class Joined:
         if self._lowered is None:
             self._lowered = self.text.lower()
         return self._lowered
+
+    @property
+    def codes(self) -> Any:
+        """The text as a numpy array of its (ASCII) character codes."""
+        if self._codes is None:
+            self._codes = np.frombuffer(self.text.encode("ascii"), dtype=np.uint8)
+        return self._codes
+
+    def holding(self, at: Any) -> Any:
+        """A boolean array: which strings hold a position where `at` (a boolean array
+        over the text, as `codes`) is true."""
+        hit = np.zeros(len(self), dtype=bool)
+        hit[np.searchsorted(self.starts, np.flatnonzero(at), "right") - 1] = True
+        return hit
+
+    def untidy(self) -> Any:
+        """A boolean array: strings `" ".join(s.split())` could change (ASCII whitespace
+        other than single spaces between words)."""
+        c = self.codes
+        if not len(c):
+            return self.lengths < 0
+        at = (c == 9) | ((c >= 11) & (c <= 13)) | ((c >= 0x1C) & (c <= 0x1F))
+        edge = (c == 32) & (np.r_[True, c[:-1] == 10] | np.r_[c[1:] == 10, True] | np.r_[c[1:] == 32, False])
+        return self.holding(at | edge)
+
+    def starting(self, table: Any) -> Any:
+        """A boolean array: strings that are empty or start with a character `table` marks."""
+        c = self.codes
+        hit = self.lengths == 0
+        hit[~hit] = table[c[self.starts[~hit]]]
+        return hit
+
+    def case_changes(self) -> Any:
+        """A boolean array: strings with a case change inside a word, where
+        `normalise.identifier_signature` looks (`[a-z0-9][A-Z]|[A-Z][A-Z][a-z]`)."""
+        c = self.codes
+        upper, lower = _UPPER[c], _LOWER[c]
+        at = np.zeros(len(c), dtype=bool)
+        at[:-1] |= (lower[:-1] | _DIGITS[c[:-1]]) & upper[1:]
+        at[:-2] |= upper[:-2] & upper[1:-1] & lower[2:]
+        return self.holding(at)
+
+    def with_prefixes(self, prefixes: Prefixes, lowered: bool = False) -> Any:
+        """A boolean array: strings that hold one of the `prefixes`, in the text or
+        (`lowered`) in the text lower-cased; a block of the text at a time."""
+        at = np.zeros(len(self.codes), dtype=bool)
+        for start in range(0, len(self.codes), _BLOCK):
+            codes = self.codes[start : start + _BLOCK + 3]  # 3 more: the four characters from each position
+            if lowered:
+                codes = codes + _UPPER[codes].view(np.uint8) * np.uint8(32)
+            c = codes.astype(np.uint32)
+            here = prefixes.chars[codes]
+            pairs = (c[:-1] << 7) | c[1:]
+            here[:-1] |= prefixes.pairs[pairs]
+            triples = (pairs[:-1] << 7) | c[2:]
+            here[:-2] |= prefixes.triples[triples]
+            maybe = np.flatnonzero(prefixes.starts[triples[:-1]])  # the first three of a four-character prefix
+            if len(maybe):
+                quads = (triples[maybe] << 7) | c[maybe + 3]
+                here[maybe[np.isin(quads, prefixes.quads)]] = True
+            at[start : start + _BLOCK] = here[:_BLOCK]
+        return self.holding(at)
+
+    def with_codes(self, table: Any) -> Any:
+        """A boolean array: strings holding a character whose code `table` (256 booleans) marks."""
+        return self.holding(table[self.codes])
 
     def touched(self, pattern: re.Pattern[str], text: str | None = None) -> Any:
         """A boolean array: which strings a match of `pattern` in `text` (by default the
@@ -72,3 +146,42 @@ class Joined:
         for a, b in zip(first[first != last].tolist(), last[first != last].tolist(), strict=True):
             hit[a : b + 1] = True  # a match across strings: a superset, checked again by the caller
         return hit
+
+
+_UPPER = table("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_LOWER = table("abcdefghijklmnopqrstuvwxyz")
+_DIGITS = table("0123456789")
+UPPER, DIGITS = _UPPER, _DIGITS
+ALNUM = _UPPER | _LOWER | _DIGITS
+# what plain_key keeps of an ASCII norm as it is: word characters, placeholders' <>, spaces
+NOT_PLAIN = ~(ALNUM | table("_<> \n"))
+
+
+_BLOCK = 1 << 20  # characters screened at a time: the temporary arrays stay small
+
+
+class Prefixes:
+    """ASCII prefixes of one to four characters, as look-up tables over character codes."""
+
+    def __init__(self, prefixes: list[str]) -> None:
+        self.chars = np.zeros(128, dtype=bool)
+        self.pairs = np.zeros(1 << 14, dtype=bool)
+        self.triples = np.zeros(1 << 21, dtype=bool)
+        self.starts = np.zeros(1 << 21, dtype=bool)  # the first three characters of a four-character prefix
+        quads = []
+        for prefix in prefixes:
+            c = [ord(ch) for ch in prefix]
+            assert 1 <= len(c) <= 4 and all(code < 128 for code in c), prefix
+            key = 0
+            for code in c:
+                key = (key << 7) | code
+            if len(c) == 1:
+                self.chars[key] = True
+            elif len(c) == 2:
+                self.pairs[key] = True
+            elif len(c) == 3:
+                self.triples[key] = True
+            else:
+                self.starts[key >> 7] = True
+                quads.append(key)
+        self.quads = np.array(sorted(quads), dtype=np.uint32)

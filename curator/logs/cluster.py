@@ -21,7 +21,6 @@ name identifiers join only if their identifiers have the same parts
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from rapidfuzz import fuzz, process
@@ -121,12 +120,6 @@ def _joins(norms: list[str], signatures: list[str], similarity: float, idents: l
     return joiners, joined, blocks, first_with
 
 
-# where plain_key(norm) could differ from a norm held plain in a Joined text (punctuation, spaces)
-_NOT_PLAIN = re.compile(r"[^\w<> \n]| (?= |$)|^ ", re.M)
-_DIGIT = re.compile(r"\d")
-_CASE_CHANGE = re.compile(r"[a-z0-9][A-Z]|[A-Z][A-Z][a-z]")  # as identifier_signature's
-
-
 def _join_once(norms: list[str], surfaces: list[str] | None, blocks: dict[str, Block], first_with: dict[str, int],
                idents: list[Signature] | None, similarity: float) -> tuple[list[int], list[int]]:
     """For queries asked once (`norms`, after every repeated query), against the
@@ -137,18 +130,20 @@ def _join_once(norms: list[str], surfaces: list[str] | None, blocks: dict[str, B
     rapidfuzz `cdist` of the chunk's queries in it against the block's leaders."""
     import numpy as np
 
-    from curator.logs.bulk import Joined
+    from curator.logs.bulk import DIGITS, NOT_PLAIN, Joined
 
     joiners: list[int] = []
     joined: list[int] = []
+    number = {block_key: n for n, block_key in enumerate(blocks)}
     for start in range(0, len(norms), ONCE_CHUNK):
         chunk = norms[start : start + ONCE_CHUNK]
         joined_norms = Joined(chunk)
         plains = list(chunk)
-        for k in np.flatnonzero(~joined_norms.plain | joined_norms.touched(_NOT_PLAIN)).tolist():
+        for k in np.flatnonzero(~joined_norms.plain | joined_norms.untidy()
+                                | joined_norms.with_codes(NOT_PLAIN)).tolist():
             plains[k] = plain_key(chunk[k])
         signatures = [""] * len(chunk)
-        for k in np.flatnonzero(~joined_norms.plain | joined_norms.touched(_DIGIT)).tolist():
+        for k in np.flatnonzero(~joined_norms.plain | joined_norms.with_codes(DIGITS)).tolist():
             signatures[k] = digit_signature(chunk[k])
         del joined_norms
         mine: list[Signature] | None = None
@@ -156,7 +151,7 @@ def _join_once(norms: list[str], surfaces: list[str] | None, blocks: dict[str, B
             typed = surfaces[start : start + ONCE_CHUNK]
             joined_typed = Joined(typed)
             mine = [()] * len(chunk)
-            for k in np.flatnonzero(~joined_typed.plain | joined_typed.touched(_CASE_CHANGE)).tolist():
+            for k in np.flatnonzero(~joined_typed.plain | joined_typed.case_changes()).tolist():
                 mine[k] = identifier_signature(typed[k])
             del joined_typed
         keys = [plain if " " not in plain else " ".join(sorted(plain.split())) for plain in plains]
@@ -168,7 +163,7 @@ def _join_once(norms: list[str], surfaces: list[str] | None, blocks: dict[str, B
                 joined.append(first)
         if similarity >= 100 or not fuzzy:
             continue
-        best, at = _scores(fuzzy, keys, plains, signatures, blocks, similarity)
+        best, at = _scores(fuzzy, keys, plains, signatures, blocks, number, similarity)
         for p, score, leader in zip(fuzzy, best.tolist(), at.tolist(), strict=True):
             if score < 0:
                 continue
@@ -183,33 +178,36 @@ def _join_once(norms: list[str], surfaces: list[str] | None, blocks: dict[str, B
 
 
 def _scores(rows: list[int], keys: list[str], plains: list[str], signatures: list[str], blocks: dict[str, Block],
-            similarity: float) -> tuple[Any, Any]:
+            number: dict[str, int], similarity: float) -> tuple[Any, Any]:
     """For each query of `rows`: its best score (-1: none reached `similarity`) and the
-    leader that gave it, over its four blocks in `_best`'s order (ties to the first)."""
+    leader that gave it, over its four blocks in `_best`'s order (ties to the first).
+    `number`: each block's position in `blocks`."""
     import numpy as np
 
     best = np.full(len(rows), -1.0)
     at = np.full(len(rows), -1, dtype=np.int64)
+    led = list(blocks.values())
     for mark, forms, end in (("^", keys, 0), ("$", keys, 1), ("<", plains, 0), (">", plains, 1)):
-        where: dict[str, list[int]] = {}
-        for r, p in enumerate(rows):
-            form = forms[p]
-            block_key = f"{signatures[p]}|{mark}{form[-5:] if end else form[:5]}"
-            if block_key in blocks:
-                where.setdefault(block_key, []).append(r)
-        for block_key, members in where.items():
-            leader_forms, leaders = blocks[block_key]
-            scores = process.cdist([forms[rows[r]] for r in members], leader_forms, scorer=fuzz.ratio,
-                                   score_cutoff=similarity, dtype=np.float64)
+        if end:
+            ids = [number.get(f"{signatures[p]}|{mark}{forms[p][-5:]}", -1) for p in rows]
+        else:
+            ids = [number.get(f"{signatures[p]}|{mark}{forms[p][:5]}", -1) for p in rows]
+        block_of = np.asarray(ids, dtype=np.int64)
+        inside = np.flatnonzero(block_of >= 0)
+        inside = inside[np.argsort(block_of[inside], kind="stable")]  # the rows of each block together
+        if not len(inside):
+            continue
+        bounds = np.flatnonzero(np.diff(block_of[inside])) + 1
+        for members in np.split(inside, bounds):
+            leader_forms, leaders = led[int(block_of[members[0]])]
+            queries = [forms[rows[r]] for r in members.tolist()]
+            scores = process.cdist(queries, leader_forms, scorer=fuzz.ratio, score_cutoff=similarity,
+                                   dtype=np.float64)
             top = scores.max(axis=1)
-            arg = scores.argmax(axis=1)
-            found = top >= similarity
-            if similarity <= 0:  # a cutoff of 0 keeps every score
-                found[:] = True
-            members_a = np.asarray(members)
-            better = found & (top > best[members_a])
-            best[members_a[better]] = top[better]
-            at[members_a[better]] = np.asarray(leaders)[arg[better]]
+            found = (top >= similarity) & (top > best[members])
+            if found.any():
+                best[members[found]] = top[found]
+                at[members[found]] = np.asarray(leaders)[scores[found].argmax(axis=1)]
     return best, at
 
 
