@@ -95,6 +95,13 @@ class Joined:
         hit[~hit] = table[c[self.starts[~hit]]]
         return hit
 
+    def repeating(self) -> Any:
+        """A boolean array: strings whose first two characters are alike."""
+        c = self.codes
+        hit = self.lengths >= 2
+        hit[hit] = c[self.starts[hit]] == c[self.starts[hit] + 1]
+        return hit
+
     def case_changes(self) -> Any:
         """A boolean array: strings with a case change inside a word, where
         `normalise.identifier_signature` looks (`[a-z0-9][A-Z]|[A-Z][A-Z][a-z]`)."""

@@ -198,10 +198,11 @@ def _scores(rows: list[int], keys: list[str], plains: list[str], signatures: lis
         if not len(inside):
             continue
         bounds = np.flatnonzero(np.diff(block_of[inside])) + 1
+        mine = np.empty(len(rows), dtype=object)  # the rows' forms, to take a block's at C speed
+        mine[:] = [forms[p] for p in rows]
         for members in np.split(inside, bounds):
             leader_forms, leaders = led[int(block_of[members[0]])]
-            queries = [forms[rows[r]] for r in members.tolist()]
-            scores = process.cdist(queries, leader_forms, scorer=fuzz.ratio, score_cutoff=similarity,
+            scores = process.cdist(mine[members].tolist(), leader_forms, scorer=fuzz.ratio, score_cutoff=similarity,
                                    dtype=np.float64)
             top = scores.max(axis=1)
             found = (top >= similarity) & (top > best[members])

@@ -41,7 +41,16 @@ _WORD_PREFIXES = [
     *(f"-{x}{y}-" for x in _HEX for y in _HEX), "----", "mii", "hook", "/api", "eyj", "bear", "toke", "secr",
     "pass", "pwd", "api_", "api-", "apik", "key", "basi", "sid=", "sess", "npm_", "born", "dob", "d.o.", "birt",
     "sk-", "sk_", "pk-", "pk_", "rk-", "rk_", *(f"gh{x}_" for x in "pousr"), "xox", "aiza", "akia", "asia",
+    # and of _NUMBERS: a digit, then a digit or one of ` .-` and a digit
+    *(f"{a}{b}" for a in "0123456789" for b in "0123456789"),
+    *(f"{a}{sign}{b}" for a in "0123456789" for sign in " .-" for b in "0123456789"),
 ]
+# _NAME_CUE needs an upper-case letter and one of its cue words (lower-cased: a superset)
+_NAME_PREFIXES = ["for", "from", "cust", "user", "clie"]
+# the built-in noise: a URL at the start (h, w), a repeated character (the first two
+# alike), a probe (`<script`, `union`, a quote)
+_URL_STARTS = "hHwW"
+_PROBE_PREFIXES = ["<scr", "unio", "'"]
 # each branch begins with a letter (no \b): a superset of the name rule's cue, searched fast
 _NAME_CUE = re.compile(r"(?:for|For|from|From|customer|Customer|user|User|client|Client)\s+[A-Z]")
 # built-in noise: a pasted URL or one character repeated (aaaaaa), and injection probes
@@ -197,10 +206,10 @@ def group(agg: Aggregate, redactor: Redactor, filtered: dict[str, int]) -> Group
 
 
 @functools.cache
-def _word_prefixes() -> Any:
+def _prefixes(which: str) -> Any:
     from curator.logs.bulk import Prefixes
 
-    return Prefixes(_WORD_PREFIXES)
+    return Prefixes({"words": _WORD_PREFIXES, "names": _NAME_PREFIXES, "probes": _PROBE_PREFIXES}[which])
 
 
 def cleaned(raws: list[str], weights: list[int], redactor: Redactor) -> tuple[list[str], list[str]]:
@@ -217,11 +226,10 @@ def cleaned(raws: list[str], weights: list[int], redactor: Redactor) -> tuple[li
         texts = [redactor.redact(" ".join(raw.split()), weight) for raw, weight in zip(raws, weights, strict=True)]
         return texts, [_norm(text) for text in texts]
     joined = Joined(raws)
-    one_by_one = ~joined.plain | (joined.lengths == 0) | joined.untidy()
-    one_by_one |= joined.touched(_NAME_CUE)
-    one_by_one |= joined.with_prefixes(_word_prefixes(), lowered=True)
-    one_by_one |= joined.touched(_MAYBE_PERSONAL_LOWER[1], joined.lowered)
     upper = joined.with_codes(UPPER)
+    one_by_one = ~joined.plain | (joined.lengths == 0) | joined.untidy()
+    one_by_one |= joined.with_prefixes(_prefixes("words"), lowered=True)
+    one_by_one |= upper & joined.with_prefixes(_prefixes("names"), lowered=True)
     del joined
     texts = list(raws)  # the same strings: most queries are their own text
     norms = list(raws)  # and their own norm
@@ -244,8 +252,6 @@ def _norm(text: str) -> str:
     return text.lower() if text.isascii() else normalize_query(text)
 
 
-# the built-in noise rule anchored at each string of a Joined text (a screen `kept` checks again)
-_URL_OR_REPEATED_LINE = re.compile(r"^(?:(?:https?://|www\.)\S*|(.)\1{3,})$", re.I | re.M)
 
 
 def kept(grouped: Grouped, min_length: int, max_length: int, noise: list[re.Pattern[str]],
@@ -255,7 +261,7 @@ def kept(grouped: Grouped, min_length: int, max_length: int, noise: list[re.Patt
     screened over all norms at once; the norms a screen marks are judged one by one."""
     import numpy as np
 
-    from curator.logs.bulk import ALNUM, Joined
+    from curator.logs.bulk import ALNUM, Joined, table
 
     norms, surfaces = grouped.norms, grouped.surfaces
     lengths = np.fromiter(map(len, norms), dtype=np.int64, count=len(norms))
@@ -264,7 +270,8 @@ def kept(grouped: Grouped, min_length: int, max_length: int, noise: list[re.Patt
         doubtful[:] = True
     else:
         joined = Joined(surfaces)
-        doubtful |= ~joined.plain | joined.touched(_URL_OR_REPEATED_LINE) | joined.touched(_PROBE)
+        doubtful |= ~joined.plain | joined.starting(table(_URL_STARTS)) | joined.repeating()
+        doubtful |= joined.with_prefixes(_prefixes("probes"), lowered=True)
         joined = Joined(norms)
         doubtful |= ~joined.plain | joined.starting(~ALNUM)
         del joined
