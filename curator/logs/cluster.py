@@ -56,27 +56,34 @@ def cluster(norms: list[str], counts: list[int], similarity: float, surfaces: li
     the leaders of the queries asked more often (`_join_once`) and lead no cluster
     others join: a one-off joins the cluster of a repeated query it is a near-duplicate
     of, never another one-off."""
-    once = [i for i, n in enumerate(counts) if n == 1] if len(counts) > bulk_after else []
-    if len(once) <= bulk_after:
-        once = []
-    heads = [i for i, n in enumerate(counts) if n != 1] if once else range(len(norms))
+    import numpy as np
+
+    once = None
+    if len(counts) > bulk_after:
+        asked_once = np.fromiter((n == 1 for n in counts), dtype=bool, count=len(counts))
+        if int(asked_once.sum()) > bulk_after:
+            once = np.flatnonzero(asked_once)
+            heads: list[int] | range = np.flatnonzero(~asked_once).tolist()
+    if once is None:
+        heads = range(len(norms))
     # most frequent first, ties by text: two sorts (the second is stable)
     order = sorted(heads, key=norms.__getitem__)
     order.sort(key=counts.__getitem__, reverse=True)
+    del heads
     head_norms = [norms[i] for i in order]
     idents = [identifier_signature(surfaces[i]) for i in order] if surfaces is not None else None
     joiners, joined, blocks, first_with = _joins(head_norms, digit_signatures(head_norms), similarity, idents)
     del head_norms
-    if once:  # visited after every repeated query, in the order the log first met them
-        more, their = _join_once([norms[i] for i in once], [surfaces[i] for i in once] if surfaces else None,
-                                 blocks, first_with, idents, similarity)
-        joiners += [len(order) + p for p in more]
+    visit = np.asarray(order, dtype=np.int64)
+    del order
+    if once is not None:  # visited after every repeated query, in the order the log first met them
+        more, their = _join_once(norms, surfaces, once, blocks, first_with, idents, similarity)
+        joiners += [len(visit) + p for p in more]
         joined += their
-        order += once
-    joins = [-1] * len(norms)  # query -> the query whose cluster it joins; -1: it leads one
-    for p, q in zip(joiners, joined, strict=True):
-        joins[order[p]] = order[q]
-    return Clusters(order, joins)
+        visit = np.concatenate([visit, once])
+    joins = np.full(len(norms), -1, dtype=np.int64)  # query -> the query whose cluster it joins; -1: it leads one
+    joins[visit[np.asarray(joiners, dtype=np.int64)]] = visit[np.asarray(joined, dtype=np.int64)]
+    return Clusters(visit, joins)
 
 
 def _joins(norms: list[str], signatures: list[str], similarity: float, idents: list[Signature] | None = None
@@ -120,11 +127,13 @@ def _joins(norms: list[str], signatures: list[str], similarity: float, idents: l
     return joiners, joined, blocks, first_with
 
 
-def _join_once(norms: list[str], surfaces: list[str] | None, blocks: dict[str, Block], first_with: dict[str, int],
-               idents: list[Signature] | None, similarity: float) -> tuple[list[int], list[int]]:
-    """For queries asked once (`norms`, after every repeated query), against the
+def _join_once(all_norms: list[str], all_surfaces: list[str] | None, once: Any, blocks: dict[str, Block],
+               first_with: dict[str, int], idents: list[Signature] | None,
+               similarity: float) -> tuple[list[int], list[int]]:
+    """For the queries asked once (`once`, indices into `all_norms` and `all_surfaces`;
+    visited after every repeated query), against the
     repeated queries' leaders (`blocks`, `first_with`, `idents`, which no longer change):
-    the positions in `norms` of those that join a cluster, and the leader (or first
+    the positions in `once` of those that join a cluster, and the leader (or first
     query with their comparison form) each joins. The same rules as `_joins`, a chunk at
     a time: comparison forms and signatures screened in bulk, and per block one
     rapidfuzz `cdist` of the chunk's queries in it against the block's leaders."""
@@ -135,8 +144,9 @@ def _join_once(norms: list[str], surfaces: list[str] | None, blocks: dict[str, B
     joiners: list[int] = []
     joined: list[int] = []
     number = {block_key: n for n, block_key in enumerate(blocks)}
-    for start in range(0, len(norms), ONCE_CHUNK):
-        chunk = norms[start : start + ONCE_CHUNK]
+    for start in range(0, len(once), ONCE_CHUNK):
+        at = once[start : start + ONCE_CHUNK].tolist()
+        chunk = [all_norms[i] for i in at]
         joined_norms = Joined(chunk)
         plains = list(chunk)
         for k in np.flatnonzero(~joined_norms.plain | joined_norms.untidy()
@@ -147,8 +157,8 @@ def _join_once(norms: list[str], surfaces: list[str] | None, blocks: dict[str, B
             signatures[k] = digit_signature(chunk[k])
         del joined_norms
         mine: list[Signature] | None = None
-        if surfaces is not None:
-            typed = surfaces[start : start + ONCE_CHUNK]
+        if all_surfaces is not None:
+            typed = [all_surfaces[i] for i in at]
             joined_typed = Joined(typed)
             mine = [()] * len(chunk)
             for k in np.flatnonzero(~joined_typed.plain | joined_typed.case_changes()).tolist():
@@ -259,7 +269,7 @@ class Clusters:
     """The clusters `cluster` found, in the order their leaders were visited (most
     frequent first), as arrays: members are listed only for the clusters asked for."""
 
-    def __init__(self, order: list[int], joins: list[int]) -> None:
+    def __init__(self, order: Any, joins: Any) -> None:
         import numpy as np
 
         order_a = np.asarray(order, dtype=np.int64)

@@ -146,7 +146,7 @@ class Grouped:
         self.norms: list[str] = []
         self.counts: list[int] = []  # times asked, per norm
         self.surfaces: list[str] = []  # most frequent surface form, per norm
-        self.first: list[int] = []  # per norm: its first exact query (index into raws)
+        self.first: list[int] | range = []  # per norm: its first exact query (index into raws)
         self.more: dict[int, list[int]] = {}  # per norm with several exact queries: all of them, in order
 
     def forms(self, j: int) -> list[int]:
@@ -175,11 +175,14 @@ def group(agg: Aggregate, redactor: Redactor, filtered: dict[str, int]) -> Group
     distinct = dict.fromkeys(norms)  # norms in first-seen order (C speed)
     distinct.pop("", None)
     if len(distinct) + len(empty) == len(norms):  # the usual case: every exact query is its own norm
-        grouped.norms = norms if not empty else [n for n in norms if n]
-        keep = [k for k, n in enumerate(norms) if n] if empty else range(len(norms))
-        grouped.first = list(keep)
-        grouped.counts = [weights[k] for k in keep] if empty else weights
-        grouped.surfaces = [texts[k] for k in keep] if empty else texts
+        if not empty:
+            grouped.norms, grouped.first, grouped.counts, grouped.surfaces = norms, range(len(norms)), weights, texts
+            return grouped
+        keep = [k for k, n in enumerate(norms) if n]
+        grouped.norms = [norms[k] for k in keep]
+        grouped.first = keep
+        grouped.counts = [weights[k] for k in keep]
+        grouped.surfaces = [texts[k] for k in keep]
         return grouped
     at = {norm: j for j, norm in enumerate(distinct)}
     grouped.norms = list(distinct)
@@ -255,8 +258,8 @@ def _norm(text: str) -> str:
 
 
 def kept(grouped: Grouped, min_length: int, max_length: int, noise: list[re.Pattern[str]],
-         filtered: dict[str, int]) -> list[int]:
-    """Indices of the norms that pass the length and noise filters; the others are
+         filtered: dict[str, int]) -> Any:
+    """Indices of the norms (a numpy array) that pass the length and noise filters; the others are
     counted in `filtered` by reason (the last rule a norm breaks). The rules are
     screened over all norms at once; the norms a screen marks are judged one by one."""
     import numpy as np
@@ -285,7 +288,7 @@ def kept(grouped: Grouped, min_length: int, max_length: int, noise: list[re.Patt
             bump(filtered, reason)
     if passed:
         rows = np.sort(np.concatenate([rows, np.asarray(passed, dtype=rows.dtype)]))
-    return rows.tolist()
+    return rows
 
 
 def _reason(norm: str, surface: str, min_length: int, max_length: int, noise: list[re.Pattern[str]]) -> str | None:
