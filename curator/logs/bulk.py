@@ -114,22 +114,24 @@ class Joined:
 
     def with_prefixes(self, prefixes: Prefixes, lowered: bool = False) -> Any:
         """A boolean array: strings that hold one of the `prefixes`, in the text or
-        (`lowered`) in the text lower-cased; a block of the text at a time."""
+        (`lowered`) in the text lower-cased; a block of the text at a time. Only where
+        two characters begin a prefix are the next two looked at."""
         at = np.zeros(len(self.codes), dtype=bool)
         for start in range(0, len(self.codes), _BLOCK):
             codes = self.codes[start : start + _BLOCK + 3]  # 3 more: the four characters from each position
             if lowered:
                 codes = codes + _UPPER[codes].view(np.uint8) * np.uint8(32)
-            c = codes.astype(np.uint32)
             here = prefixes.chars[codes]
-            pairs = (c[:-1] << 7) | c[1:]
+            pairs = (codes[:-1].astype(np.uint16) << 7) | codes[1:]
             here[:-1] |= prefixes.pairs[pairs]
-            triples = (pairs[:-1] << 7) | c[2:]
-            here[:-2] |= prefixes.triples[triples]
-            maybe = np.flatnonzero(prefixes.starts[triples[:-1]])  # the first three of a four-character prefix
+            maybe = np.flatnonzero(prefixes.begins[pairs[:-1]])  # two characters that begin a longer prefix
             if len(maybe):
-                quads = (triples[maybe] << 7) | c[maybe + 3]
-                here[maybe[np.isin(quads, prefixes.quads)]] = True
+                triples = (pairs[maybe].astype(np.uint32) << 7) | codes[maybe + 2]
+                here[maybe[prefixes.triples[triples]]] = True
+                longer = np.flatnonzero(prefixes.starts[triples] & (maybe + 3 < len(codes)))
+                if len(longer):
+                    quads = (triples[longer] << 7) | codes[maybe[longer] + 3]
+                    here[maybe[longer[np.isin(quads, prefixes.quads)]]] = True
             at[start : start + _BLOCK] = here[:_BLOCK]
         return self.holding(at)
 
@@ -175,6 +177,7 @@ class Prefixes:
         self.pairs = np.zeros(1 << 14, dtype=bool)
         self.triples = np.zeros(1 << 21, dtype=bool)
         self.starts = np.zeros(1 << 21, dtype=bool)  # the first three characters of a four-character prefix
+        self.begins = np.zeros(1 << 14, dtype=bool)  # the first two characters of a longer prefix
         quads = []
         for prefix in prefixes:
             c = [ord(ch) for ch in prefix]
@@ -188,7 +191,9 @@ class Prefixes:
                 self.pairs[key] = True
             elif len(c) == 3:
                 self.triples[key] = True
+                self.begins[key >> 7] = True
             else:
                 self.starts[key >> 7] = True
+                self.begins[key >> 14] = True
                 quads.append(key)
         self.quads = np.array(sorted(quads), dtype=np.uint32)
