@@ -87,7 +87,7 @@ class Existing:
         (those the sampler did not reach) that hold a queued candidate's exact text
         (`cluster_of[i]`: the cluster of `norms[i]`), in the order of `left`. An exact look-up per
         norm: checking every cluster fuzzily would cost what a `--limit 0` import does."""
-        if not (self.queued and left):
+        if not (self.queued and len(left)):
             return []
         wanted = set(left)
         found: dict[int, str] = {}

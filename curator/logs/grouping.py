@@ -5,6 +5,7 @@ distinct query, not once per line."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from typing import Any
@@ -31,6 +32,25 @@ _NUMBERS = (r"\d(?:[ .-]\d|\d{9}|(?:[ -]?\d){12}"
             r"|(?<=[a-z]{2}\d)\d ?[a-z0-9]{4} ?[a-z0-9]{4}|(?<=[a-z]{2}\d)\d ?\d\d ?\d\d|(?<=[a-z]{2} \d)\d ?\d\d ?\d\d)")
 _MAYBE_PERSONAL = (re.compile(_WORDS_AND_SIGNS, re.I), re.compile(_NUMBERS, re.I))
 _MAYBE_PERSONAL_LOWER = (re.compile(_WORDS_AND_SIGNS), re.compile(_NUMBERS))  # for lower-cased ASCII: 3x faster
+# Where a match of _WORDS_AND_SIGNS in lower-cased ASCII can begin: its first one to four
+# characters (bulk.Prefixes; tests check every match begins so). A search of the joined
+# queries for these is table look-ups in numpy, ten times faster than the alternation.
+_HEX = "0123456789abcdef"
+_WORD_PREFIXES = [
+    "@", ":", "=", *(f"{sign}{d}" for sign in "+(" for d in "0123456789"),
+    *(f"-{x}{y}-" for x in _HEX for y in _HEX), "----", "mii", "hook", "/api", "eyj", "bear", "toke", "secr",
+    "pass", "pwd", "api_", "api-", "apik", "key", "basi", "sid=", "sess", "npm_", "born", "dob", "d.o.", "birt",
+    "sk-", "sk_", "pk-", "pk_", "rk-", "rk_", *(f"gh{x}_" for x in "pousr"), "xox", "aiza", "akia", "asia",
+    # and of _NUMBERS: a digit, then a digit or one of ` .-` and a digit
+    *(f"{a}{b}" for a in "0123456789" for b in "0123456789"),
+    *(f"{a}{sign}{b}" for a in "0123456789" for sign in " .-" for b in "0123456789"),
+]
+# _NAME_CUE needs an upper-case letter and one of its cue words (lower-cased: a superset)
+_NAME_PREFIXES = ["for", "from", "cust", "user", "clie"]
+# the built-in noise: a URL at the start (h, w), a repeated character (the first two
+# alike), a probe (`<script`, `union`, a quote)
+_URL_STARTS = "hHwW"
+_PROBE_PREFIXES = ["<scr", "unio", "'"]
 # each branch begins with a letter (no \b): a superset of the name rule's cue, searched fast
 _NAME_CUE = re.compile(r"(?:for|For|from|From|customer|Customer|user|User|client|Client)\s+[A-Z]")
 # built-in noise: a pasted URL or one character repeated (aaaaaa), and injection probes
@@ -126,11 +146,16 @@ class Grouped:
         self.norms: list[str] = []
         self.counts: list[int] = []  # times asked, per norm
         self.surfaces: list[str] = []  # most frequent surface form, per norm
-        self.forms: list[list[int]] = []  # per norm: its exact queries (indices into raws), in order
+        self.first: list[int] | range = []  # per norm: its first exact query (index into raws)
+        self.more: dict[int, list[int]] = {}  # per norm with several exact queries: all of them, in order
+
+    def forms(self, j: int) -> list[int]:
+        """The exact queries (indices into raws) of norm `j`, in first-seen order."""
+        return self.more.get(j) or [self.first[j]]
 
     def group(self, j: int) -> Group:
         g = Group(self.surfaces[j])
-        for k in self.forms[j]:
+        for k in self.forms(j):
             g.add(self.agg, self.raws[k], self.texts[k], self.weights[k])
         return g
 
@@ -138,76 +163,149 @@ class Grouped:
 def group(agg: Aggregate, redactor: Redactor, filtered: dict[str, int]) -> Grouped:
     """The exact queries of `agg` cleaned (see `cleaned`) and grouped by normalised form;
     empty ones are counted in `filtered` and left out."""
+    import numpy as np  # here: importing the pipeline stays free of numpy
+
     raws = list(agg.counts)
     weights = list(agg.counts.values())
-    texts = cleaned(raws, weights, redactor)
-    forms: dict[str, list[int]] = {}  # norm -> its exact queries, in first-seen order
-    empty = 0
-    for k, text in enumerate(texts):
-        if not text:
-            empty += weights[k]
-            continue
-        # `text` is stripped with single spaces: for ASCII, NFKC is the identity and
-        # casefold is lower(), so this equals normalize_query(text), much faster
-        norm = text.lower() if text.isascii() else normalize_query(text)
-        ks = forms.get(norm)
-        if ks is None:
-            forms[norm] = [k]
-        else:
-            ks.append(k)
-    if empty:
-        bump(filtered, "empty query", empty)
+    texts, norms = cleaned(raws, weights, redactor)
     grouped = Grouped(agg, raws, texts, weights)
-    grouped.norms = list(forms)
-    grouped.forms = list(forms.values())
-    for ks in grouped.forms:
-        if len(ks) == 1:
-            grouped.counts.append(weights[ks[0]])
-            grouped.surfaces.append(texts[ks[0]])
+    empty = [k for k in np.flatnonzero(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) == 0).tolist()]
+    if empty:
+        bump(filtered, "empty query", sum(weights[k] for k in empty))
+    distinct = dict.fromkeys(norms)  # norms in first-seen order (C speed)
+    distinct.pop("", None)
+    if len(distinct) + len(empty) == len(norms):  # the usual case: every exact query is its own norm
+        if not empty:
+            grouped.norms, grouped.first, grouped.counts, grouped.surfaces = norms, range(len(norms)), weights, texts
+            return grouped
+        keep = [k for k, n in enumerate(norms) if n]
+        grouped.norms = [norms[k] for k in keep]
+        grouped.first = keep
+        grouped.counts = [weights[k] for k in keep]
+        grouped.surfaces = [texts[k] for k in keep]
+        return grouped
+    at = {norm: j for j, norm in enumerate(distinct)}
+    grouped.norms = list(distinct)
+    grouped.first = [-1] * len(at)
+    grouped.counts = [0] * len(at)
+    more = grouped.more
+    for k, norm in enumerate(norms):
+        if not norm:
             continue
+        j = at[norm]
+        if grouped.first[j] < 0:
+            grouped.first[j] = k
+            grouped.counts[j] = weights[k]
+        else:
+            more.setdefault(j, [grouped.first[j]]).append(k)
+    grouped.surfaces = [texts[k] for k in grouped.first]
+    for j, ks in more.items():
         surfaces: dict[str, int] = {}
         for k in ks:
             surfaces[texts[k]] = surfaces.get(texts[k], 0) + weights[k]
-        grouped.counts.append(sum(surfaces.values()))
-        grouped.surfaces.append(max((n, text) for text, n in surfaces.items())[1])  # most frequent, or greater
+        grouped.counts[j] = sum(surfaces.values())
+        grouped.surfaces[j] = max((n, text) for text, n in surfaces.items())[1]  # most frequent, or greater
     return grouped
 
 
-def cleaned(raws: list[str], weights: list[int], redactor: Redactor) -> list[str]:
-    """Each exact query whitespace-collapsed and redacted (an empty one stays empty);
-    the redactions are counted in `redactor`, by `weights` (log lines)."""
-    texts = []
-    for raw, weight in zip(raws, weights, strict=True):
-        text = " ".join(raw.split())
-        if redactor.extra or redactor.names or maybe_personal(text):  # user patterns: every query
-            text = redactor.redact(text, weight)
-        texts.append(text)
-    return texts
+@functools.cache
+def _prefixes(which: str) -> Any:
+    from curator.logs.bulk import Prefixes
+
+    return Prefixes({"words": _WORD_PREFIXES, "names": _NAME_PREFIXES, "probes": _PROBE_PREFIXES}[which])
+
+
+def cleaned(raws: list[str], weights: list[int], redactor: Redactor) -> tuple[list[str], list[str]]:
+    """Each exact query whitespace-collapsed and redacted (an empty one stays empty), and
+    its normalised form ("" for an empty one); the redactions are counted in `redactor`,
+    by `weights` (log lines). The screen (`maybe_personal`) and the tidy and lower-case
+    checks run over all queries at once (bulk.Joined); only the queries they mark, and
+    those the join cannot hold as they are, are looked at one by one."""
+    import numpy as np
+
+    from curator.logs.bulk import UPPER, Joined
+
+    if redactor.extra or redactor.names:  # user patterns: every query
+        texts = [redactor.redact(" ".join(raw.split()), weight) for raw, weight in zip(raws, weights, strict=True)]
+        return texts, [_norm(text) for text in texts]
+    joined = Joined(raws)
+    upper = joined.with_codes(UPPER)
+    one_by_one = ~joined.plain | (joined.lengths == 0) | joined.untidy()
+    one_by_one |= joined.with_prefixes(_prefixes("words"), lowered=True)
+    one_by_one |= upper & joined.with_prefixes(_prefixes("names"), lowered=True)
+    del joined
+    texts = list(raws)  # the same strings: most queries are their own text
+    norms = list(raws)  # and their own norm
+    for k in np.flatnonzero(upper & ~one_by_one).tolist():
+        norms[k] = raws[k].lower()
+    for k in np.flatnonzero(one_by_one).tolist():
+        text = " ".join(raws[k].split())
+        if maybe_personal(text):
+            text = redactor.redact(text, weights[k])
+        texts[k] = text
+        norms[k] = _norm(text)
+    return texts, norms
+
+
+def _norm(text: str) -> str:
+    # `text` is stripped with single spaces: for ASCII, NFKC is the identity and
+    # casefold is lower(), so this equals normalize_query(text), much faster
+    if not text:
+        return ""
+    return text.lower() if text.isascii() else normalize_query(text)
+
+
 
 
 def kept(grouped: Grouped, min_length: int, max_length: int, noise: list[re.Pattern[str]],
-         filtered: dict[str, int]) -> list[int]:
-    """Indices of the norms that pass the length and noise filters; the others are
-    counted in `filtered` by reason (the last rule a norm breaks)."""
-    rows = []
-    for j, (norm, surface) in enumerate(zip(grouped.norms, grouped.surfaces, strict=True)):
-        reason = None
-        if _URL_OR_REPEATED.match(surface) or _PROBE.search(surface):
-            reason = NOISE
-        for pattern in noise:
-            if pattern.search(surface) or pattern.search(norm):
-                reason = "noise pattern"
-        if not has_words(norm):
-            reason = "noise (no words left)"
-        if len(norm) > max_length:
-            reason = f"longer than {max_length} characters"
-        if len(norm) < min_length:
-            reason = f"shorter than {min_length} characters"
+         filtered: dict[str, int]) -> Any:
+    """Indices of the norms (a numpy array) that pass the length and noise filters; the others are
+    counted in `filtered` by reason (the last rule a norm breaks). The rules are
+    screened over all norms at once; the norms a screen marks are judged one by one."""
+    import numpy as np
+
+    from curator.logs.bulk import ALNUM, Joined, table
+
+    norms, surfaces = grouped.norms, grouped.surfaces
+    lengths = np.fromiter(map(len, norms), dtype=np.int64, count=len(norms))
+    doubtful = (lengths < min_length) | (lengths > max_length)
+    if noise:
+        doubtful[:] = True
+    else:
+        joined = Joined(surfaces)
+        doubtful |= ~joined.plain | joined.starting(table(_URL_STARTS)) | joined.repeating()
+        doubtful |= joined.with_prefixes(_prefixes("probes"), lowered=True)
+        joined = Joined(norms)
+        doubtful |= ~joined.plain | joined.starting(~ALNUM)
+        del joined
+    rows = np.flatnonzero(~doubtful)
+    passed = []
+    for j in np.flatnonzero(doubtful).tolist():
+        reason = _reason(norms[j], surfaces[j], min_length, max_length, noise)
         if reason is None:
-            rows.append(j)
+            passed.append(j)
         else:
             bump(filtered, reason)
+    if passed:
+        rows = np.sort(np.concatenate([rows, np.asarray(passed, dtype=rows.dtype)]))
     return rows
+
+
+def _reason(norm: str, surface: str, min_length: int, max_length: int, noise: list[re.Pattern[str]]) -> str | None:
+    """Why a norm is filtered out (the last rule it breaks), or None."""
+    reason = None
+    if _URL_OR_REPEATED.match(surface) or _PROBE.search(surface):
+        reason = NOISE
+    for pattern in noise:
+        if pattern.search(surface) or pattern.search(norm):
+            reason = "noise pattern"
+    if not has_words(norm):
+        reason = "noise (no words left)"
+    if len(norm) > max_length:
+        reason = f"longer than {max_length} characters"
+    if len(norm) < min_length:
+        reason = f"shorter than {min_length} characters"
+    return reason
 
 
 def has_words(norm: str) -> bool:

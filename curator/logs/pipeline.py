@@ -28,7 +28,7 @@ from curator.logs.options import FileSummary, ImportOptions, ImportSummary, Sett
 from curator.logs.python_reader import FileRead
 from curator.logs.reading import read_source
 from curator.logs.redact import Redactor, read_names
-from curator.logs.sample import sample_order
+from curator.logs.sample import sample_walk
 from curator.logs.sources import Progress, Source, blank_lines, expand
 from curator.text import sha256_hex
 
@@ -203,23 +203,28 @@ def _choose(ws: Workspace, grouped: Grouped, settings: Settings,
     opts = settings.opts
     assert opts.similarity is not None and opts.min_count is not None
     assert opts.min_length is not None and opts.max_length is not None
-    rows = kept(grouped, opts.min_length, opts.max_length, settings.noise, summary.filtered)
-    norms = [grouped.norms[j] for j in rows]
-    counts = [grouped.counts[j] for j in rows]
-    surfaces = [grouped.surfaces[j] for j in rows]
+    kept_rows = kept(grouped, opts.min_length, opts.max_length, settings.noise, summary.filtered)
+    if len(kept_rows) == len(grouped.norms):  # nothing filtered: the lists as they are
+        rows: list[int] | range = range(len(grouped.norms))
+        norms, counts, surfaces = grouped.norms, grouped.counts, grouped.surfaces
+    else:
+        rows = kept_rows.tolist()
+        norms = [grouped.norms[j] for j in rows]
+        counts = [grouped.counts[j] for j in rows]
+        surfaces = [grouped.surfaces[j] for j in rows]
+    del kept_rows
     clusters = cluster(norms, counts, opts.similarity, surfaces)
     summary.clusters = len(clusters)
     totals = clusters.totals(counts)
-    eligible = [c for c, total in enumerate(totals) if total >= opts.min_count]
-    if len(eligible) < len(clusters):
-        bump(summary.filtered, f"asked fewer than {opts.min_count} times", len(clusters) - len(eligible))
-    summary.eligible = len(eligible)
+    eligible = [c for c, total in enumerate(totals) if total >= opts.min_count] if opts.min_count > 1 else None
+    summary.eligible = len(clusters) if eligible is None else len(eligible)
+    if summary.eligible < len(clusters):
+        bump(summary.filtered, f"asked fewer than {opts.min_count} times", len(clusters) - summary.eligible)
 
     dedupe = Existing(ws, opts.similarity)
     chosen: list[ClusterItem] = []
     updates: list[ClusterItem] = []
-    order = sample_order([totals[c] for c in eligible], opts.sample or "top", opts.seed)
-    walk = [eligible[i] for i in order]
+    walk = sample_walk(totals, eligible, opts.sample or "top", opts.seed)
     # members and items only for the clusters the sampler reaches: one per cluster costs 40 MB at 150k
     walked = 0
     for members, why, known in dedupe.along(walk, clusters.members, norms, surfaces):

@@ -10,6 +10,7 @@ later can be skipped without shrinking the sample.
 from __future__ import annotations
 
 import random
+from typing import Any
 
 SAMPLERS = ("top", "random", "pps")
 
@@ -27,3 +28,18 @@ def sample_order(counts: list[int], how: str = "top", seed: int | None = None) -
         keys = [(rng.random() ** (1.0 / max(c, 1)), i) for i, c in enumerate(counts)]
         return [i for _k, i in sorted(keys, reverse=True)]
     raise ValueError(f"unknown sampler {how!r}; expected one of {', '.join(SAMPLERS)}")
+
+
+def sample_walk(totals: list[int], eligible: list[int] | None, how: str = "top", seed: int | None = None) -> Any:
+    """The clusters to walk, in order: `sample_order` of the `eligible` clusters' `totals`
+    (None: every cluster). The most frequent first is a stable numpy sort (the same
+    order as `sample_order`'s), so a log of millions of one-off clusters needs no list
+    of them."""
+    if how == "top" and eligible is None and totals and max(totals) < 1 << 62:
+        import numpy as np
+
+        return np.argsort(-np.asarray(totals, dtype=np.int64), kind="stable")
+    if eligible is None:
+        return sample_order(totals, how, seed)
+    order = sample_order([totals[c] for c in eligible], how, seed)
+    return [eligible[i] for i in order]

@@ -1,0 +1,146 @@
+"""The bulk screens (curator/logs/bulk.py) and the bulk paths of grouping and clustering
+give what the one-query-at-a-time rules give."""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter
+
+from curator.logs import grouping
+from curator.logs.bulk import UPPER, Joined
+from curator.logs.cluster import cluster
+from curator.logs.grouping import Grouped, cleaned, kept, maybe_personal
+from curator.logs.normalise import compare_key, identifier_signature, normalize_query
+from curator.logs.redact import Redactor
+
+_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 -_:=@+(/.<>'\t"
+_PIECES = [
+    "token", "secret", "passw", "pwd", "api-key", "apikey", "key ABCDEFGHIJKLMNOPQRSTUV", "basic x", "sid=",
+    "session", "npm_", "passport", "born", "dob", "d.o.b", "birth", "sk-", "pk_", "rk-", "ghp_", "xox", "aiza",
+    "akia", "asia", "eyj", "bearer", "hooks.slack", "/api/webhooks", "mii" + "a" * 60, "-----begin", "-0a-", "+4",
+    "(0", "@", ":", "=", "12 34", "1.2", "4155550134", "4111 1111 1111 1111", "GB82WEST12345698765432",
+    "QQ 12 34 56 C", "for Anna", "From Bob", "customer Carl", "user Dana", "client Eve", "https://x.example",
+    "www.example.com", "aaaaaa", "<script>", "union select", "' or 1=1", "  ", " ", "é", "Straße", "\n", "İ",
+    "ManifestQueueStuk", "etcdGRPCRequestsSlow", "CARRIER-E1042",
+]
+
+
+def _queries(n: int, seed: int = 1) -> list[str]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        q = "".join(rng.choice(_ALPHABET) for _ in range(rng.randint(0, 18)))
+        for _ in range(rng.randint(0, 2)):
+            piece = rng.choice(_PIECES)
+            piece = "".join(ch.upper() if rng.random() < 0.2 else ch for ch in piece)
+            at = rng.randint(0, len(q))
+            q = q[:at] + piece + q[at:]
+        out.append(q)
+    return out
+
+
+def test_the_screens_mark_every_query_the_rules_match() -> None:
+    queries = _queries(20_000)
+    joined = Joined(queries)
+    one_by_one = ~joined.plain | (joined.lengths == 0) | joined.untidy()
+    upper = joined.with_codes(UPPER)
+    one_by_one |= joined.with_prefixes(grouping._prefixes("words"), lowered=True)
+    one_by_one |= upper & joined.with_prefixes(grouping._prefixes("names"), lowered=True)
+    personal = [k for k, q in enumerate(queries) if maybe_personal(" ".join(q.split()))]
+    untidy = [k for k, q in enumerate(queries) if " ".join(q.split()) != q]
+    assert len(personal) > 2000 and len(untidy) > 2000  # the test reaches both
+    assert not [queries[k] for k in personal + untidy if not one_by_one[k]]
+    assert not one_by_one.all()  # and it is a screen
+
+
+def test_touched_marks_every_string_a_pattern_matches_alone() -> None:
+    queries = _queries(5000, seed=2)
+    joined = Joined(queries)
+    for pattern in (grouping._NAME_CUE, grouping._PROBE, re.compile(r"\s+[A-Z]"), re.compile(r"\d(?:[ .-]\d)")):
+        hit = joined.touched(pattern)
+        assert all(hit[k] for k, q in enumerate(queries) if joined.plain[k] and pattern.search(q))
+
+
+def test_cleaned_equals_the_one_query_rule() -> None:
+    queries = _queries(20_000, seed=3)
+    weights = [1 + k % 3 for k in range(len(queries))]
+    bulk_redactor = Redactor({})
+    texts, norms = cleaned(queries, weights, bulk_redactor)
+    one_redactor = Redactor({})
+    expected = []
+    for q, w in zip(queries, weights, strict=True):
+        text = " ".join(q.split())
+        if maybe_personal(text):
+            text = one_redactor.redact(text, w)
+        expected.append(text)
+    assert texts == expected
+    assert norms == [normalize_query(t) if t else "" for t in expected]
+    assert dict(bulk_redactor.counts) == dict(one_redactor.counts) and bulk_redactor.counts
+
+
+def test_kept_equals_the_one_norm_rule() -> None:
+    texts, norms = cleaned(_queries(20_000, seed=4), [1] * 20_000, Redactor({}))
+    pairs = list(dict(zip(norms, texts, strict=True)).items())
+    pairs = [(n, t) for n, t in pairs if n]
+    grouped = Grouped(None, [], [], [])  # type: ignore[arg-type]
+    grouped.norms = [n for n, _t in pairs]
+    grouped.surfaces = [t for _n, t in pairs]
+    filtered: dict[str, int] = {}
+    rows = kept(grouped, 3, 40, [], filtered).tolist()
+    expected_filtered: dict[str, int] = {}
+    expected = []
+    for j, (norm, surface) in enumerate(pairs):
+        reason = grouping._reason(norm, surface, 3, 40, [])
+        if reason is None:
+            expected.append(j)
+        else:
+            expected_filtered[reason] = expected_filtered.get(reason, 0) + 1
+    assert rows == expected and filtered == expected_filtered
+    assert any(r.startswith("noise") for r in filtered)
+
+
+def test_a_one_off_joins_the_cluster_of_the_repeated_query_it_is_a_typo_of() -> None:
+    norms = ["dhl cutoff time", "manifest queue stuck", "dhl cutof time", "cutoff time dhl",
+             "manifest queue stuk", "carrier-e1042 label", "carrier-e1043 label", "unrelated words here"]
+    counts = [40, 30, 1, 1, 1, 9, 1, 1]
+    for bulk_after in (0, 10**9):  # the bulk path and the one-by-one path agree here
+        found = cluster(norms, counts, 88, norms, bulk_after=bulk_after)
+        lead = [int(found.leaders[found.of[i]]) for i in range(len(norms))]
+        assert lead == [0, 1, 0, 0, 1, 5, 6, 7], bulk_after
+
+
+def test_one_offs_naming_other_identifiers_stay_apart_in_bulk() -> None:
+    surfaces = ["etcdGRPCRequestsSlow alert", "etcdGRPCWriteRequestsSlow alert", "ManifestQueueStuk alert",
+                "ManifestQueueStuck alert"]
+    norms = [s.lower() for s in surfaces]
+    found = cluster(norms, [50, 1, 1, 20], 80, surfaces, bulk_after=0)
+    lead = [int(found.leaders[found.of[i]]) for i in range(len(norms))]
+    assert lead == [0, 1, 3, 3]
+
+
+def test_bulk_and_one_by_one_agree_for_one_offs_that_join_a_repeated_query() -> None:
+    rng = random.Random(5)
+    words = ["dhl", "ups", "label", "queue", "stuck", "cutoff", "time", "refund", "order", "login", "reset", "page", "alert", "carrier"]
+    heads = list(dict.fromkeys(" ".join(rng.sample(words, rng.randint(2, 4))) for _ in range(300)))
+    tail = []
+    for h in heads:  # a typo of each head, asked once, and a one-off of new words
+        at = rng.randrange(len(h))
+        tail.append(h[:at] + h[at + 1 :])
+        tail.append(" ".join(rng.sample(words, 3)) + f" zq{rng.randint(0, 99)}")
+    norms = list(dict.fromkeys(heads + tail))
+    counts = [5 + rng.randint(0, 50) if i < len(heads) else 1 for i in range(len(norms))]
+    surfaces = norms
+    exact = cluster(norms, counts, 88, surfaces, bulk_after=10**9)
+    bulk = cluster(norms, counts, 88, surfaces, bulk_after=0)
+    lead_exact = exact.leaders[exact.of]
+    lead_bulk = bulk.leaders[bulk.of]
+    # one-offs that joined a repeated query's cluster, each the only one-off with its
+    # comparison form (two sharing one join each other first: a join the bulk path drops)
+    forms = Counter(compare_key(norms[i]) for i in range(len(heads), len(norms)))
+    joined_a_head = [i for i in range(len(heads), len(norms))
+                     if counts[int(lead_exact[i])] > 1 and forms[compare_key(norms[i])] == 1]
+    assert len(joined_a_head) > 100
+    assert [int(lead_bulk[i]) for i in joined_a_head] == [int(lead_exact[i]) for i in joined_a_head]
+    assert (lead_bulk[: len(heads)] == lead_exact[: len(heads)]).all()
+    assert all(identifier_signature(s) == () for s in surfaces)
