@@ -43,17 +43,18 @@ class Lines(Widget):
             return
         self.show_lines(self._wrap(self._text))
 
-    def prepare(self, text: Content | str) -> None:
-        """Make the strips that `update(text)` will show, ahead of time."""
+    def prepare(self, text: Content | str) -> list[Strip]:
+        """Make the strips that `update(text)` will show, ahead of time (returned)."""
         text = Content(text) if isinstance(text, str) else text
-        self.prepare_lines(self._wrap(text), text)
+        return self.prepare_lines(self._wrap(text), text)
 
-    def prepare_lines(self, lines: list[Content], text: Content | None = None) -> None:
+    def prepare_lines(self, lines: list[Content], text: Content | None = None) -> list[Strip]:
         """Make the strips that `show_lines(lines)` (the same list) will show, ahead of time.
         One text is kept ready at a time; it is used only if the style is still the same."""
         style = self.visual_style
-        self._ready = _Ready(text, self.size.width, lines, style,
-                             [_strip(line, y, style) for y, line in enumerate(lines)])
+        strips = [_strip(line, y, style) for y, line in enumerate(lines)]
+        self._ready = _Ready(text, self.size.width, lines, style, strips)
+        return strips
 
     def _wrap(self, text: Content) -> list[Content]:
         width = self.size.width
