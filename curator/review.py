@@ -409,6 +409,11 @@ class ReviewSession:
             with self._lock:
                 self._cards[cand.id] = card
 
+    def upcoming(self) -> Card | None:
+        """The card `next_card` will return next, if it is prepared already (else None)."""
+        with self._lock:
+            return self._cards.get(self._queue[0].id) if self._queue else None
+
     def prepare(self, cand: Candidate) -> Card:
         """Build a card: the pooled suggestions (the candidate's own passages, BM25, the
         dense retriever, stored runs) in reciprocal-rank-fusion order."""

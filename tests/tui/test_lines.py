@@ -102,3 +102,56 @@ def test_the_preview_wraps_each_paragraph_as_textwrap_does():
     for width in (12, 20, 40):
         expected = [line for p in paragraphs for line in (textwrap.wrap(p, width=width - 1) or [""])]
         assert wrap_text("\n".join(paragraphs), width) == expected
+
+
+async def test_a_text_made_ahead_is_swapped_in_and_drawn_as_a_static_draws_it():
+    app = Pair()
+    async with app.run_test(size=(40, 24)) as pilot:
+        await pilot.pause()
+        lines, static = app.screen.query_one("#lines", Lines), app.screen.query_one("#static", Static)
+        new = Content.assemble(("next", "b $warning"), " card's text, long enough to wrap once more")
+        made = lines.prepare(new)
+        assert cells(app, "lines") == cells(app, "static")  # nothing of it shows before update
+        lines.update(new)
+        static.update(new)
+        assert [lines.render_line(y) for y in range(len(made))] == made
+        assert all(lines.render_line(y) is strip for y, strip in enumerate(made))  # swapped in, not made again
+        await pilot.pause()
+        assert cells(app, "lines") == cells(app, "static")
+        # made ahead in one theme, shown in another: made again in the new style
+        later = Content("a later text in another theme")
+        made = lines.prepare(later)
+        app.theme = "textual-light"
+        await pilot.pause()
+        lines.update(later)
+        static.update(later)
+        assert lines.render_line(0) is not made[0]
+        await pilot.pause()
+        assert cells(app, "lines") == cells(app, "static")
+
+
+def screen_rows(app: ReviewApp, top: int, bottom: int) -> list[list[tuple[str, str]]]:
+    """The screen's rows top..bottom as drawn: (text, style) per segment, without meta."""
+    strips = app.screen._compositor.render_strips()[top:bottom]
+    return [[(seg.text, str(seg.style)) for seg in strip.simplify().discard_meta()] for strip in strips]
+
+
+async def test_the_next_card_is_made_while_this_one_shows_and_draws_as_a_fresh_start_would(rws):
+    app = ReviewApp(rws, blink=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.pause(0.2)  # the prefetch, then the next card made ahead
+        await settle(pilot)
+        upcoming = app.session.upcoming()
+        passages = app.screen.query_one(PassageList)
+        assert upcoming is not None and passages._next is not None and passages._next[0] is upcoming
+        await pilot.press("p", "k")
+        await settle(pilot)
+        assert app.screen.current is upcoming
+        assert "kept as" in app.screen.query_one("#message", Lines).render().plain
+        kept = screen_rows(app, 2, 38)  # the card: under the stats, above the message and footer
+    again = ReviewApp(rws, blink=False)  # a new session shows that card first, drawn from scratch
+    async with again.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert again.screen.current is not None and again.screen.current.query == upcoming.query
+        assert screen_rows(again, 2, 38) == kept

@@ -15,6 +15,7 @@ from textual.dom import DOMNode
 from textual.message import Message
 from textual.screen import Screen
 
+from curator.errors import CuratorError
 from curator.tui.screens.help import HelpScreen
 from curator.tui.screens.modals import TextModal
 from curator.tui.widgets.lines import Lines
@@ -26,6 +27,15 @@ BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
 # and by height, for the review card: under 32 rows (80x24) the preview collapses
 VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]
 APP_KEYS = ("app", [Binding("ctrl+q", "quit", "quit", id="app-quit", tooltip="Quit from any screen")])
+
+
+def failure_reason(exc: Exception) -> str:
+    """What went wrong, in one line for the card (never a traceback)."""
+    if isinstance(exc, CuratorError):
+        return exc.message
+    if isinstance(exc, OSError):
+        return f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else "")
+    return str(exc)
 
 
 def own_bindings(cls: type[DOMNode]) -> list[Binding]:

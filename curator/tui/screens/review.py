@@ -19,10 +19,10 @@ from textual.widgets import Footer
 
 from curator.errors import CuratorError
 from curator.review import Card, ReviewSession, WriteFailed
-from curator.tui.screens.deciding import APP_KEYS, DecidingScreen, own_bindings
+from curator.tui.screens.deciding import APP_KEYS, DecidingScreen, failure_reason, own_bindings
 from curator.tui.screens.help import HelpScreen
 from curator.tui.screens.modals import TextModal
-from curator.tui.widgets.card import LabelState, Provenance, Question
+from curator.tui.widgets.card import LabelState, Provenance, Question, modal_context
 from curator.tui.widgets.lines import Lines
 from curator.tui.widgets.passages import PassageList
 from curator.tui.widgets.preview import PassageText, Preview
@@ -30,15 +30,6 @@ from curator.tui.widgets.stats import StatsBar
 
 PREFETCH_AFTER = 0.05  # seconds: a card's frame takes 10-20 ms; a reviewer's next key, longer
 _DONE = {"keep": "kept", "bin": "binned", "skip": "skipped", "undo": "undone"}
-
-
-def failure_reason(exc: Exception) -> str:
-    """What went wrong, in one line for the card (never a traceback)."""
-    if isinstance(exc, CuratorError):
-        return exc.message
-    if isinstance(exc, OSError):
-        return f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else "")
-    return str(exc)
 
 
 def _slice_bindings() -> list[Binding]:
@@ -85,6 +76,9 @@ class ReviewScreen(DecidingScreen[Card]):
 
         card: Card | None
         note: str = ""
+
+    class Prefetched(Message):
+        """The next cards are prepared: draw the first of them ahead of time."""
 
     @dataclass
     class SearchDone(Message):
@@ -155,6 +149,7 @@ class ReviewScreen(DecidingScreen[Card]):
         # Only a head start: next_card leases and builds the card itself if this fails.
         with contextlib.suppress(CuratorError, OSError, sqlite3.Error):
             self.session.prefetch_cards()
+            self.post_message(self.Prefetched())
 
     @work(thread=True, exclusive=True, group="decide", exit_on_error=False)
     def _decide(self, action: str, card: Card) -> None:
@@ -223,10 +218,8 @@ class ReviewScreen(DecidingScreen[Card]):
         self._say(message.note)
         if card is None:
             self._render_stats()
-            self.query_one(Question).update(Content("The queue is empty: nothing left to review."))
-            self.query_one(Provenance).update(
-                Content("Add candidates with `curator import-logs` or `curator generate`; b opens the set.")
-            )
+            self.query_one(Question).update("The queue is empty: nothing left to review.")
+            self.query_one(Provenance).update("Add candidates with `curator import-logs` or `curator generate`; b opens the set.")
             self.query_one(LabelState).update("")
             self.query_one(PassageList).clear_rows()
             self.query_one(Preview).show(None)
@@ -238,6 +231,19 @@ class ReviewScreen(DecidingScreen[Card]):
             self.query_one(LabelState).show(card, self.session.slices)
             self.query_one(PassageList).show_card(card)
             self._preview(self.query_one(PassageList).highlighted)
+
+    @on(Prefetched)
+    def prepare_next(self) -> None:
+        """While the reviewer reads this card, make the next one's lines and strips: once the
+        decision is written, its frame only swaps them in."""
+        if (card := self.session.upcoming()) is not None and self.current is not None:
+            self._prepare(card)
+
+    def _prepare(self, card: Card) -> None:
+        for widget in (self.query_one(Question), self.query_one(Provenance), self.query_one(PassageList)):
+            widget.prepare_card(card)
+        self.query_one(LabelState).prepare_card(card, self.session.slices)
+        self.query_one(Preview).prepare(card.rows[0] if card.rows else None)
 
     @on(SearchDone)
     def search_done(self, message: SearchDone) -> None:
@@ -431,17 +437,7 @@ class ReviewScreen(DecidingScreen[Card]):
 
     def _modal_context(self) -> Content | None:
         """The question, and the highlighted passage with its label, for a modal."""
-        card = self.current
-        if card is None:
-            return None
-        lines = [Content.assemble(("question ", "dim"), (card.query, "b"))]
-        index = self.query_one(PassageList).highlighted
-        if index is not None and 0 <= index < len(card.rows):
-            row = card.rows[index]
-            label = card.labels.get(row.id) or "unlabelled"
-            lines.append(Content.assemble(("passage ", "dim"), (row.id, "b"), f" · {label}",
-                                          *((" · ", (row.heading, "i")) if row.heading else ())))
-        return Content("\n").join(lines)
+        return None if self.current is None else modal_context(self.current, self.query_one(PassageList).highlighted)
 
     def _preview(self, index: int | None) -> None:
         rows = self.current.rows if self.current is not None else []

@@ -12,8 +12,9 @@ from textual.binding import Binding
 
 from curator.errors import CuratorError
 from curator.review import Card, ReviewSession, WriteFailed
+from curator.tui.screens.deciding import failure_reason
 from curator.tui.screens.modals import reason_modal
-from curator.tui.screens.review import ReviewScreen, failure_reason
+from curator.tui.screens.review import ReviewScreen
 
 _NOT_ON_RELABEL = {"decide", "undo_decision", "open_browser", "new_question"}
 

@@ -18,8 +18,13 @@ from textual.widgets import Footer, OptionList, Static
 
 from curator.errors import CuratorError
 from curator.triage import CAUSES, TriageItem, TriageSession
-from curator.tui.screens.deciding import APP_KEYS, BREAKPOINTS, DecidingScreen, own_bindings
-from curator.tui.screens.review import failure_reason
+from curator.tui.screens.deciding import (
+    APP_KEYS,
+    BREAKPOINTS,
+    DecidingScreen,
+    failure_reason,
+    own_bindings,
+)
 from curator.tui.widgets.lines import Lines
 from curator.tui.widgets.triage_card import CauseKeys, EarlierRuns, ResultList, TriageFacts
 

@@ -17,11 +17,21 @@ class Question(Lines):
     def show(self, card: Card) -> None:
         self.update(Content(card.query))
 
+    def prepare_card(self, card: Card) -> None:
+        self.prepare(Content(card.query))
+
 
 class Provenance(Lines):
     """Where the candidate came from: log counts and dates, or the generating model."""
 
     def show(self, card: Card) -> None:
+        self.update(self.text(card))
+
+    def prepare_card(self, card: Card) -> None:
+        self.prepare(self.text(card))
+
+    @staticmethod
+    def text(card: Card) -> Content:
         cand, case = card.candidate, card.case
         if case is not None:
             text = Content.assemble(("case", "b"), f" {case.query_id} rev {case.rev} · {case.source.kind}")
@@ -45,13 +55,20 @@ class Provenance(Lines):
             text = Content.styled(cand.source_kind, "b")
         if cand is not None and cand.suggested_slice:
             text = Content.assemble(text, " · suggested ", (cand.suggested_slice, "b"))
-        self.update(text)
+        return text
 
 
 class LabelState(Lines):
     """Slice, marks and what is still missing before keep is allowed."""
 
     def show(self, card: Card, slices: list[str]) -> None:
+        self.update(self.text(card, slices))
+
+    def prepare_card(self, card: Card, slices: list[str]) -> None:
+        self.prepare(self.text(card, slices))
+
+    @staticmethod
+    def text(card: Card, slices: list[str]) -> Content:
         primaries = sum(1 for r in card.labels.values() if r == "primary")
         secondaries = len(card.labels) - primaries
         bits = [
@@ -74,7 +91,18 @@ class LabelState(Lines):
             bits.append(Content("explained"))
         line = Content(" · ").join(bits)
         keys = "  ".join(f"{i}:{name}" for i, name in enumerate(slices[:9], 1))
-        self.update(Content.assemble(line, "\n", (keys, "dim")))
+        return Content.assemble(line, "\n", (keys, "dim"))
+
+
+def modal_context(card: Card, index: int | None) -> Content:
+    """The question, and the highlighted passage with its label, for a modal over the card."""
+    lines = [Content.assemble(("question ", "dim"), (card.query, "b"))]
+    if index is not None and 0 <= index < len(card.rows):
+        row = card.rows[index]
+        label = card.labels.get(row.id) or "unlabelled"
+        lines.append(Content.assemble(("passage ", "dim"), (row.id, "b"), f" · {label}",
+                                      *((" · ", (row.heading, "i")) if row.heading else ())))
+    return Content("\n").join(lines)
 
 
 def _day(value: object) -> str:

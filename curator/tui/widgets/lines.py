@@ -3,12 +3,16 @@
 A Static re-wraps and re-styles its whole text on every paint. The card's widgets have
 fixed sizes and change once per card, so `Lines` turns its text into one strip per line
 when it is set, and repaints only the lines that differ from what is on screen (a label
-repaints one row of the passage list; a new card, what really changed). Wrapping follows
+repaints one row of the passage list; a new card, what really changed). The strips of the
+next text can be made ahead (`prepare`, while the reviewer reads the card on screen), so
+showing it only swaps them in. Wrapping follows
 the widget's CSS as a Static's would: `text-wrap: nowrap` cuts a line (with `…` under
 `text-overflow: ellipsis`), otherwise lines wrap at words.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from rich.segment import Segment
 from textual.content import Content
@@ -24,6 +28,7 @@ class Lines(Widget):
         self._text = Content(text) if isinstance(text, str) else text
         self._shown: list[Content] = []  # the lines on screen, and as strips:
         self._strips: list[Strip] = []
+        self._ready: _Ready | None = None  # lines made ahead by `prepare`
 
     def render(self) -> Content:
         """The lines on screen (textual draws them with `render_line`)."""
@@ -32,7 +37,24 @@ class Lines(Widget):
     def update(self, text: Content | str) -> None:
         """Show `text`, wrapped or cut to the widget's width by its CSS."""
         self._text = Content(text) if isinstance(text, str) else text
+        ready = self._ready
+        if ready is not None and ready.text is not None and ready.width == self.size.width and _same(ready.text, self._text):
+            self.show_lines(ready.lines)  # made by `prepare`: its strips are swapped in
+            return
         self.show_lines(self._wrap(self._text))
+
+    def prepare(self, text: Content | str) -> list[Strip]:
+        """Make the strips that `update(text)` will show, ahead of time (returned)."""
+        text = Content(text) if isinstance(text, str) else text
+        return self.prepare_lines(self._wrap(text), text)
+
+    def prepare_lines(self, lines: list[Content], text: Content | None = None) -> list[Strip]:
+        """Make the strips that `show_lines(lines)` (the same list) will show, ahead of time.
+        One text is kept ready at a time; it is used only if the style is still the same."""
+        style = self.visual_style
+        strips = [_strip(line, y, style) for y, line in enumerate(lines)]
+        self._ready = _Ready(text, self.size.width, lines, style, strips)
+        return strips
 
     def _wrap(self, text: Content) -> list[Content]:
         width = self.size.width
@@ -51,12 +73,14 @@ class Lines(Widget):
         all of them, in the widget's current style)."""
         style = self.visual_style
         old_lines, old_strips = self._shown, self._strips
+        ready = self._ready
+        made = ready.strips if ready is not None and ready.lines is lines and ready.style == style else None
         strips, changed = [], []
         for y, line in enumerate(lines):
             if not restyle and y < len(old_lines) and _same(line, old_lines[y]):
                 strips.append(old_strips[y])
             else:
-                strips.append(_strip(line, y, style))
+                strips.append(made[y] if made is not None else _strip(line, y, style))
                 changed.append(y)
         changed += range(len(lines), len(old_lines))  # lines no longer there
         self._strips, self._shown = strips, lines
@@ -82,6 +106,17 @@ class Lines(Widget):
         if y < len(self._strips):
             return self._strips[y]  # textual pads it to the width
         return Strip.blank(self.size.width, self.visual_style.rich_style)  # as a Static's
+
+
+@dataclass
+class _Ready:
+    """Lines made ahead of time: for `text` (None: set as lines) at `width`, in `style`."""
+
+    text: Content | None
+    width: int
+    lines: list[Content]
+    style: Style
+    strips: list[Strip]
 
 
 def _same(a: Content, b: Content) -> bool:

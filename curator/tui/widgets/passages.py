@@ -96,6 +96,11 @@ def _sources(row: Row) -> str:
 ROW_HEIGHT = 2 + SNIPPET_LINES
 
 
+def _position(card: Card, highlighted: int | None) -> str:
+    """Which row of how many, for the bottom edge of the box."""
+    return f"{(highlighted or 0) + 1}/{len(card.rows)}" if card.rows else ""
+
+
 class PassageList(Lines, can_focus=True):
     """Suggestions for the current card; the highlighted row is the one labels apply to."""
 
@@ -123,6 +128,7 @@ class PassageList(Lines, can_focus=True):
         self._lines: list[list[Content] | None] = []  # per row, unhighlighted; built when first drawn
         self._width = 0
         self.top = 0  # first row drawn
+        self._next: tuple[Card, int, int, list[list[Content] | None], list[Content]] | None = None  # `prepare`
 
     def show_card(self, card: Card, keep_index: bool = False) -> None:
         self.card = card
@@ -130,8 +136,24 @@ class PassageList(Lines, can_focus=True):
         self.highlighted = min(index or 0, len(card.rows) - 1) if card.rows else None
         if not keep_index:
             self.top = 0
+        ready, self._next = self._next, None  # used once: the card's rows may change later (a search)
+        if ready is not None and ready[0] is card and not keep_index and ready[1:3] == (self._row_width(), self.size.height):
+            # made by `prepare`: its lines and strips are swapped in
+            self._width, self._lines = ready[1], ready[3]
+            self.show_lines(ready[4])
+            self._show_position(_position(card, self.highlighted))
+            return
         self._lines = []  # _draw builds them
         self._draw()
+
+    def prepare_card(self, card: Card) -> None:
+        """Make the lines and strips that `show_card(card)` will draw, ahead of time (the
+        next card, while the reviewer reads this one)."""
+        width = self._row_width()
+        rows: list[list[Content] | None] = [None] * len(card.rows)
+        out = self._frame(card, rows, width, 0, 0 if card.rows else None)
+        self.prepare_lines(out)
+        self._next = (card, width, self.size.height, rows, out)
 
     def clear_rows(self) -> None:
         self.card, self.highlighted, self._lines, self.top = None, None, [], 0
@@ -146,13 +168,16 @@ class PassageList(Lines, can_focus=True):
     def _visible_rows(self) -> int:
         return max(1, (self.size.height or ROW_HEIGHT) // ROW_HEIGHT)
 
+    def _row_width(self) -> int:
+        return max(20, (self.size.width or self.app.size.width // 2) - 1)
+
     def _draw(self) -> None:
         """Draw the rows that fit, from `top`, keeping the highlighted one in view. Only
         those lines are rendered, and the widget's size never depends on them."""
         card = self.card
         if card is None:
             return
-        width = max(20, (self.size.width or self.app.size.width // 2) - 1)
+        width = self._row_width()
         if width != self._width or len(self._lines) != len(card.rows):
             self._width = width
             self._lines = [None] * len(card.rows)
@@ -160,17 +185,22 @@ class PassageList(Lines, can_focus=True):
         if self.highlighted is not None:
             self.top = min(self.top, self.highlighted)
             self.top = max(self.top, self.highlighted - shown + 1)
+        self.show_lines(self._frame(card, self._lines, width, self.top, self.highlighted))
+        self._show_position(_position(card, self.highlighted))
+
+    def _frame(self, card: Card, rows: list[list[Content] | None], width: int, top: int,
+               highlighted: int | None) -> list[Content]:
+        """The lines of the rows in view from `top`; `rows` caches each row's lines."""
         out: list[Content] = []
-        for i in range(self.top, min(len(self._lines), self.top + shown + 1)):  # + a partial row
-            lines = self._lines[i]
+        for i in range(top, min(len(rows), top + self._visible_rows() + 1)):  # + a partial row
+            lines = rows[i]
             if lines is None:  # only the rows in view are ever built
-                lines = self._lines[i] = row_lines(card.rows[i], card, width)
-            if i == self.highlighted:
+                lines = rows[i] = row_lines(card.rows[i], card, width)
+            if i == highlighted:
                 lines = [line.pad_right(width - line.cell_length).stylize("on $boost") for line in lines]
                 lines[0] = lines[0].stylize("b")
             out.extend(lines)
-        self.show_lines(out[: self.size.height or None])
-        self._show_position(f"{(self.highlighted or 0) + 1}/{len(card.rows)}" if card.rows else "")
+        return out[: self.size.height or None]
 
     def _show_position(self, text: str) -> None:
         """Which row of how many (the list scrolls), on the bottom edge of its box; set only

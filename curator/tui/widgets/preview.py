@@ -58,31 +58,53 @@ class PassageText(Widget, can_focus=True):
         self.lines: list[str] = []
         self.top = 0
         self._style = Style()
+        # made by `prepare`: text, width, its lines, and their strips from the top in a style
+        self._next: tuple[str, int, list[str], Style, list[Strip]] | None = None
+        self._made: list[Strip] = []  # those strips, while they are the ones on screen
 
     def show(self, text: str) -> None:
         self.text, self.top = text, 0
-        self.lines = wrap_text(text, self._width())
+        ready, self._next = self._next, None
+        if ready is not None and ready[:2] == (text, self._width()) and len(ready[4]) == self.size.height:
+            self.lines, self._style, self._made = ready[2], ready[3], ready[4]
+        else:
+            self.lines, self._made = wrap_text(text, self._width()), []
         self.refresh()  # a repaint only: the widget's size does not depend on its text
+
+    def prepare(self, text: str) -> None:
+        """Wrap and draw `text` ahead of time (the next card's first passage, while the
+        reviewer reads this one): `show(text)` then only swaps it in."""
+        width, style = self._width(), self.rich_style
+        lines = wrap_text(text, width)
+        strips = [self._line(lines, 0, y, style) for y in range(self.size.height)]
+        self._next = (text, width, lines, style, strips)
 
     def _width(self) -> int:
         return max(10, self.size.width or self.app.size.width // 2 - 4)
 
     def on_resize(self) -> None:
-        self.lines = wrap_text(self.text, self._width())
+        self.lines, self._made = wrap_text(self.text, self._width()), []
         self.refresh()
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        self._style = self.rich_style  # once per paint: it walks the DOM (0.1 ms a line)
+        style = self.rich_style  # once per paint: it walks the DOM (0.1 ms a line)
+        if style != self._style:
+            self._style, self._made = style, []
         return super().render_lines(crop)
 
     def render_line(self, y: int) -> Strip:
-        style = self._style
-        height, index = self.size.height, self.top + y
-        below = len(self.lines) - (self.top + height) + 1
+        if self.top == 0 and y < len(self._made):
+            return self._made[y]
+        return self._line(self.lines, self.top, y, self._style)
+
+    def _line(self, lines: list[str], top: int, y: int, style: Style) -> Strip:
+        """Row `y` of `lines` shown from `top`; the last row says how many lines are below."""
+        height, index = self.size.height, top + y
+        below = len(lines) - (top + height) + 1
         if y == height - 1 and height > 2 and below > 1:  # a tiny preview keeps its text
             segment = Segment(f"↓ {below} more lines", style + Style(dim=True))
         else:
-            segment = Segment(self.lines[index] if index < len(self.lines) else "", style)
+            segment = Segment(lines[index] if index < len(lines) else "", style)
         return Strip([segment]).adjust_cell_length(self.size.width, style)
 
     def action_scroll_lines(self, delta: int) -> None:
@@ -115,8 +137,18 @@ class Preview(Vertical):
             head.update("")
             body.show("")
             return
-        when = f" · {row.committed_at[:10]}" if row.committed_at else ""
-        pid = short_id(row.id, head.size.width or 40)  # the id's tail shows when it is cut
-        head.update(Content.assemble((pid, "b"), "\n", (f"revision {row.revision}{when}", "dim"), "\n",
-                                     (row.heading, "i")))  # fixed height in curator.tcss
+        head.update(self._head(row, head.size.width))
         body.show(row.text)
+
+    def prepare(self, row: Row | None) -> None:
+        """Make what `show(row)` will draw, ahead of time."""
+        head = self.query_one("#preview-head", Lines)
+        head.prepare(self._head(row, head.size.width) if row is not None else "")
+        self.query_one(PassageText).prepare(row.text if row is not None else "")
+
+    @staticmethod
+    def _head(row: Row, width: int) -> Content:
+        """The passage's id (its tail shows when it is cut), revision and date, heading."""
+        when = f" · {row.committed_at[:10]}" if row.committed_at else ""
+        return Content.assemble((short_id(row.id, width or 40), "b"), "\n", (f"revision {row.revision}{when}", "dim"),
+                                "\n", (row.heading, "i"))  # fixed height in curator.tcss
