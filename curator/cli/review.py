@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from typing import TYPE_CHECKING
 
 import click
@@ -55,12 +56,31 @@ def review(ws: Workspace, set_name: str | None, source: str, slice_name: str | N
         )
     check_sets(ws, [set_name or ws.config.default_set], no_verify)
     session = _second_pass(ws, set_name, reviewer, sample, seed) if second_pass else None
+    if ws.config.suggest.dense != "none":
+        _load_dense(ws)
     from curator.tui.app import ReviewApp  # textual only now: the other commands start fast
 
     app = ReviewApp(ws, set_name=set_name, source=source, slice=slice_name, reviewer=reviewer, session=session)
     app.run()
     if app.return_code:  # the app crashed (textual printed why): CI and scripts see it
         raise SystemExit(app.return_code)
+
+
+def _load_dense(ws: Workspace) -> None:
+    """Load the dense retriever before the app starts, with a progress line, so every card,
+    the first included, is pooled with it and none waits for torch (docs/review.md)."""
+    from curator.suggest.dense import preload
+
+    click.echo(f"loading the dense retriever ({ws.config.suggest.embedding_model or '?'}) and the passage "
+               "vectors...", err=True, nl=False)
+    start = time.perf_counter()
+    try:
+        index = preload(ws)
+    except CuratorError as exc:  # the cards are built from the other sources then
+        click.echo(f" not loaded: {exc.message}; cards show the other sources", err=True)
+        return
+    count = len(index.ids) if index is not None else 0
+    click.echo(f" {count:,} vectors, {time.perf_counter() - start:.1f} s", err=True)
 
 
 def _second_pass(ws: Workspace, set_name: str | None, reviewer: str | None, sample: int | None,

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -70,15 +71,26 @@ class OpenAIEmbedder:
         return np.asarray([r.embedding for r in rows], dtype=np.float32)
 
 
+# Torch's intra-op threads for the local model. Measured on the 2-core machine while it was
+# shared (load 5-8, docs/benchmarks.md "Pooled suggestions"): one query's embedding took
+# 12 ms of CPU with 1 thread and 70-90 ms with 2 (the second thread spins waiting for a
+# core), 20 ms wall against 130; batches of passages embedded as fast with 1 as with 2.
+TORCH_THREADS = 1
+
+
 class LocalEmbedder:
-    """A sentence-transformers model by name or path (install the `dense` extra)."""
+    """A sentence-transformers model by name or path (install the `dense` extra), run on
+    the CPU with TORCH_THREADS threads and without autograd."""
 
     def __init__(self, model: str):
         try:
+            import torch
             from sentence_transformers import SentenceTransformer
         except ImportError:
             raise CuratorError("[suggest] dense = \"local\" needs sentence-transformers",
                                "Install the extra: pip install 'curator-evalsets[dense]'.") from None
+        torch.set_num_threads(TORCH_THREADS)
+        self._torch = torch
         self.name = model
         try:
             self._model = SentenceTransformer(model, device="cpu")
@@ -86,7 +98,32 @@ class LocalEmbedder:
             raise CuratorError(f"cannot load the sentence-transformers model {model!r}: {exc}") from None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return np.asarray(self._model.encode(list(texts), batch_size=64, show_progress_bar=False), dtype=np.float32)
+        with self._torch.inference_mode():
+            vectors = self._model.encode(list(texts), batch_size=64, show_progress_bar=False)
+        return np.asarray(vectors, dtype=np.float32)
+
+    def rough_scorer(self, matrix: np.ndarray) -> Callable[[np.ndarray], np.ndarray] | None:
+        """Where the CPU multiplies bfloat16 natively (oneDNN says so), a scorer over a
+        bfloat16 copy of `matrix`: half the bytes read per query, so 4-5 ms of CPU for
+        100k x 384 against 9-10 ms for float32 (numpy or torch, one thread). Its scores
+        only pick candidates; DenseIndex re-scores them in float32. None elsewhere."""
+        torch = self._torch
+        if not (torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()):
+            return None
+        low = torch.tensor(matrix, dtype=torch.bfloat16)
+
+        def scores(vectors: np.ndarray) -> np.ndarray:
+            # matrix @ vector(s), not vectors @ matrix.T: torch's kernel for that shape
+            # reads the transposed matrix at 2x the CPU
+            queries = torch.from_numpy(vectors).to(torch.bfloat16)
+            with torch.inference_mode():
+                if len(vectors) == 1:
+                    return (low @ queries[0]).float().numpy()[None, :]
+                return (low @ queries.T).float().numpy().T
+        return scores
+
+
+_LOCAL: dict[str, LocalEmbedder] = {}  # loaded models by name: torch and a model load once per process
 
 
 def embedder_for(config: Config) -> Embedder | None:
@@ -99,7 +136,9 @@ def embedder_for(config: Config) -> Embedder | None:
                            "Name the model in curator.toml, e.g. embedding_model = \"text-embedding-3-small\".")
     if s.dense == "openai":
         return OpenAIEmbedder(config, s.embedding_model)
-    return LocalEmbedder(s.embedding_model)
+    if s.embedding_model not in _LOCAL:
+        _LOCAL[s.embedding_model] = LocalEmbedder(s.embedding_model)
+    return _LOCAL[s.embedding_model]
 
 
 @dataclass
@@ -140,8 +179,14 @@ def _unit(vec: np.ndarray) -> np.ndarray:
 
 
 class DenseIndex:
-    """The current passages' vectors of one model as a matrix; `search` is an exact cosine
-    top-k (one matrix-vector product: ~10 ms for 100k x 384 floats)."""
+    """The current passages' vectors of one model as one contiguous float32 matrix; `search`
+    is an exact cosine top-k (one matrix product). `search_many` embeds several queries in
+    one call and scores them in one matrix product (the review app's prefetch: the model
+    and the matrix are read once for the batch, not once per card); every query's result is
+    kept, so a card's query is embedded and scored once however often it is shown."""
+
+    CACHED = 512  # query results kept (a few hundred cards of one session)
+    RESCORE = 64  # candidates per query from a bfloat16 first pass, re-scored in float32
 
     def __init__(self, ws: Workspace, embedder: Embedder):
         self.embedder = embedder
@@ -155,17 +200,72 @@ class DenseIndex:
                 rows.append(vec)
         self.matrix = (np.frombuffer(b"".join(rows), dtype="<f4").reshape(len(rows), -1)
                        if rows else np.zeros((0, 1), dtype=np.float32))
+        rough = getattr(embedder, "rough_scorer", None)
+        self._rough = rough(self.matrix) if rough is not None and rows else None
+        self._found: dict[tuple[str, int], list[tuple[str, str, float]]] = {}
+        self._lock = threading.Lock()  # the app's card and prefetch workers share the index
 
     def search(self, query: str, k: int = 10) -> list[tuple[str, str, float]]:
         """(passage id, revision, cosine) of the `k` nearest current passages."""
-        if not self.ids or not query.strip():
-            return []
-        q = _unit(self.embedder.embed([query])[0])
-        if q.shape[0] != self.matrix.shape[1]:
-            raise CuratorError(f"the query vector has {q.shape[0]} dimensions, the stored ones "
-                               f"{self.matrix.shape[1]}: was the model changed under the same name?")
-        scores = self.matrix @ q
-        k = min(k, len(self.ids))
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [(self.ids[i][0], self.ids[i][1], float(scores[i])) for i in top]
+        return self.search_many([query], k)[0]
+
+    def search_many(self, queries: Sequence[str], k: int = 10) -> list[list[tuple[str, str, float]]]:
+        """`search` for each of `queries`; the ones not seen before embedded in one call."""
+        with self._lock:
+            self._score([q for q in dict.fromkeys(queries) if (q, k) not in self._found and q.strip()], k)
+            return [self._found.get((q, k), []) for q in queries]
+
+    def _score(self, todo: list[str], k: int) -> None:
+        if todo and self.ids:
+            vectors = self.embedder.embed(todo)
+            if vectors.shape[1] != self.matrix.shape[1]:
+                raise CuratorError(f"the query vector has {vectors.shape[1]} dimensions, the stored ones "
+                                   f"{self.matrix.shape[1]}: was the model changed under the same name?")
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            vectors = (vectors / np.where(norms == 0, 1, norms)).astype(np.float32)
+            n = len(self.ids)
+            if self._rough is not None:
+                rough, keep = self._rough(vectors), min(max(k, self.RESCORE), n)
+            else:
+                # one matrix-vector product per query: numpy's BLAS spends 3x the CPU
+                # on a (passages x 384) @ (384 x 3) product with two threads on two cores
+                rough, keep = [self.matrix @ vec for vec in vectors], min(k, n)  # exact already
+            for query, vec, row in zip(todo, vectors, rough, strict=True):
+                picked = np.argpartition(-row, keep - 1)[:keep]
+                exact = self.matrix[picked] @ vec
+                order = np.argsort(-exact, kind="stable")[:k]
+                if len(self._found) >= self.CACHED:
+                    del self._found[next(iter(self._found))]  # the oldest
+                self._found[(query, k)] = [(self.ids[picked[i]][0], self.ids[picked[i]][1], float(exact[i]))
+                                           for i in order]
+
+
+# Built indexes by (workspace root, model): a second Pool of the same workspace (the review
+# app's reader connection, after `preload` ran on the command's) reuses the matrix, unless
+# the corpus or its vectors changed since (then it is built again).
+_INDEXES: dict[tuple[str, str], tuple[tuple[str | None, int], DenseIndex]] = {}
+
+
+def index_for(ws: Workspace, embedder: Embedder) -> DenseIndex:
+    """The dense index of the workspace's current passages for `embedder`'s model."""
+    key = (str(ws.root.resolve()), embedder.name)
+    with ws.lock:
+        version = (ws.meta("corpus_version"), store.count(ws, embedder.name))
+    cached = _INDEXES.get(key)
+    if cached is not None and cached[0] == version:
+        return cached[1]
+    index = DenseIndex(ws, embedder)
+    _INDEXES[key] = (version, index)
+    return index
+
+
+def preload(ws: Workspace) -> DenseIndex | None:
+    """Load the configured dense retriever (the local model, the workspace's vectors) and
+    embed one query, so the first card waits for none of it: `curator review` calls this
+    before the app starts. None when `[suggest] dense` is "none"."""
+    embedder = embedder_for(ws.config)
+    if embedder is None:
+        return None
+    index = index_for(ws, embedder)
+    index.search("warm up", ws.config.suggest.depth)
+    return index

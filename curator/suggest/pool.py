@@ -182,11 +182,11 @@ class Pool:
             return None
         with self._lock:
             if self._dense is None:
-                from curator.suggest.dense import DenseIndex, embedder_for
+                from curator.suggest.dense import embedder_for, index_for
 
                 embedder = self._embedder or embedder_for(self.ws.config)
                 if embedder is not None:
-                    self._dense = DenseIndex(self.ws, embedder)
+                    self._dense = index_for(self.ws, embedder)
             return self._dense
 
     # ---- the pool --------------------------------------------------------------------------

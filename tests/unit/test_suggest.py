@@ -193,3 +193,105 @@ def test_vectors_are_cached_by_text_and_model_and_progress_is_reported(ws: Works
     assert index_corpus(ws, OpenAIEmbedder(config, "model-b")).embedded == 3
     assert store.count(ws, "model-a") == store.count(ws, "model-b") == 3
     assert len(fake_embeddings.texts_sent()) == 6
+
+
+def _dense_ws(ws: Workspace, fake_embeddings, monkeypatch) -> None:  # noqa: F811
+    from curator.corpus import add_paths
+    from curator.suggest.dense import embedder_for, index_corpus
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    (ws.root / "curator.toml").write_text(
+        f'[model]\nbase_url = "{fake_embeddings.url}"\n[suggest]\ndense = "openai"\nembedding_model = "fake-embed"\n')
+    with Workspace.open(ws.root) as configured:
+        ws.config = configured.config
+    write(ws.root, DOCS)
+    add_paths(ws, [ws.root / "docs"])
+    embedder = embedder_for(ws.config)
+    assert embedder is not None
+    index_corpus(ws, embedder)
+
+
+def test_a_query_is_embedded_once_and_new_queries_in_one_request(ws: Workspace, fake_embeddings, monkeypatch) -> None:  # noqa: F811
+    import numpy as np
+
+    from curator.suggest.dense import embedder_for, index_for
+
+    _dense_ws(ws, fake_embeddings, monkeypatch)
+    embedder = embedder_for(ws.config)
+    assert embedder is not None
+    index = index_for(ws, embedder)
+    sent = len(fake_embeddings.requests)
+    first, second = index.search_many(["storage cluster full", "leader election"], 2)
+    assert len(fake_embeddings.requests) == sent + 1  # both queries in one request
+    assert fake_embeddings.requests[-1]["body"]["input"] == ["storage cluster full", "leader election"]
+    assert index.search("storage cluster full", 2) == first  # shown again: not embedded again
+    assert len(fake_embeddings.requests) == sent + 1
+    # the exact cosine ranking over the matrix
+    q = embedder.embed(["leader election"])[0]
+    scores = index.matrix @ (q / np.linalg.norm(q))
+    best = [index.ids[i][0] for i in np.argsort(-scores, kind="stable")[:2]]
+    assert [pid for pid, _, _ in second] == best and second[0][0] == "etcd.md#etcd-no-leader"
+    assert abs(second[0][2] - float(scores.max())) < 1e-6
+
+
+class _CoarseFirstPass:
+    """An embedder whose first-pass scores are coarse (rounded to one decimal, like a
+    low-precision product would blur them): the index must still return the exact top-k."""
+
+    name = "coarse"
+
+    def __init__(self, fake) -> None:
+        from curator.config import Config
+        from curator.suggest.dense import OpenAIEmbedder
+
+        self.inner = OpenAIEmbedder(Config.model_validate({"model": {"base_url": fake.url}}), "coarse")
+
+    def embed(self, texts):
+        return self.inner.embed(texts)
+
+    def rough_scorer(self, matrix):
+        import numpy as np
+
+        def scores(vectors):
+            return np.round(vectors @ matrix.T, 1)
+        return scores
+
+
+def test_a_coarse_first_pass_is_re_scored_exactly(ws: Workspace, fake_embeddings, monkeypatch) -> None:  # noqa: F811
+    import numpy as np
+
+    from curator.corpus import add_paths
+    from curator.suggest.dense import DenseIndex, index_corpus
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    write(ws.root, {f"docs/d{i}.md": f"# Doc {i}\n\nalert {'disk ' * (i % 5)}node {'pool ' * (i % 3)} word{i}\n"
+                    for i in range(40)})
+    add_paths(ws, [ws.root / "docs"])
+    embedder = _CoarseFirstPass(fake_embeddings)
+    index_corpus(ws, embedder)
+    index = DenseIndex(ws, embedder)
+    assert index._rough is not None
+    index.RESCORE = 12
+    found = index.search("disk disk pool alert", 5)
+    q = embedder.embed(["disk disk pool alert"])[0]
+    exact = index.matrix @ (q / np.linalg.norm(q))
+    assert [round(s, 6) for _, _, s in found] == [round(float(s), 6) for s in sorted(exact, reverse=True)[:5]]
+
+
+def test_the_index_is_shared_by_connections_and_rebuilt_when_the_corpus_changes(ws: Workspace, fake_embeddings, monkeypatch) -> None:  # noqa: F811
+    from curator.corpus import add_paths
+    from curator.suggest.dense import embedder_for, index_corpus, preload
+
+    _dense_ws(ws, fake_embeddings, monkeypatch)
+    loaded = preload(ws)  # what `curator review` runs before the app
+    assert loaded is not None and len(loaded.ids) == 3
+    with Workspace.open(ws.root) as reader:  # the app's second connection
+        assert Pool(reader).dense() is loaded
+    write(ws.root, {"docs/new.md": "# Node not ready\n\nThe kubelet stopped posting status.\n"})
+    add_paths(ws, [ws.root / "docs"])
+    embedder = embedder_for(ws.config)
+    assert embedder is not None
+    index_corpus(ws, embedder)
+    with Workspace.open(ws.root) as reader:
+        rebuilt = Pool(reader).dense()
+    assert rebuilt is not loaded and len(rebuilt.ids) == 4
