@@ -197,7 +197,12 @@ def _scores(rows: list[int], keys: list[str], plains: list[str], signatures: lis
     best = np.full(len(rows), -1.0)
     at = np.full(len(rows), -1, dtype=np.int64)
     led = list(blocks.values())
+    of_rows = {}  # the rows' sorted and plain forms, to take a block's at C speed: built once each
+    for name, forms in (("keys", keys), ("plains", plains)):
+        of_rows[name] = np.empty(len(rows), dtype=object)
+        of_rows[name][:] = [forms[p] for p in rows]
     for mark, forms, end in (("^", keys, 0), ("$", keys, 1), ("<", plains, 0), (">", plains, 1)):
+        mine = of_rows["keys" if forms is keys else "plains"]
         if end:
             ids = [number.get(f"{signatures[p]}|{mark}{forms[p][-5:]}", -1) for p in rows]
         else:
@@ -208,8 +213,6 @@ def _scores(rows: list[int], keys: list[str], plains: list[str], signatures: lis
         if not len(inside):
             continue
         bounds = np.flatnonzero(np.diff(block_of[inside])) + 1
-        mine = np.empty(len(rows), dtype=object)  # the rows' forms, to take a block's at C speed
-        mine[:] = [forms[p] for p in rows]
         for members in np.split(inside, bounds):
             leader_forms, leaders = led[int(block_of[members[0]])]
             scores = process.cdist(mine[members].tolist(), leader_forms, scorer=fuzz.ratio, score_cutoff=similarity,
