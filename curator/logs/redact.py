@@ -151,8 +151,9 @@ BUILTIN: list[tuple[str, re.Pattern[str], _Replacement]] = [
         lambda m: f"{m.group(1)}{m.group(2)}<SECRET>",
     ),
     # `password hunter22`: after a space only a value that looks made (a digit or a
-    # symbol, 6+ characters), so `password reset link` and `token expired` stay
-    ("secret", re.compile(r"(?i)\b(api[_-]?key|secret|password|passwd|pwd|token)(\s+)(?!<|(?:api[_-]?key|secret|password|passwd|pwd|token)\b)(?=\S*[\d_.~+/=!#$%^&*-])\S{6,}"),
+    # symbol, 6+ characters), so `password reset link` and `token expired` stay; digit
+    # groups right after a value ending in a digit go with it (`password 00.000 0000`)
+    ("secret", re.compile(r"(?i)\b(api[_-]?key|secret|password|passwd|pwd|token)(\s+)(?!<|(?:api[_-]?key|secret|password|passwd|pwd|token)\b)(?=\S*[\d_.~+/=!#$%^&*-])\S{6,}(?:(?<=\d)\s\d+\b)*"),
      lambda m: f"{m.group(1)}{m.group(2)}<SECRET>"),
     ("secret", re.compile(r"(?i)((?:\b(?:key|secret|token|password)\b\s*[:=]?\s*|[:=]\s*))([A-Za-z0-9+/_-]{20,}={0,2})(?![\w+/=])"),
      _token_like),

@@ -31,6 +31,9 @@ from curator.logs.redact import Redactor, read_names
         ("Authorization: Bearer abcdefghijklmnop123", "Authorization: Bearer <TOKEN>", "bearer"),
         ("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1In0.c2lnbmF0dXJl", "jwt <TOKEN>", "jwt"),
         ("password=hunter22", "password=<SECRET>", "secret"),
+        # a phone number after a password cue: the whole value goes, not its first group
+        ("password 00.000 0000", "password <SECRET>", "secret"),
+        ("password hunter22 reset link", "password <SECRET> reset link", "secret"),
         ("refund to DE89 3704 0044 0532 0130 00 please", "refund to <IBAN> please", "iban"),
         ("iban DE89370400440532013000", "iban <IBAN>", "iban"),
         ("payout GB82WEST12345698765432 failed", "payout <IBAN> failed", "iban"),
