@@ -96,31 +96,17 @@ class LocalEmbedder:
             self._model = SentenceTransformer(model, device="cpu")
         except (OSError, ValueError) as exc:
             raise CuratorError(f"cannot load the sentence-transformers model {model!r}: {exc}") from None
+        if torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported():
+            # The CPU multiplies bfloat16 natively (oneDNN says so): the weights in bf16 are
+            # half the bytes a query's forward pass reads (it is memory-bound: a few tokens
+            # against 22M weights), so 0.78x the CPU per query and 2.1-2.3x the passages
+            # per second, vectors at cosine >= 0.9999 to float32's (docs/benchmarks.md).
+            self._model.to(torch.bfloat16)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         with self._torch.inference_mode():
-            vectors = self._model.encode(list(texts), batch_size=64, show_progress_bar=False)
-        return np.asarray(vectors, dtype=np.float32)
-
-    def rough_scorer(self, matrix: np.ndarray) -> Callable[[np.ndarray], np.ndarray] | None:
-        """Where the CPU multiplies bfloat16 natively (oneDNN says so), a scorer over a
-        bfloat16 copy of `matrix`: half the bytes read per query, so 4-5 ms of CPU for
-        100k x 384 against 9-10 ms for float32 (numpy or torch, one thread). Its scores
-        only pick candidates; DenseIndex re-scores them in float32. None elsewhere."""
-        torch = self._torch
-        if not (torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()):
-            return None
-        low = torch.tensor(matrix, dtype=torch.bfloat16)
-
-        def scores(vectors: np.ndarray) -> np.ndarray:
-            # matrix @ vector(s), not vectors @ matrix.T: torch's kernel for that shape
-            # reads the transposed matrix at 2x the CPU
-            queries = torch.from_numpy(vectors).to(torch.bfloat16)
-            with torch.inference_mode():
-                if len(vectors) == 1:
-                    return (low @ queries[0]).float().numpy()[None, :]
-                return (low @ queries.T).float().numpy().T
-        return scores
+            vectors = self._model.encode(list(texts), batch_size=64, show_progress_bar=False, convert_to_tensor=True)
+            return vectors.float().numpy()
 
 
 _LOCAL: dict[str, LocalEmbedder] = {}  # loaded models by name: torch and a model load once per process
@@ -178,15 +164,26 @@ def _unit(vec: np.ndarray) -> np.ndarray:
     return (vec / norm if norm else vec).astype("<f4")
 
 
+# numpy >= 2 counts bits; without it every query is scored over the whole matrix.
+_POPCOUNT = hasattr(np, "bitwise_count")
+
+
 class DenseIndex:
     """The current passages' vectors of one model as one contiguous float32 matrix; `search`
-    is an exact cosine top-k (one matrix product). `search_many` embeds several queries in
-    one call and scores them in one matrix product (the review app's prefetch: the model
-    and the matrix are read once for the batch, not once per card); every query's result is
-    kept, so a card's query is embedded and scored once however often it is shown."""
+    is a cosine top-k. Over more than 2 x RESCORE passages a first pass ranks the passages
+    by the Hamming distance between the signs of their vectors and the query's (48 bytes a
+    passage for 384 dimensions, 1/32 of the float32 bytes a product reads: the product is
+    memory-bound, 100k x 384 float32 is 154 MB a query), and the nearest RESCORE, or 1 in
+    RESCORE_SHARE of the passages if that is more, are re-scored in float32; smaller
+    corpora are scored exactly. `search_many` embeds several queries in one call; every
+    query's result is kept, so a card's query is embedded and scored once however often
+    it is shown."""
 
     CACHED = 512  # query results kept (a few hundred cards of one session)
-    RESCORE = 64  # candidates per query from a bfloat16 first pass, re-scored in float32
+    RESCORE = 256  # at least this many first-pass candidates are re-scored exactly
+    # ... and at least 1 in this many passages: on 11.5k real MiniLM sentence vectors, 2%
+    # re-scored keep 99.1% of the exact top 10 (bench/dense_recall.py)
+    RESCORE_SHARE = 50
 
     def __init__(self, ws: Workspace, embedder: Embedder):
         self.embedder = embedder
@@ -200,8 +197,10 @@ class DenseIndex:
                 rows.append(vec)
         self.matrix = (np.frombuffer(b"".join(rows), dtype="<f4").reshape(len(rows), -1)
                        if rows else np.zeros((0, 1), dtype=np.float32))
-        rough = getattr(embedder, "rough_scorer", None)
-        self._rough = rough(self.matrix) if rough is not None and rows else None
+        # the sign bits one 64-bit word of dimensions per row, passages along each row, so
+        # a query's distances are a few whole-array passes
+        self._codes = (np.ascontiguousarray(sign_codes(self.matrix).T)
+                       if _POPCOUNT and len(rows) > 2 * self.RESCORE else None)
         self._found: dict[tuple[str, int], list[tuple[str, str, float]]] = {}
         self._lock = threading.Lock()  # the app's card and prefetch workers share the index
 
@@ -215,6 +214,26 @@ class DenseIndex:
             self._score([q for q in dict.fromkeys(queries) if (q, k) not in self._found and q.strip()], k)
             return [self._found.get((q, k), []) for q in queries]
 
+    def candidates(self, vec: np.ndarray, k: int) -> np.ndarray | None:
+        """Row numbers, ascending, of the passages the first pass keeps for the unit vector
+        `vec`: the nearest by Hamming distance, ties in corpus order; None without a first
+        pass (every row is scored)."""
+        if self._codes is None:
+            return None
+        n = len(self.ids)
+        keep = min(n, max(k, self.RESCORE, n // self.RESCORE_SHARE))
+        query = sign_codes(vec[None, :])[0]
+        distance = np.bitwise_count(self._codes[0] ^ query[0]).astype(np.uint16)
+        for word in range(1, len(query)):
+            distance += np.bitwise_count(self._codes[word] ^ query[word])
+        # the distance that reaches `keep` passages: all the nearer ones, and of the
+        # passages at that distance the first in corpus order
+        reached = np.cumsum(np.bincount(distance))
+        edge = int(np.searchsorted(reached, keep))
+        nearer = np.flatnonzero(distance < edge)
+        at_edge = np.flatnonzero(distance == edge)[:keep - len(nearer)]
+        return np.sort(np.concatenate([nearer, at_edge]))
+
     def _score(self, todo: list[str], k: int) -> None:
         if todo and self.ids:
             vectors = self.embedder.embed(todo)
@@ -223,21 +242,31 @@ class DenseIndex:
                                    f"{self.matrix.shape[1]}: was the model changed under the same name?")
             norms = np.linalg.norm(vectors, axis=1, keepdims=True)
             vectors = (vectors / np.where(norms == 0, 1, norms)).astype(np.float32)
-            n = len(self.ids)
-            if self._rough is not None:
-                rough, keep = self._rough(vectors), min(max(k, self.RESCORE), n)
-            else:
-                # one matrix-vector product per query: numpy's BLAS spends 3x the CPU
-                # on a (passages x 384) @ (384 x 3) product with two threads on two cores
-                rough, keep = [self.matrix @ vec for vec in vectors], min(k, n)  # exact already
-            for query, vec, row in zip(todo, vectors, rough, strict=True):
-                picked = np.argpartition(-row, keep - 1)[:keep]
-                exact = self.matrix[picked] @ vec
+            for query, vec in zip(todo, vectors, strict=True):
+                picked = self.candidates(vec, k)
+                if picked is None:
+                    # one matrix-vector product per query: numpy's BLAS spends 3x the CPU
+                    # on a (passages x 384) @ (384 x 3) product with two threads on two cores
+                    exact = self.matrix @ vec
+                    keep = min(k, len(exact))
+                    picked = np.sort(np.argpartition(-exact, keep - 1)[:keep])
+                    exact = exact[picked]
+                else:
+                    exact = self.matrix[picked] @ vec
                 order = np.argsort(-exact, kind="stable")[:k]
                 if len(self._found) >= self.CACHED:
                     del self._found[next(iter(self._found))]  # the oldest
                 self._found[(query, k)] = [(self.ids[picked[i]][0], self.ids[picked[i]][1], float(exact[i]))
                                            for i in order]
+
+
+def sign_codes(matrix: np.ndarray) -> np.ndarray:
+    """Each row's signs (bit set where the value is > 0) packed into 64-bit words."""
+    bits = np.packbits(matrix > 0, axis=1)
+    pad = -bits.shape[1] % 8
+    if pad:
+        bits = np.pad(bits, ((0, 0), (0, pad)))
+    return np.ascontiguousarray(bits).view(np.uint64)
 
 
 # Built indexes by (workspace root, model): a second Pool of the same workspace (the review

@@ -234,48 +234,58 @@ def test_a_query_is_embedded_once_and_new_queries_in_one_request(ws: Workspace, 
     assert abs(second[0][2] - float(scores.max())) < 1e-6
 
 
-class _CoarseFirstPass:
-    """An embedder whose first-pass scores are coarse (rounded to one decimal, like a
-    low-precision product would blur them): the index must still return the exact top-k."""
-
-    name = "coarse"
-
-    def __init__(self, fake) -> None:
-        from curator.config import Config
-        from curator.suggest.dense import OpenAIEmbedder
-
-        self.inner = OpenAIEmbedder(Config.model_validate({"model": {"base_url": fake.url}}), "coarse")
-
-    def embed(self, texts):
-        return self.inner.embed(texts)
-
-    def rough_scorer(self, matrix):
-        import numpy as np
-
-        def scores(vectors):
-            return np.round(vectors @ matrix.T, 1)
-        return scores
-
-
-def test_a_coarse_first_pass_is_re_scored_exactly(ws: Workspace, fake_embeddings, monkeypatch) -> None:  # noqa: F811
+def test_the_sign_bit_first_pass_is_re_scored_exactly(ws: Workspace, fake_embeddings, monkeypatch) -> None:  # noqa: F811
+    """Over more passages than the first pass keeps, the nearest by the signs' Hamming
+    distance are re-scored in float32: the top-k is the exact cosine top-k, in cosine
+    order, although the Hamming order alone would give another."""
     import numpy as np
 
     from curator.corpus import add_paths
-    from curator.suggest.dense import DenseIndex, index_corpus
+    from curator.suggest.dense import DenseIndex, embedder_for, index_corpus, sign_codes
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    write(ws.root, {f"docs/d{i}.md": f"# Doc {i}\n\nalert {'disk ' * (i % 5)}node {'pool ' * (i % 3)} word{i}\n"
-                    for i in range(40)})
+    (ws.root / "curator.toml").write_text(
+        f'[model]\nbase_url = "{fake_embeddings.url}"\n[suggest]\ndense = "openai"\nembedding_model = "fake-embed"\n')
+    with Workspace.open(ws.root) as configured:
+        ws.config = configured.config
+    # ten passages share the query's words, repeated: the same signs, other cosines; the
+    # rest are about other things
+    near = {f"docs/near{i}.md": f"# Near {i}\n\nalert {'disk ' * (1 + i % 4)}{'pool ' * (1 + i % 3)}\n"
+            for i in range(10)}
+    other = ["kernel", "memory", "cgroup", "scheduler", "certificate", "ingress", "quota", "backup", "replica"]
+    far = {f"docs/far{i}.md": f"# Far {i}\n\n{other[i % 9]} {other[(i * 4) % 9]} {other[(i * 7 + 1) % 9]} node\n"
+           for i in range(80)}
+    write(ws.root, {**near, **far})
     add_paths(ws, [ws.root / "docs"])
-    embedder = _CoarseFirstPass(fake_embeddings)
+    embedder = embedder_for(ws.config)
+    assert embedder is not None
     index_corpus(ws, embedder)
+    monkeypatch.setattr(DenseIndex, "RESCORE", 40)
     index = DenseIndex(ws, embedder)
-    assert index._rough is not None
-    index.RESCORE = 12
-    found = index.search("disk disk pool alert", 5)
-    q = embedder.embed(["disk disk pool alert"])[0]
-    exact = index.matrix @ (q / np.linalg.norm(q))
+    query = "disk disk pool alert"
+    q = embedder.embed([query])[0]
+    q = q / np.linalg.norm(q)
+    kept = index.candidates(q, 5)
+    assert kept is not None and len(kept) == 40 < len(index.ids)  # the first pass ran and cut
+    exact = index.matrix @ q
+    assert set(np.argsort(-exact, kind="stable")[:5]) <= set(kept.tolist())
+    found = index.search(query, 5)
     assert [round(s, 6) for _, _, s in found] == [round(float(s), 6) for s in sorted(exact, reverse=True)[:5]]
+    assert [pid for pid, _, _ in found] == [index.ids[i][0] for i in np.argsort(-exact, kind="stable")[:5]]
+    # the Hamming ranking alone would have put other passages first
+    distance = [int(np.bitwise_count(row ^ sign_codes(q[None, :])[0]).sum()) for row in sign_codes(index.matrix)]
+    by_bits = [index.ids[i][0] for i in np.argsort(distance, kind="stable")[:5]]
+    assert by_bits != [pid for pid, _, _ in found]
+
+
+def test_small_corpora_are_scored_exactly(ws: Workspace, fake_embeddings, monkeypatch) -> None:  # noqa: F811
+    from curator.suggest.dense import DenseIndex, embedder_for
+
+    _dense_ws(ws, fake_embeddings, monkeypatch)
+    embedder = embedder_for(ws.config)
+    assert embedder is not None
+    index = DenseIndex(ws, embedder)
+    assert index.candidates(index.matrix[0], 2) is None  # 3 passages: no first pass
 
 
 def test_the_index_is_shared_by_connections_and_rebuilt_when_the_corpus_changes(ws: Workspace, fake_embeddings, monkeypatch) -> None:  # noqa: F811
