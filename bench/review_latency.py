@@ -462,6 +462,7 @@ def dense_config(root: Path, model: str | None) -> None:
 CARD_CHILD = """
 import json, sys, time
 from pathlib import Path
+import curator
 from curator.review import ReviewSession
 from curator.workspace import Workspace
 root, first, count = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
@@ -478,7 +479,7 @@ with Workspace.open(root) as ws:
         wall.append((time.perf_counter() - t0) * 1000)
         cpu.append((time.process_time() - c0) * 1000)
     session.close()
-print(json.dumps({"loaded": loaded, "wall": wall, "cpu": cpu}))
+print(json.dumps({"loaded": loaded, "wall": wall, "cpu": cpu, "code": str(Path(curator.__file__).parent.parent)}))
 """
 DENSE_PAIRS = 4
 
@@ -496,8 +497,10 @@ def dense_cards(work: Path, code: Path, first: int, count: int) -> dict[str, Any
     """In a fresh process running the `curator` package under `code`: seconds to load the
     pool's dense source, and per card `ReviewSession.pooled_rows` wall and CPU ms."""
     env = {**os.environ, "PYTHONPATH": str(code)}
+    # run from the workspace's parent: `python -c` puts the working directory first on
+    # sys.path, so run from a checkout it would import that checkout's curator, not `code`
     out = subprocess.run([sys.executable, "-c", CARD_CHILD, str(work), str(first), str(count)],
-                         check=True, capture_output=True, text=True, env=env).stdout
+                         check=True, capture_output=True, text=True, env=env, cwd=work.parent).stdout
     return cast(dict[str, Any], json.loads(out.splitlines()[-1]))
 
 
@@ -532,6 +535,8 @@ def dense_main(anchor_ref: str) -> None:
             order = [("this", here), ("anchor", anchor)] if i % 2 == 0 else [("anchor", anchor), ("this", here)]
             for name, code in order:
                 got = dense_cards(work, code, i * per_pair, per_pair)
+                if Path(got["code"]).resolve() != code.resolve():
+                    raise SystemExit(f"the {name} side imported curator from {got['code']}, not {code}")
                 sides[name]["loaded"].append(got["loaded"])
                 sides[name]["wall"] += got["wall"]
                 sides[name]["cpu"] += got["cpu"]
