@@ -28,7 +28,7 @@ from curator.logs.options import FileSummary, ImportOptions, ImportSummary, Sett
 from curator.logs.python_reader import FileRead
 from curator.logs.reading import read_source
 from curator.logs.redact import Redactor, read_names
-from curator.logs.sample import sample_walk
+from curator.logs.sample import at_least, sample_walk
 from curator.logs.sources import Progress, Source, blank_lines, expand
 from curator.text import sha256_hex
 
@@ -216,7 +216,7 @@ def _choose(ws: Workspace, grouped: Grouped, settings: Settings,
     clusters = cluster(norms, counts, opts.similarity, surfaces)
     summary.clusters = len(clusters)
     totals = clusters.totals(counts)
-    eligible = [c for c, total in enumerate(totals) if total >= opts.min_count] if opts.min_count > 1 else None
+    eligible = at_least(totals, opts.min_count) if opts.min_count > 1 else None
     summary.eligible = len(clusters) if eligible is None else len(eligible)
     if summary.eligible < len(clusters):
         bump(summary.filtered, f"asked fewer than {opts.min_count} times", len(clusters) - summary.eligible)
