@@ -91,6 +91,9 @@ def _import(ws: Workspace, sources: list[Source], settings: Settings, summary: I
         summary.distinct_queries = len(total.counts)
         grouped = group(total, redactor, summary.filtered)
         summary.distinct_normalised = len(grouped.norms)
+        # the groups keep `total` for their details and users, not its counts (a dict
+        # of every exact query: 150 MB on a long tail), which they copied
+        total.counts.clear()
         del total
         summary.redactions = dict(redactor.counts)
         chosen, updates = _choose(ws, grouped, settings, summary)
