@@ -208,13 +208,15 @@ def _choose(ws: Workspace, grouped: Grouped, settings: Settings,
     assert opts.min_length is not None and opts.max_length is not None
     kept_rows = kept(grouped, opts.min_length, opts.max_length, settings.noise, summary.filtered)
     if len(kept_rows) == len(grouped.norms):  # nothing filtered: the lists as they are
-        rows: list[int] | range = range(len(grouped.norms))
+        rows: Any = range(len(grouped.norms))
         norms, counts, surfaces = grouped.norms, grouped.counts, grouped.surfaces
-    else:
-        rows = kept_rows.tolist()
-        norms = [grouped.norms[j] for j in rows]
-        counts = [grouped.counts[j] for j in rows]
-        surfaces = [grouped.surfaces[j] for j in rows]
+    else:  # the rows stay an array: a list of millions of ints costs 36 bytes each
+        rows = kept_rows
+        picked = kept_rows.tolist()
+        norms = [grouped.norms[j] for j in picked]
+        counts = [grouped.counts[j] for j in picked]
+        surfaces = [grouped.surfaces[j] for j in picked]
+        del picked
     del kept_rows
     clusters = cluster(norms, counts, opts.similarity, surfaces)
     summary.clusters = len(clusters)
@@ -235,13 +237,13 @@ def _choose(ws: Workspace, grouped: Grouped, settings: Settings,
             break
         walked += 1
         if known:  # a candidate queued before: it gains this import's counts
-            updates.append(ClusterItem([grouped.group(rows[i]) for i in members], known))
+            updates.append(ClusterItem([grouped.group(int(rows[i])) for i in members], known))
         if why:
             bump(summary.duplicates, why)
             continue
-        chosen.append(ClusterItem([grouped.group(rows[i]) for i in members]))
+        chosen.append(ClusterItem([grouped.group(int(rows[i])) for i in members]))
     for c, known in dedupe.queued_in(walk[walked:], clusters.of, norms):  # past the budget: exact texts
-        updates.append(ClusterItem([grouped.group(rows[i]) for i in clusters.members(c)], known))
+        updates.append(ClusterItem([grouped.group(int(rows[i])) for i in clusters.members(c)], known))
     summary.sampled = len(chosen)
     return chosen, updates
 
