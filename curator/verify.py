@@ -282,7 +282,7 @@ def _as_checkpointed(
         return None
     for name in (CASES, CHANGELOG):
         entry = record["files"].get(name)
-        if not intact[name] or entry is None or int(entry["bytes"]) != len(files[name].blob):
+        if not intact[name] or entry is None or int(entry["bytes"]) != files[name].size:
             return None
     latest = latest_lines(files[CASES])
     if latest is None:
