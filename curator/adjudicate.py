@@ -24,7 +24,8 @@ from curator.agreement import ADJUDICATED, Disagreement
 from curator.corpus.labels import StaleLabel, stale_labels
 from curator.errors import CuratorError
 from curator.models import Case
-from curator.review import Card, ReviewSession, Row, _same_labels, _source, _writing
+from curator.review import Card, ReviewSession, Row
+from curator.review.writes import case_source, same_labels, writing
 
 Side = Literal["first", "second"]
 
@@ -47,7 +48,7 @@ def take_side(session: ReviewSession, d: Disagreement, side: Side, note: str = "
         return session.revise(d.query_id, {}, action="retire", reason=why)
     changes = side_fields(session, d, side)
     latest = session.qs.latest_rev(d.query_id)
-    resliced = latest is not None and changes["slice"] != latest.slice and _same_labels(latest, changes)
+    resliced = latest is not None and changes["slice"] != latest.slice and same_labels(latest, changes)
     action = "reslice" if resliced else "relabel"
     return session.revise(d.query_id, changes, action=action, reason=why)
 
@@ -65,7 +66,7 @@ def settle_candidate(session: ReviewSession, d: Disagreement, side: Side, note: 
                                       first_reviewer=d.first.reviewer, second_reviewer=d.second.reviewer, side=side,
                                       decision="bin", reason=why, reviewer=session.reviewer,
                                       session=session.session_id)
-        _writing(lambda: judgments.append_adjudication(session.ws, session.qs, line))
+        writing(lambda: judgments.append_adjudication(session.ws, session.qs, line))
         return None
     cand = session.ws.candidate(candidate_id)
     if cand is None:
@@ -76,12 +77,12 @@ def settle_candidate(session: ReviewSession, d: Disagreement, side: Side, note: 
     if judgment is None:
         raise CuratorError(f"no second judgment of {d.target}")
     fields = {k: v for k, v in side_fields(session, d, "second").items() if k != "status"}
-    data = {**fields, "query": judgment.query, "source": _source(Card(candidate=cand, query=judgment.query, rows=[]),
+    data = {**fields, "query": judgment.query, "source": case_source(Card(candidate=cand, query=judgment.query, rows=[]),
                                                                  cand)}
     with session._lock:
-        case = _writing(lambda: session.qs.add(data, reviewer=session.reviewer, versions=session.ws.versions(),
+        case = writing(lambda: session.qs.add(data, reviewer=session.reviewer, versions=session.ws.versions(),
                                                reason=why))
-        _writing(lambda: session.ws.decide(candidate_id, "keep", session.reviewer, state="kept",
+        writing(lambda: session.ws.decide(candidate_id, "keep", session.reviewer, state="kept",
                                            set_name=session.set_name, query_id=case.query_id,
                                            detail={"rev": case.rev, "target": d.target, "reason": why}))
     return case
@@ -169,7 +170,7 @@ def stale_card(session: ReviewSession, case: Case, stale: list[StaleLabel]) -> C
         placed.add(row.id)
         if label.replacement and label.replacement not in placed:
             existing = card.row(label.replacement)
-            now = existing or session._row(label.replacement, None, "holds its heading now")
+            now = existing or session.cards.row(label.replacement, None, "holds its heading now")
             now.reason = "holds its heading now"
             rows.append(now)
             placed.add(now.id)

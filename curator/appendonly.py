@@ -156,73 +156,104 @@ def _tail_lines(path: Path, count: int) -> list[str]:
 # ---- reading -----------------------------------------------------------------------------------
 
 
+BLOCK = 1 << 20  # JsonLines reads a file in blocks of this many bytes
+BOM = b"\xef\xbb\xbf"
+
+
 @dataclass
 class JsonLines:
     """One read of a line file: its whole lines as UTF-8 bytes without their newlines (invalid
     UTF-8 as U+FFFD, as a reader sees it), which is also what digests and line hashes are
-    computed over. A torn last line is no line: `torn` says whether there was one."""
+    computed over. A torn last line is no line: `torn` says whether there was one.
+
+    The file is read block by block into its lines, never held whole beside them: a
+    200k-line cases.jsonl would be 80 MB twice, and fresh memory costs a page fault per
+    4 KB. A digest is worked out from the lines when asked for."""
 
     path: Path
-    blob: bytes  # the whole lines, newlines included
+    size: int  # bytes of the whole lines, newlines included (as read)
     lines: list[bytes]
     torn: bool
-    _digests: dict[int, str] = field(default_factory=dict, repr=False)
     bad_bytes: list[tuple[int, str]] = field(default_factory=list)  # (line, what): see byte_problems
+    _digests: dict[int, str] = field(default_factory=dict, repr=False)
+    _sha: tuple[int, hashlib._Hash] | None = field(default=None, repr=False)  # (lines, sha256 of them) to go on from
 
     @classmethod
     def read(cls, path: Path) -> JsonLines:
-        data = path.read_bytes() if path.exists() else b""
-        whole = data[: data.rfind(b"\n") + 1]
-        blob = _as_read(whole)
-        file = cls(path, blob, blob.split(b"\n")[:-1], bool(data) and not data.endswith(b"\n"))
-        file.bad_bytes = byte_problems(whole)
-        return file
+        lines: list[bytes] = []
+        bad: list[tuple[int, str]] = []
+        size = 0
+        rest = b""  # the start of a line the next block ends
+        try:
+            with open(path, "rb") as fh:
+                while block := fh.read(BLOCK):
+                    parts = block.split(b"\n")
+                    clean = _clean(block) and _clean(rest)  # every byte of this block's whole lines
+                    parts[0] = rest + parts[0]
+                    rest = parts.pop()
+                    if not clean:
+                        parts = [_checked(n, line, bad) for n, line in enumerate(parts, start=len(lines) + 1)]
+                    lines += parts
+                    size += len(block)
+        except FileNotFoundError:
+            return cls(path, 0, lines, False)
+        size -= len(rest)
+        if bad:  # a line read with U+FFFD may be longer than its bytes
+            size = sum(len(line) + 1 for line in lines)
+        return cls(path, size, lines, bool(rest), bad)
 
     @property
     def count(self) -> int:
         return len(self.lines)
 
     def digest(self, lines: int | None = None) -> tuple[int, str]:
-        """(line count, sha256) of the first `lines` whole lines (all if None or more)."""
+        """(line count, sha256) of the first `lines` whole lines (all if None or more): of the
+        bytes as read, newlines included. A longer prefix goes on from a shorter one."""
         count = self.count if lines is None else min(lines, self.count)
         if count not in self._digests:
-            end = len(self.blob) if count == self.count else sum(len(line) + 1 for line in self.lines[:count])
-            self._digests[count] = hashlib.sha256(memoryview(self.blob)[:end]).hexdigest()
+            start, sha = self._sha if self._sha and self._sha[0] <= count else (0, hashlib.sha256())
+            sha = sha.copy()
+            for first in range(start, count, 4096):  # in slices: joined, not hashed line by line
+                sha.update(b"\n".join(self.lines[first:min(first + 4096, count)]))
+                sha.update(b"\n")
+            self._sha = (count, sha)
+            self._digests[count] = sha.hexdigest()
         return count, self._digests[count]
 
 
 def byte_problems(data: bytes) -> list[tuple[int, str]]:
-    """(line number, what) for each byte-level fault: a BOM, CRLF line ends, NUL bytes,
-    invalid UTF-8. curator writes none of these; a reader would see other bytes than git.
-    A clean ASCII file costs three scans."""
-    if data.isascii() and b"\r" not in data and b"\0" not in data:
-        return []
+    """(line number, what) for each byte-level fault of the whole lines `data`: a BOM,
+    CRLF line ends, NUL bytes, invalid UTF-8. curator writes none of these; a reader would
+    see other bytes than git. A clean ASCII file costs three scans."""
     found: list[tuple[int, str]] = []
-    if data.startswith(b"\xef\xbb\xbf"):
-        found.append((1, "starts with a byte-order mark (BOM); curator files are plain UTF-8"))
-    for number, line in enumerate(data.split(b"\n"), start=1):
-        if line.endswith(b"\r"):
-            found.append((number, "CRLF line end; curator files use LF only (was the file rewritten?)"))
-        column = line.find(b"\0") + 1
-        if column:
-            found.append((number, f"NUL byte at column {column}"))
-        if not line.isascii():
-            try:
-                line.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                found.append((number, f"invalid UTF-8 at byte {exc.start + 1} of the line"))
+    if not _clean(data):
+        for number, line in enumerate(data.split(b"\n"), start=1):
+            _checked(number, line, found)
     return found
 
 
-def _as_read(blob: bytes) -> bytes:
-    """The bytes as a reader sees them: invalid UTF-8 as U+FFFD."""
-    if blob.isascii():  # much faster than decoding to find out
-        return blob
-    try:
-        blob.decode("utf-8")
-    except UnicodeDecodeError:
-        return blob.decode("utf-8", errors="replace").encode("utf-8")
-    return blob
+def _clean(data: bytes) -> bool:
+    """No byte of `data` can be a fault (three scans of C speed)."""
+    return data.isascii() and b"\r" not in data and b"\0" not in data
+
+
+def _checked(number: int, line: bytes, found: list[tuple[int, str]]) -> bytes:
+    """Add line `number`'s byte faults to `found`; gives the line as a reader sees it
+    (invalid UTF-8 as U+FFFD)."""
+    if number == 1 and line.startswith(BOM):
+        found.append((1, "starts with a byte-order mark (BOM); curator files are plain UTF-8"))
+    if line.endswith(b"\r"):
+        found.append((number, "CRLF line end; curator files use LF only (was the file rewritten?)"))
+    column = line.find(b"\0") + 1
+    if column:
+        found.append((number, f"NUL byte at column {column}"))
+    if not line.isascii():
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            found.append((number, f"invalid UTF-8 at byte {exc.start + 1} of the line"))
+            return line.decode("utf-8", errors="replace").encode("utf-8")
+    return line
 
 
 def whole_lines(path: Path) -> Iterator[str]:

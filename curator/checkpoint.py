@@ -122,7 +122,7 @@ def save(qs: QuestionSet, verified: Verified) -> dict[str, Any] | None:
         sidecar = path.with_name(f"{qs.name}.{name}.hashes")
         if digest != _sidecar_digest(sidecar, len(data)):  # else it holds these hashes already
             write_durably(sidecar, data.decode("ascii"))
-        files[name] = {"bytes": len(file.blob), "lines": file.count, "sha256": file.digest()[1],
+        files[name] = {"bytes": file.size, "lines": file.count, "sha256": file.digest()[1],
                        "hashes_sha256": digest}
     return _write(qs, files, verified.revs, verified.retired)
 
@@ -202,10 +202,11 @@ def prefix_intact(file: JsonLines, entry: dict[str, Any]) -> bool:
     if "bytes" not in entry:  # format 1: by line count
         lines = int(entry["lines"])
         return file.digest(lines) == (lines, entry["sha256"])
-    size = int(entry["bytes"])
-    if size == len(file.blob):  # the whole file: its digest is kept for the next checkpoint
+    size, lines = int(entry["bytes"]), int(entry["lines"])
+    if size == file.size:  # the whole file: its digest is kept for the next checkpoint
         return file.digest()[1] == entry["sha256"]
-    return size < len(file.blob) and hashlib.sha256(memoryview(file.blob)[:size]).hexdigest() == entry["sha256"]
+    # the same digest of as many lines: the same bytes, so the same `size` too
+    return size < file.size and file.digest(lines) == (lines, entry["sha256"])
 
 
 # ---- the append-only rule without git -----------------------------------------------------------

@@ -180,7 +180,7 @@ def _check_one(
     # 3b. Its counts are recomputed from the frozen file, and each frozen line is a case
     #     revision of cases.jsonl (byte for byte, or the same record).
     if frozen.is_file():
-        _check_counts(qs, path, manifest, frozen, set(hashes), file, problems)
+        _check_counts(qs, path, manifest, frozen, hashes, file, problems)
     # 4. A later freeze never drops what an earlier one of the same name held.
     held = set(manifest["query_ids"])
     for earlier_path, earlier_manifest in earlier:
@@ -250,20 +250,23 @@ def _check_records(qs: QuestionSet, records: list[tuple[int, dict[str, Any]]], i
 
 
 def _check_counts(
-    qs: QuestionSet, path: Path, manifest: dict[str, Any], frozen: Path, case_hashes: set[str],
+    qs: QuestionSet, path: Path, manifest: dict[str, Any], frozen: Path, case_hashes: list[str],
     cases: JsonLines, problems: list[Problem],
 ) -> None:
     file = JsonLines.read(frozen)
+    frozen_hashes = [line_hash(line) for line in file.lines]
+    # the frozen lines' hashes looked up in the case lines', not a set made of all of these
+    in_cases = set(frozen_hashes).intersection(case_hashes)
     slices: Counter[str] = Counter()
     by_key: dict[tuple[str, int], bytes] | None = None
-    for number, line in enumerate(file.lines, start=1):
+    for number, (line, digest) in enumerate(zip(file.lines, frozen_hashes, strict=True), start=1):
         try:
             case = Case.model_validate_json(line)
         except ValueError:
             problems.append(Problem(str(frozen), number, "not a valid case"))
             continue
         slices[case.slice] += 1
-        if line_hash(line) in case_hashes:
+        if digest in in_cases:
             continue
         if by_key is None:
             by_key = {}

@@ -7,8 +7,9 @@ card shows the question, its provenance and the pooled suggestions (curator.sugg
 a first card does, but no slice, label, grade or decision of the first reviewer, and no
 suggested slice or negative mark either. Keep and bin are refused and allowed by the same
 rules as a first review; the result is a second judgment (curator.judgments), never a
-new case revision. `SecondPassSession` has the methods of `ReviewSession` the review
-screen calls, so the same app drives it.
+new case revision. `SecondPassSession` is a `ReviewSession` whose queue is filled from
+the items instead of leased, so the same app drives it and draws its cards the same way
+(the next card prepared ahead, `ReviewSession.upcoming`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from curator import judgments
 from curator.errors import CuratorError
 from curator.judgments import Judgment
 from curator.models import Candidate, Case, Freshness, Relevant, utcnow
-from curator.review import Card, ReviewSession, Step, _refuse_incomplete, _writing
+from curator.review import Card, ReviewSession, Step
+from curator.review.card import refuse_incomplete
+from curator.review.writes import writing
 from curator.workspace import Workspace
 
 
@@ -80,12 +83,11 @@ class SecondPassSession(ReviewSession):
         super().__init__(ws, set_name=set_name, reviewer=reviewer, prefetch=prefetch)
         self.sample = sample
         self.seed = seed
-        self._items: list[Item] = []  # indexed by the cards' candidate ids
-        self._order: list[int] = []  # indexes of items still to show, in order
+        self._items: list[Item] = []  # the queue's (blind) candidate ids index this list
+        self._order: list[int] = []  # indexes of the items not queued yet, in order
 
     def start(self) -> None:
-        if self._reader is None:
-            self._reader = Workspace.open(self.ws.root)
+        self.cards.open()
         judgments.sync(self.ws, self.qs)  # lines a clone or a merge brought in
         self._count_set()
         self._items = todo(self.ws, self.set_name, self.reviewer,
@@ -93,58 +95,38 @@ class SecondPassSession(ReviewSession):
         self._order = list(range(len(self._items)))
         self.stats.remaining = len(self._order)
 
-    def close(self) -> None:
-        with self._lock:
-            if self._reader is not None:
-                self._reader.close()
-                self._reader = None
-
     def _remaining(self) -> int:
-        return len(self._order)
+        return len(self._queue) + len(self._order)
 
-    # ---- cards ---------------------------------------------------------------------------
+    # ---- the queue and its cards -----------------------------------------------------------
 
-    def next_card(self) -> Card | None:
-        with self._lock:
-            if not self._order:
-                self.stats.remaining = self.stats.showing = 0
-                return None
-            index = self._order.pop(0)
-            self.stats.remaining = len(self._order)
-            self.stats.showing = 1  # the header counts the card on screen (Stats.queue)
-            card = self._cards.pop(index, None)
-        return card or self._blind_card(index)
+    def _refill(self, target: int) -> None:
+        """Queue the next items, up to `target`, as blind candidates (a first review leases
+        candidates here; the items of a second pass are this session's alone)."""
+        while len(self._queue) < target and self._order:
+            self._queue.append(self._blind_candidate(self._order.pop(0)))
 
-    def prefetch_cards(self) -> None:
-        with self._lock:
-            upcoming = [i for i in self._order[: self.prefetch] if i not in self._cards]
-        for index in upcoming:
-            card = self._blind_card(index)
-            with self._lock:
-                self._cards[index] = card
-
-    def _blind_card(self, index: int) -> Card:
-        """The item's card: question, provenance and pooled suggestions only."""
+    def _blind_candidate(self, index: int) -> Candidate:
+        """The item as the card shows it: its question, provenance and own suggestions,
+        with the item's index as its id."""
         item = self._items[index]
         real = self.ws.candidate(item.candidate_id) if item.candidate_id is not None else None
-        own = real.suggestions if real is not None else []
-        query_id = item.target.partition(":")[2] if item.target.startswith("case:") else None
-        shown = Candidate(
+        return Candidate(
             id=index, query=item.query, norm="", created_at=utcnow(), updated_at=utcnow(),
             source_kind=real.source_kind if real is not None else "import",
             provenance=real.provenance if real is not None else {},
             count=real.count if real is not None else 1,
             rationale=real.rationale if real is not None else "",
+            suggestions=real.suggestions if real is not None else [],
         )  # no suggested slice, negative mark or state: they would hint at the first decision
-        return Card(candidate=shown, query=item.query, rows=self.pooled_rows(item.query, own, query_id=query_id))
 
-    def requeue(self, card: Card) -> None:
-        if card.candidate is None:
-            return
-        with self._lock:
-            self._order.insert(0, card.candidate.id)
-            self._cards[card.candidate.id] = card
-            self.stats.remaining = len(self._order)
+    def new_card(self, cand: Candidate) -> Card:
+        """The item's card: question, provenance and pooled suggestions only (the stored
+        runs that hold a kept case's query id included)."""
+        target = self._items[cand.id].target
+        query_id = target.partition(":")[2] if target.startswith("case:") else None
+        return Card(candidate=cand, query=cand.query,
+                    rows=self.cards.pooled_rows(cand.query, cand.suggestions, query_id=query_id))
 
     def add_question(self, text: str) -> Card:
         raise CuratorError("a second pass judges the items it was given; add questions in a first review")
@@ -152,7 +134,7 @@ class SecondPassSession(ReviewSession):
     # ---- decisions -----------------------------------------------------------------------
 
     def keep(self, card: Card) -> Case:
-        _refuse_incomplete(card, "not kept")
+        refuse_incomplete(card, "not kept")
         item = self._item(card)
         fields = card.case_fields()
         judgment = self._judge(card, "keep", slice=fields["slice"], expect_empty=fields["expect_empty"],
@@ -177,6 +159,7 @@ class SecondPassSession(ReviewSession):
             self._cards[card.candidate.id] = card
             self.undo_stack.append(Step("skip", card))
             self.stats.skipped += 1  # not reviewed: the item comes back at the end
+            self.stats.remaining = self._remaining()
 
     def _item(self, card: Card) -> Item:
         assert card.candidate is not None
@@ -190,7 +173,7 @@ class SecondPassSession(ReviewSession):
             reviewer=self.reviewer, session=self.session_id, **labels,
         )
         with self._lock:
-            _writing(lambda: judgments.append(self.ws, self.qs, judgment))
+            writing(lambda: judgments.append(self.ws, self.qs, judgment))
             self.undo_stack.append(Step(decision, card))
             self.stats.reviewed += 1
         return judgment
@@ -204,20 +187,22 @@ class SecondPassSession(ReviewSession):
             item = self._item(step.card)
             if step.action == "skip":
                 assert step.card.candidate is not None
-                if step.card.candidate.id in self._order:
-                    self._order.remove(step.card.candidate.id)
+                index = step.card.candidate.id
+                self._order = [i for i in self._order if i != index]
+                self._queue = [c for c in self._queue if c.id != index]
+                self._cards.pop(index, None)
                 self.stats.skipped -= 1  # a skip was never counted as reviewed
             else:
                 undo = Judgment(target=item.target, query=item.query, rev=item.rev,
                                 first_reviewer=item.first_reviewer, first_decision=item.first_decision,
                                 decision="undo", reviewer=self.reviewer, session=self.session_id)
-                _writing(lambda: judgments.append(self.ws, self.qs, undo))
+                writing(lambda: judgments.append(self.ws, self.qs, undo))
                 if step.action == "keep":
                     self.stats.kept -= 1
                 else:
                     self.stats.binned -= 1
                 self.stats.reviewed -= 1
             self.undo_stack.pop()
-            self.stats.remaining = len(self._order)
+            self.stats.remaining = self._remaining()
             self.stats.showing = 1  # the undone card comes back on screen
             return step.card

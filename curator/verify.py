@@ -190,12 +190,12 @@ def _history_labels(ws: Workspace, corpus: _CorpusIds, where: str, labels: dict[
     in no revision at all are `_check_labels`' "not in the corpus"). `labels`: each case's
     (status, passage ids); only cases naming an id the current corpus lacks (as `corpus`
     found) are looked at."""
-    from curator.corpus.labels import stale_labels
-    from curator.models import Relevant
-
     missing = corpus.not_current
     if not missing:
         return []
+    from curator.corpus.labels import stale_labels  # here: the corpus package is 40 ms of imports
+    from curator.models import Relevant
+
     touched = [
         Case.model_construct(query_id=query_id, query="", slice="", status="active",
                              relevant=[Relevant.model_construct(id=p) for p in ids])
@@ -282,7 +282,7 @@ def _as_checkpointed(
         return None
     for name in (CASES, CHANGELOG):
         entry = record["files"].get(name)
-        if not intact[name] or entry is None or int(entry["bytes"]) != len(files[name].blob):
+        if not intact[name] or entry is None or int(entry["bytes"]) != files[name].size:
             return None
     latest = latest_lines(files[CASES])
     if latest is None:

@@ -81,8 +81,10 @@ def cluster(norms: list[str], counts: list[int], similarity: float, surfaces: li
         joiners += [len(visit) + p for p in more]
         joined += their
         visit = np.concatenate([visit, once])
+    del blocks, first_with, idents, once  # before Clusters builds its arrays
     joins = np.full(len(norms), -1, dtype=np.int64)  # query -> the query whose cluster it joins; -1: it leads one
     joins[visit[np.asarray(joiners, dtype=np.int64)]] = visit[np.asarray(joined, dtype=np.int64)]
+    del joiners, joined
     return Clusters(visit, joins)
 
 
@@ -279,15 +281,18 @@ class Clusters:
         joins_a = np.asarray(joins, dtype=np.int64)
         # a query joins a leader, or the first query with its comparison form, which
         # leads or joins a leader itself: two steps reach every leader
+        # (temporaries deleted as soon as they are used: each is 8 bytes per query)
         root = np.where(joins_a < 0, np.arange(len(joins_a)), joins_a)
         root = np.where(joins_a[root] < 0, root, joins_a[root])
-        leads = joins_a[order_a] < 0
-        self.leaders = order_a[leads]
-        number = np.empty(len(joins_a), dtype=np.int64)  # leader -> its cluster
+        self.leaders = order_a[joins_a[order_a] < 0]
+        del joins_a
+        number = np.empty(len(root), dtype=np.int64)  # leader -> its cluster
         number[self.leaders] = np.arange(len(self.leaders))
         self.of = number[root]  # query -> its cluster
+        del number, root
         # members of each cluster in visiting order (leader first): a stable sort by cluster
         self.members_in = order_a[np.argsort(self.of[order_a], kind="stable")]
+        del order_a
         self.starts = np.searchsorted(self.of[self.members_in], np.arange(len(self.leaders) + 1))
 
     def __len__(self) -> int:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from curator.errors import InputError
 from curator.logs.aggregate import Aggregate
-from curator.logs.duck_details import DetailsOf, write_details
+from curator.logs.duck_details import DetailsOf, read_details, write_details
 from curator.logs.duck_ids import IdsOf, count_ids
 from curator.logs.duck_odd import leftovers, leftovers_of_rows, refused
 from curator.logs.duck_sql import (
@@ -173,12 +173,6 @@ def scan(reader: Reader, source_sql: str, sql: JsonSql, label: str, ids_next: bo
     then()
     reader.release()  # what the pass kept cached (150 MB), before Python decodes its table
     agg, doubtful, counted = _counts(reader, fields, details)
-    if doubtful:  # their texts, for the python reader (see duck_odd.py)
-        reader.con.execute("CREATE TEMP TABLE odd AS SELECT odd, sum(lines)::BIGINT AS n FROM counted "
-                           "WHERE NOT ok AND NOT empty GROUP BY odd")
-    reader.con.execute("DROP TABLE counted")
-    if details:
-        reader.con.execute("DROP TABLE found")
     reader.release()
     return agg, doubtful, counted
 
@@ -196,10 +190,14 @@ def _odd(reader: Reader) -> Iterator[tuple[str, int]]:
 
 def _counts(reader: Reader, fields: Fields, details: Path | None = None) -> tuple[Aggregate, int, Counted]:
     """Pass 1's table `counted` as an Aggregate, the number of doubtful lines, and its
-    queries as a `Counted` (for their users). A query's JSON text with an escape is
-    decoded by the python reader's own `loads`; times come as the python reader writes
-    them (`YYYY-MM-DDTHH:MM:SS`, the fraction dropped). With `details` (a file), the
-    Aggregate has only the counts: the rest is written there, by row (duck_details.py)."""
+    queries as a `Counted` (for their users); the table is dropped, and the doubtful
+    lines' texts are kept in table `odd` (see duck_odd.py). A query's JSON text with an
+    escape is decoded by the python reader's own `loads`; times come as the python
+    reader writes them (`YYYY-MM-DDTHH:MM:SS`, the fraction dropped). With `details` (a
+    file), the Aggregate has only the counts: the rest is written there, by row
+    (duck_details.py), with the columns Python reads, which it then reads back in
+    batches once DuckDB has let go of its table: DuckDB's table, its result and
+    Python's objects are never all in memory at once."""
     users = bool(fields.user)
     agg = Aggregate()
     doubtful = 0
@@ -211,10 +209,12 @@ def _counts(reader: Reader, fields: Fields, details: Path | None = None) -> tupl
             continue
         agg.lines += lines
         agg.ignored["blank line" if empty else "outside --since/--until"] += lines
+    if doubtful:  # their texts, for the python reader (see duck_odd.py)
+        reader.con.execute("CREATE TEMP TABLE odd AS SELECT odd, sum(lines)::BIGINT AS n FROM counted "
+                           "WHERE NOT ok AND NOT empty GROUP BY odd")
     # no NULLs: a masked array costs more than a value that means none ('' or 0)
     optional = []
     if details:
-        write_details(reader, details)
         optional.append("row")
     elif fields.time:
         optional += [f"coalesce(strftime({name}, '%Y-%m-%dT%H:%M:%S'), '') AS {name}" for name in ("first", "last")]
@@ -223,12 +223,17 @@ def _counts(reader: Reader, fields: Fields, details: Path | None = None) -> tupl
     if fields.latency and not details:
         optional += ["coalesce(lat_sum, 0) AS lat_sum", "coalesce(lat_n, 0) AS lat_n"]
     settling = ["named", "coalesce(least, 0) AS least", "coalesce(greatest, 0) AS greatest", "buckets"] if users else []
-    columns = reader.con.execute(
-        # hash(q) here, once per query, not in the GROUP BY of every line
-        # a JSON string without a backslash has no escape: its value is the text inside the quotes
-        f"SELECT {', '.join([_UNQUOTED, 'lines', 'n', 'hash(q) AS hq', *optional, *settling])} "
-        f"FROM {'found' if details else 'counted WHERE ok AND inside'}"
-    ).fetchnumpy()
+    # hash(q) here, once per query, not in the GROUP BY of every line
+    # a JSON string without a backslash has no escape: its value is the text inside the quotes
+    wanted = [_UNQUOTED, "lines", "n", "hash(q) AS hq", *optional, *settling]
+    if details:
+        rows = write_details(reader, details, [c for c in wanted if c != "row"])
+        reader.con.execute("DROP TABLE counted")
+        reader.release()
+        columns = read_details(reader, details, [c.rsplit(" AS ", 1)[-1] for c in wanted], rows)
+    else:
+        columns = reader.con.execute(f"SELECT {', '.join(wanted)} FROM counted WHERE ok AND inside").fetchnumpy()
+        reader.con.execute("DROP TABLE counted")
     queries = columns["q"].tolist()
     for k, text in enumerate(queries):
         if "\\" in text:  # the JSON text: decoded by the python reader's own `loads`
@@ -241,7 +246,7 @@ def _counts(reader: Reader, fields: Fields, details: Path | None = None) -> tupl
     values = {name: columns[name].tolist() for name in ("first", "last", "zero", "lat_sum", "lat_n")
               if name in columns}
     if len(set(queries)) == len(queries):  # the usual case: no query has two JSON spellings
-        agg.counts.update(dict(zip(queries, ns, strict=True)))
+        dict.update(agg.counts, zip(queries, ns, strict=True))  # empty so far: no dict of them in between
         if "first" in values:
             agg.first = {q: t for q, t in zip(queries, values["first"], strict=True) if t}
             agg.last = {q: t for q, t in zip(queries, values["last"], strict=True) if t}

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from curator.logs.duck_sql import Reader, quote
 from curator.logs.duck_users import Counted
 
 # the details pass 1 keeps, by column of its table `counted`
 DETAILS = ("first", "last", "zero", "lat_sum", "lat_n")
+BATCH = 250_000  # rows of the details file read back at a time
 
 
 @dataclass
@@ -65,10 +67,41 @@ class DetailsOf:
         return found
 
 
-def write_details(reader: Reader, path: Path) -> None:
-    """Number the counted queries of pass 1's table `counted` (table `found`) and write
-    their details to `path`."""
-    reader.con.execute("CREATE TEMP TABLE found AS SELECT row_number() OVER () AS row, * "
-                       "FROM counted WHERE ok AND inside")
-    reader.con.execute(f"COPY (SELECT row, {', '.join(DETAILS)} FROM found) "
-                       f"TO {quote(str(path))} (FORMAT parquet, COMPRESSION uncompressed)")
+def write_details(reader: Reader, path: Path, columns: list[str]) -> int:
+    """Number the counted queries of pass 1's table `counted` and write their details
+    and `columns` (SQL over `counted`) to `path`, in the order of their numbers (so a
+    range of numbers is a range of the file's row groups); how many there are."""
+    reader.con.execute("SET preserve_insertion_order = true")  # the numbers in file order
+    try:
+        reader.con.execute(
+            f"COPY (SELECT row_number() OVER () AS row, * FROM (SELECT {', '.join([*DETAILS, *columns])} "
+            f"FROM counted WHERE ok AND inside)) TO {quote(str(path))} (FORMAT parquet, COMPRESSION uncompressed)")
+    finally:
+        reader.con.execute("SET preserve_insertion_order = false")
+    (rows,) = reader.con.execute(f"SELECT count(*) FROM read_parquet({quote(str(path))})").fetchone() or (0,)
+    return int(rows)
+
+
+def read_details(reader: Reader, path: Path, names: list[str], rows: int, batch: int = BATCH) -> dict[str, Any]:
+    """The columns `names` (and `row`) of the file `write_details` wrote, as numpy
+    arrays, read `batch` rows at a time: DuckDB holds one batch's result, not the
+    whole table's beside Python's copy of it."""
+    import numpy as np
+
+    wanted = ", ".join(dict.fromkeys(["row", *names]))
+    parts: dict[str, list[Any]] = {}
+    for start in range(0, max(rows, 1), batch):
+        got = reader.con.execute(
+            f"SELECT {wanted} FROM read_parquet({quote(str(path))}) WHERE row > {start} AND row <= {start + batch}"
+        ).fetchnumpy()
+        for name, column in got.items():
+            parts.setdefault(name, []).append(column)
+    joined = {}
+    for name, chunks in parts.items():
+        if len(chunks) == 1:
+            joined[name] = chunks[0]
+        elif any(isinstance(c, np.ma.MaskedArray) for c in chunks):  # NULLs in some batch
+            joined[name] = np.ma.concatenate(chunks)
+        else:
+            joined[name] = np.concatenate(chunks)
+    return joined

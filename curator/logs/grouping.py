@@ -59,6 +59,7 @@ _PROBE = re.compile(r"(?=[<u'])(?:<script|\bunion\s+(?:all\s+)?select\b|'\s*or\s
 _PLACEHOLDER = re.compile(r"<[a-z_]+>")  # in a normalised (lower-case) query
 _ALNUM = re.compile(r"[^\W_]")
 NOISE = "noise (URL, probe or repeated character)"
+JOIN_CHUNK = 250_000  # queries joined into one text at a time (bulk.Joined)
 
 
 def maybe_personal(text: str) -> bool:
@@ -215,7 +216,8 @@ def _prefixes(which: str) -> Any:
     return Prefixes({"words": _WORD_PREFIXES, "names": _NAME_PREFIXES, "probes": _PROBE_PREFIXES}[which])
 
 
-def cleaned(raws: list[str], weights: list[int], redactor: Redactor) -> tuple[list[str], list[str]]:
+def cleaned(raws: list[str], weights: list[int], redactor: Redactor,
+            chunk: int = JOIN_CHUNK) -> tuple[list[str], list[str]]:
     """Each exact query whitespace-collapsed and redacted (an empty one stays empty), and
     its normalised form ("" for an empty one); the redactions are counted in `redactor`,
     by `weights` (log lines). The screen (`maybe_personal`) and the tidy and lower-case
@@ -228,12 +230,15 @@ def cleaned(raws: list[str], weights: list[int], redactor: Redactor) -> tuple[li
     if redactor.extra or redactor.names:  # user patterns: every query
         texts = [redactor.redact(" ".join(raw.split()), weight) for raw, weight in zip(raws, weights, strict=True)]
         return texts, [_norm(text) for text in texts]
-    joined = Joined(raws)
-    upper = joined.with_codes(UPPER)
-    one_by_one = ~joined.plain | (joined.lengths == 0) | joined.untidy()
-    one_by_one |= joined.with_prefixes(_prefixes("words"), lowered=True)
-    one_by_one |= upper & joined.with_prefixes(_prefixes("names"), lowered=True)
-    del joined
+    upper = np.zeros(len(raws), dtype=bool)
+    one_by_one = np.zeros(len(raws), dtype=bool)
+    for at in _chunks(len(raws), chunk):  # the join and its per-character arrays a chunk at a time
+        joined = Joined(raws[at])
+        upper[at] = joined.with_codes(UPPER)
+        one_by_one[at] = ~joined.plain | (joined.lengths == 0) | joined.untidy()
+        one_by_one[at] |= joined.with_prefixes(_prefixes("words"), lowered=True)
+        one_by_one[at] |= upper[at] & joined.with_prefixes(_prefixes("names"), lowered=True)
+        del joined
     texts = list(raws)  # the same strings: most queries are their own text
     norms = list(raws)  # and their own norm
     for k in np.flatnonzero(upper & ~one_by_one).tolist():
@@ -247,6 +252,13 @@ def cleaned(raws: list[str], weights: list[int], redactor: Redactor) -> tuple[li
     return texts, norms
 
 
+def _chunks(n: int, chunk: int) -> list[slice]:
+    """Slices of `n` strings, `chunk` at a time: a `Joined` of millions of queries (a
+    long tail's) holds a few arrays of a byte per character, so it is made a chunk at a
+    time. A screen marks a string for what it holds alone, so chunks mark the same."""
+    return [slice(start, start + chunk) for start in range(0, n, chunk)]
+
+
 def _norm(text: str) -> str:
     # `text` is stripped with single spaces: for ASCII, NFKC is the identity and
     # casefold is lower(), so this equals normalize_query(text), much faster
@@ -258,7 +270,7 @@ def _norm(text: str) -> str:
 
 
 def kept(grouped: Grouped, min_length: int, max_length: int, noise: list[re.Pattern[str]],
-         filtered: dict[str, int]) -> Any:
+         filtered: dict[str, int], chunk: int = JOIN_CHUNK) -> Any:
     """Indices of the norms (a numpy array) that pass the length and noise filters; the others are
     counted in `filtered` by reason (the last rule a norm breaks). The rules are
     screened over all norms at once; the norms a screen marks are judged one by one."""
@@ -272,12 +284,13 @@ def kept(grouped: Grouped, min_length: int, max_length: int, noise: list[re.Patt
     if noise:
         doubtful[:] = True
     else:
-        joined = Joined(surfaces)
-        doubtful |= ~joined.plain | joined.starting(table(_URL_STARTS)) | joined.repeating()
-        doubtful |= joined.with_prefixes(_prefixes("probes"), lowered=True)
-        joined = Joined(norms)
-        doubtful |= ~joined.plain | joined.starting(~ALNUM)
-        del joined
+        for at in _chunks(len(norms), chunk):
+            joined = Joined(surfaces[at])
+            doubtful[at] |= ~joined.plain | joined.starting(table(_URL_STARTS)) | joined.repeating()
+            doubtful[at] |= joined.with_prefixes(_prefixes("probes"), lowered=True)
+            joined = Joined(norms[at])
+            doubtful[at] |= ~joined.plain | joined.starting(~ALNUM)
+            del joined
     rows = np.flatnonzero(~doubtful)
     passed = []
     for j in np.flatnonzero(doubtful).tolist():

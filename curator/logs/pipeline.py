@@ -28,7 +28,7 @@ from curator.logs.options import FileSummary, ImportOptions, ImportSummary, Sett
 from curator.logs.python_reader import FileRead
 from curator.logs.reading import read_source
 from curator.logs.redact import Redactor, read_names
-from curator.logs.sample import sample_walk
+from curator.logs.sample import at_least, sample_walk
 from curator.logs.sources import Progress, Source, blank_lines, expand
 from curator.text import sha256_hex
 
@@ -91,6 +91,9 @@ def _import(ws: Workspace, sources: list[Source], settings: Settings, summary: I
         summary.distinct_queries = len(total.counts)
         grouped = group(total, redactor, summary.filtered)
         summary.distinct_normalised = len(grouped.norms)
+        # the groups keep `total` for their details and users, not its counts (a dict
+        # of every exact query: 150 MB on a long tail), which they copied
+        total.counts.clear()
         del total
         summary.redactions = dict(redactor.counts)
         chosen, updates = _choose(ws, grouped, settings, summary)
@@ -205,18 +208,20 @@ def _choose(ws: Workspace, grouped: Grouped, settings: Settings,
     assert opts.min_length is not None and opts.max_length is not None
     kept_rows = kept(grouped, opts.min_length, opts.max_length, settings.noise, summary.filtered)
     if len(kept_rows) == len(grouped.norms):  # nothing filtered: the lists as they are
-        rows: list[int] | range = range(len(grouped.norms))
+        rows: Any = range(len(grouped.norms))
         norms, counts, surfaces = grouped.norms, grouped.counts, grouped.surfaces
-    else:
-        rows = kept_rows.tolist()
-        norms = [grouped.norms[j] for j in rows]
-        counts = [grouped.counts[j] for j in rows]
-        surfaces = [grouped.surfaces[j] for j in rows]
+    else:  # the rows stay an array: a list of millions of ints costs 36 bytes each
+        rows = kept_rows
+        picked = kept_rows.tolist()
+        norms = [grouped.norms[j] for j in picked]
+        counts = [grouped.counts[j] for j in picked]
+        surfaces = [grouped.surfaces[j] for j in picked]
+        del picked
     del kept_rows
     clusters = cluster(norms, counts, opts.similarity, surfaces)
     summary.clusters = len(clusters)
     totals = clusters.totals(counts)
-    eligible = [c for c, total in enumerate(totals) if total >= opts.min_count] if opts.min_count > 1 else None
+    eligible = at_least(totals, opts.min_count) if opts.min_count > 1 else None
     summary.eligible = len(clusters) if eligible is None else len(eligible)
     if summary.eligible < len(clusters):
         bump(summary.filtered, f"asked fewer than {opts.min_count} times", len(clusters) - summary.eligible)
@@ -232,13 +237,13 @@ def _choose(ws: Workspace, grouped: Grouped, settings: Settings,
             break
         walked += 1
         if known:  # a candidate queued before: it gains this import's counts
-            updates.append(ClusterItem([grouped.group(rows[i]) for i in members], known))
+            updates.append(ClusterItem([grouped.group(int(rows[i])) for i in members], known))
         if why:
             bump(summary.duplicates, why)
             continue
-        chosen.append(ClusterItem([grouped.group(rows[i]) for i in members]))
+        chosen.append(ClusterItem([grouped.group(int(rows[i])) for i in members]))
     for c, known in dedupe.queued_in(walk[walked:], clusters.of, norms):  # past the budget: exact texts
-        updates.append(ClusterItem([grouped.group(rows[i]) for i in clusters.members(c)], known))
+        updates.append(ClusterItem([grouped.group(int(rows[i])) for i in clusters.members(c)], known))
     summary.sampled = len(chosen)
     return chosen, updates
 

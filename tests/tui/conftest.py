@@ -84,6 +84,12 @@ async def type_text(pilot, text: str) -> None:
     await pilot.pause()
 
 
+def screen_rows(app, top: int, bottom: int) -> list[list[tuple[str, str]]]:
+    """The screen's rows top..bottom as drawn: (text, style) per segment, without meta."""
+    strips = app.screen._compositor.render_strips()[top:bottom]
+    return [[(seg.text, str(seg.style)) for seg in strip.simplify().discard_meta()] for strip in strips]
+
+
 def lines(path: Path) -> list[dict]:
     if not path.exists():
         return []

@@ -17,9 +17,11 @@ from textual.widgets._footer import FooterKey
 from curator.agreement import agreement
 from curator.corpus.importer import add_paths
 from curator.review import ReviewSession
-from curator.secondpass import SecondPassSession
+from curator.secondpass import SecondPassSession, items, todo
 from curator.tui.app import ReviewApp
-from tests.tui.conftest import lines, set_files, settle, type_text
+from curator.tui.widgets.lines import Lines
+from curator.tui.widgets.passages import PassageList
+from tests.tui.conftest import lines, screen_rows, set_files, settle, type_text
 
 pytestmark = pytest.mark.anyio
 SIZE = (120, 40)
@@ -117,6 +119,36 @@ async def test_second_pass_in_the_app_is_blind_and_writes_judgments(rws):
     keep = written[0]
     assert keep["query"] == shown and keep["reviewer"] == "bo" and keep["first_reviewer"] == "ana"
     assert keep["slice"] == "paraphrase" and keep["relevant"] == [{"id": first_row, "role": "primary", "grade": 2}]
+
+
+async def test_the_second_pass_draws_its_next_card_made_ahead_as_a_fresh_start_would(rws):
+    """The second pass shares the first review's drawing path: while a card shows, the next
+    item's card is prepared and its lines made ahead; after a bin the screen shows that
+    item, blind, exactly as a new second pass drawing it from scratch does."""
+    first_review(rws)
+    order = [i.query for i in todo(rws, "main", "bo", items(rws, "main"))]
+    app = ReviewApp(rws, blink=False, session=SecondPassSession(rws, reviewer="bo"))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.pause(0.2)  # the prefetch, then the next card made ahead
+        await settle(pilot)
+        assert app.screen.current is not None and app.screen.current.query == order[0]
+        upcoming = app.session.upcoming()
+        passages = app.screen.query_one(PassageList)
+        assert upcoming is not None and upcoming.query == order[1]
+        assert passages._next is not None and passages._next[0] is upcoming
+        await pilot.press("x")
+        await settle(pilot)
+        assert app.screen.current is upcoming
+        assert app.screen.query_one("#question", Lines).render().plain == order[1]
+        assert "slice – · 0 primary, 0 secondary" in app.screen.query_one("#labels", Lines).render().plain
+        drawn = screen_rows(app, 2, 38)  # the card: under the stats, above the message and footer
+        assert any(upcoming.rows[0].id in "".join(text for text, _ in row) for row in drawn)
+    again = ReviewApp(rws, blink=False, session=SecondPassSession(rws, reviewer="bo"))
+    async with again.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert again.screen.current is not None and again.screen.current.query == order[1]
+        assert screen_rows(again, 2, 38) == drawn
 
 
 async def test_d_lists_disagreements_and_2_takes_the_second_side(rws):

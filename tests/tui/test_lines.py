@@ -11,7 +11,7 @@ from textual.widgets import Static
 from curator.tui.app import ReviewApp
 from curator.tui.widgets.lines import Lines
 from curator.tui.widgets.passages import PassageList
-from tests.tui.conftest import settle
+from tests.tui.conftest import screen_rows, settle
 
 pytestmark = pytest.mark.anyio
 
@@ -128,12 +128,6 @@ async def test_a_text_made_ahead_is_swapped_in_and_drawn_as_a_static_draws_it():
         assert lines.render_line(0) is not made[0]
         await pilot.pause()
         assert cells(app, "lines") == cells(app, "static")
-
-
-def screen_rows(app: ReviewApp, top: int, bottom: int) -> list[list[tuple[str, str]]]:
-    """The screen's rows top..bottom as drawn: (text, style) per segment, without meta."""
-    strips = app.screen._compositor.render_strips()[top:bottom]
-    return [[(seg.text, str(seg.style)) for seg in strip.simplify().discard_meta()] for strip in strips]
 
 
 async def test_the_next_card_is_made_while_this_one_shows_and_draws_as_a_fresh_start_would(rws):

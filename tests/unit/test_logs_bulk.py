@@ -7,6 +7,8 @@ import random
 import re
 from collections import Counter
 
+import pytest
+
 from curator.logs import grouping
 from curator.logs.bulk import UPPER, Joined
 from curator.logs.cluster import cluster
@@ -62,11 +64,12 @@ def test_touched_marks_every_string_a_pattern_matches_alone() -> None:
         assert all(hit[k] for k, q in enumerate(queries) if joined.plain[k] and pattern.search(q))
 
 
-def test_cleaned_equals_the_one_query_rule() -> None:
+@pytest.mark.parametrize("chunk", [grouping.JOIN_CHUNK, 997])  # one join, or one per chunk of queries
+def test_cleaned_equals_the_one_query_rule(chunk: int) -> None:
     queries = _queries(20_000, seed=3)
     weights = [1 + k % 3 for k in range(len(queries))]
     bulk_redactor = Redactor({})
-    texts, norms = cleaned(queries, weights, bulk_redactor)
+    texts, norms = cleaned(queries, weights, bulk_redactor, chunk=chunk)
     one_redactor = Redactor({})
     expected = []
     for q, w in zip(queries, weights, strict=True):
@@ -79,7 +82,8 @@ def test_cleaned_equals_the_one_query_rule() -> None:
     assert dict(bulk_redactor.counts) == dict(one_redactor.counts) and bulk_redactor.counts
 
 
-def test_kept_equals_the_one_norm_rule() -> None:
+@pytest.mark.parametrize("chunk", [grouping.JOIN_CHUNK, 997])
+def test_kept_equals_the_one_norm_rule(chunk: int) -> None:
     texts, norms = cleaned(_queries(20_000, seed=4), [1] * 20_000, Redactor({}))
     pairs = list(dict(zip(norms, texts, strict=True)).items())
     pairs = [(n, t) for n, t in pairs if n]
@@ -87,7 +91,7 @@ def test_kept_equals_the_one_norm_rule() -> None:
     grouped.norms = [n for n, _t in pairs]
     grouped.surfaces = [t for _n, t in pairs]
     filtered: dict[str, int] = {}
-    rows = kept(grouped, 3, 40, [], filtered).tolist()
+    rows = kept(grouped, 3, 40, [], filtered, chunk=chunk).tolist()
     expected_filtered: dict[str, int] = {}
     expected = []
     for j, (norm, surface) in enumerate(pairs):

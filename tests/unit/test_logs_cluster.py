@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from curator.logs.cluster import Clusters, cluster
 from curator.logs.normalise import normalize_query
-from curator.logs.sample import sample_order
+from curator.logs.sample import at_least, sample_order, sample_walk
 
 
 def _pairs(clusters: Clusters) -> list[tuple[int, list[int]]]:
@@ -69,6 +69,18 @@ def test_sampling_orders() -> None:
     firsts = [sample_order(counts, "pps", seed=s)[0] for s in range(200)]
     assert firsts.count(1) > 100  # frequency-weighted: the 100-count query comes first most often
     assert sorted(sample_order(counts, "pps", seed=1)) == list(range(10))
+
+
+def test_a_walk_over_eligible_clusters_draws_only_those() -> None:
+    totals = [1, 100, 5, 50, 1, 1, 2, 1, 1, 1]
+    eligible = at_least(totals, 2)
+    assert eligible.tolist() == [1, 2, 3, 6]
+    for how in ("top", "random", "pps"):
+        walk = sample_walk(totals, eligible, how, seed=3)
+        assert sorted(walk.tolist()) == [1, 2, 3, 6]
+    assert sample_walk(totals, eligible, "top").tolist() == [1, 3, 2, 6]
+    firsts = [int(sample_walk(totals, eligible, "pps", seed=s)[0]) for s in range(200)]
+    assert firsts.count(1) > 100
 
 
 def _one_by_one(norms: list[str], counts: list[int], similarity: float) -> tuple[list[tuple[int, list[int]]], int]:

@@ -63,3 +63,29 @@ def test_without_a_spill_folder_the_details_come_with_the_counts(tmp_path: Path)
     duck = read_source(Source("plain.jsonl", log), engine="duckdb", later=True)
     assert duck.details_of is None
     assert (duck.agg.first, duck.agg.last, duck.agg.zero_results) == (py.agg.first, py.agg.last, py.agg.zero_results)
+
+
+def test_the_counted_table_read_back_in_batches_is_the_table_row_for_row(tmp_path: Path) -> None:
+    """`read_details` reads the file `write_details` wrote a batch of rows at a time (a
+    long tail has millions of queries): every batch's rows, in number order, NULLs kept
+    as masked values across batches."""
+    from curator.logs.duck_details import read_details, write_details
+    from curator.logs.duck_sql import Reader
+
+    reader = Reader(lambda _fraction: None, temp=tmp_path)
+    try:
+        reader.con.execute(
+            "CREATE TEMP TABLE counted AS SELECT i % 7 <> 0 AS ok, TRUE AS inside, 'q' || i AS q, i AS n, "
+            "CASE WHEN i % 5 = 0 THEN NULL ELSE i * 2 END AS buckets, NULL::TIMESTAMP AS first, "
+            "NULL::TIMESTAMP AS last, NULL::BIGINT AS zero, NULL::DOUBLE AS lat_sum, NULL::BIGINT AS lat_n "
+            "FROM range(10000) t(i)")
+        path = tmp_path / "details.parquet"
+        rows = write_details(reader, path, ["q", "n", "buckets"])
+        whole = reader.con.execute("SELECT q, n, buckets FROM counted WHERE ok AND inside").fetchall()
+        assert rows == len(whole) == 8571
+        got = read_details(reader, path, ["q", "n", "buckets"], rows, batch=1000)
+    finally:
+        reader.close()
+    assert sorted(got["row"].tolist()) == list(range(1, rows + 1))
+    buckets = [None if masked else int(b) for b, masked in zip(got["buckets"].data, got["buckets"].mask, strict=True)]
+    assert sorted(zip(got["q"].tolist(), got["n"].tolist(), buckets, strict=True)) == sorted(whole)

@@ -106,7 +106,7 @@ class BrowserScreen(Screen[None]):
         super().__init__()
         self.session = session
         self.blink = blink
-        self.blind = bool(getattr(session, "blind", False))  # a second pass: the set stays hidden
+        self.blind = session.blind  # a second pass: the set stays hidden
         self.cases: list[Case] = []
         self.shown: list[Case] = []
         self.disagreements: dict[str, Disagreement] = {}

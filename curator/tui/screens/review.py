@@ -407,7 +407,7 @@ class ReviewScreen(DecidingScreen[Card]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """A blind second pass keeps the set browser closed (it would show the first labels)
         and adds no questions: those keys are off there, and off the footer."""
-        if getattr(self.session, "blind", False) and action in ("open_browser", "new_question"):
+        if self.session.blind and action in ("open_browser", "new_question"):
             return False
         return super().check_action(action, parameters)
 
@@ -433,7 +433,7 @@ class ReviewScreen(DecidingScreen[Card]):
 
     def _render_stats(self) -> None:
         self.query_one(StatsBar).show(self.session.stats, self.session.set_name, self.session.reviewer,
-                                      blind=bool(getattr(self.session, "blind", False)))
+                                      blind=self.session.blind)
 
     def _modal_context(self) -> Content | None:
         """The question, and the highlighted passage with its label, for a modal."""
