@@ -19,26 +19,34 @@ SAMPLERS = ("top", "random", "pps")
 
 def sample_order(counts: list[int], how: str = "top", seed: int | None = None) -> list[int]:
     """Indices of `counts` in the order to take them."""
-    return [int(i) for i in _order(counts, how, seed)]
+    return [int(i) for i in _order(_ints(counts), how, seed)]
+
+
+def _ints(values: Any) -> Any:
+    """`values` (a list of counts, or an array already) as a numpy array: int64, or Python
+    ints as objects where pre-aggregated counts pass what int64 holds."""
+    import numpy as np
+
+    if isinstance(values, np.ndarray):
+        return values
+    big = bool(values) and max(values) >= 1 << 62
+    return np.asarray(values, dtype=object if big else np.int64)
 
 
 def _order(counts: Any, how: str, seed: int | None) -> Any:
-    """`sample_order` as a numpy array (`counts`: a list or an array)."""
+    """`sample_order` of the array `counts`, as a numpy array."""
     import numpy as np
 
     if how not in SAMPLERS:
         raise ValueError(f"unknown sampler {how!r}; expected one of {', '.join(SAMPLERS)}")
-    n = len(counts)
     if how == "top":  # most frequent first, ties in index order
-        if not isinstance(counts, np.ndarray) and n and max(counts) >= 1 << 62:  # past what int64 holds
-            return np.array(sorted(range(n), key=counts.__getitem__, reverse=True), dtype=np.int64)
-        return np.argsort(-np.asarray(counts, dtype=np.int64), kind="stable")
+        return np.argsort(-counts, kind="stable")
     rng = np.random.default_rng(seed)
     if how == "random":
-        return rng.permutation(n)
+        return rng.permutation(len(counts))
     # pps: the largest keys u^(1/w) first; log(u)/w orders them alike without underflow
-    weights = np.maximum(np.asarray(counts, dtype=np.float64), 1.0)
-    keys = np.log(1.0 - rng.random(n)) / weights  # 1 - u: in (0, 1], so the log is finite
+    weights = np.maximum(counts.astype(np.float64), 1.0)
+    keys = np.log(1.0 - rng.random(len(counts))) / weights  # 1 - u: in (0, 1], so the log is finite
     return np.argsort(-keys, kind="stable")
 
 
@@ -48,11 +56,9 @@ def sample_walk(totals: list[int], eligible: Any, how: str = "top", seed: int | 
     import numpy as np
 
     if eligible is None:
-        return _order(totals, how, seed)
+        return _order(_ints(totals), how, seed)
     eligible = np.asarray(eligible, dtype=np.int64)
-    picked = [totals[c] for c in eligible.tolist()] if len(totals) and max(totals) >= 1 << 62 else (
-        np.asarray(totals, dtype=np.int64)[eligible])
-    return eligible[_order(picked, how, seed)]
+    return eligible[_order(_ints(totals)[eligible], how, seed)]
 
 
 def at_least(totals: list[int], min_count: int) -> Any:
@@ -60,5 +66,4 @@ def at_least(totals: list[int], min_count: int) -> Any:
     millions of clusters: no list of them)."""
     import numpy as np
 
-    big = bool(totals) and max(totals) >= 1 << 62  # pre-aggregated counts past what int64 holds
-    return np.flatnonzero(np.asarray(totals, dtype=object if big else np.int64) >= min_count)
+    return np.flatnonzero(_ints(totals) >= min_count)

@@ -167,3 +167,12 @@ def test_cluster_totals_are_exact_past_what_int64_holds() -> None:
         clusters = cluster(norms, counts, 88)
         assert sorted(clusters.totals(counts)) == sorted([counts[0] + counts[1], counts[2]])
         assert _pairs(clusters) == [(0, [0, 1]), (2, [2])]
+
+
+def test_counts_past_what_int64_holds_are_ordered_and_filtered_as_python_ints() -> None:
+    # pre-aggregated counts (a `count` field) can pass 2**63: no overflow, no wrap-around
+    totals = [3, 1 << 70, 3, 5]
+    assert sample_order(totals) == [1, 3, 0, 2]
+    assert at_least(totals, 4).tolist() == [1, 3]
+    assert sample_walk(totals, at_least(totals, 4)).tolist() == [1, 3]
+    assert sorted(sample_order(totals, "pps", seed=1)) == [0, 1, 2, 3]
