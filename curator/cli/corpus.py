@@ -1,4 +1,4 @@
-"""`curator corpus add|search|show|list`."""
+"""`curator corpus add|embed|search|show|list`."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from curator.errors import EXIT_PARTIAL
 
 if TYPE_CHECKING:
     from curator.models import ImportReport
+    from curator.suggest.dense import IndexReport
     from curator.workspace import Workspace
 
 
@@ -91,7 +92,7 @@ def _summary(report: ImportReport) -> str:
     return line
 
 
-def _embed_new_passages(ws: Workspace, quiet: bool) -> None:
+def _embed_new_passages(ws: Workspace, quiet: bool) -> IndexReport | None:
     """Embed the passages that have no vector of the configured model yet (issue 20)."""
     from rich.progress import BarColumn, MofNCompleteColumn
 
@@ -99,7 +100,7 @@ def _embed_new_passages(ws: Workspace, quiet: bool) -> None:
 
     embedder = embedder_for(ws.config)
     if embedder is None:
-        return
+        return None
     with Progress(TextColumn("Embedding"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err_console, transient=True, disable=quiet or not sys.stderr.isatty()) as bar:
         task = bar.add_task("Embedding", total=None)
@@ -108,6 +109,33 @@ def _embed_new_passages(ws: Workspace, quiet: bool) -> None:
     if not quiet:
         console.print(f"Embedded {report.embedded} passage texts with {escape(embedder.name)} "
                       f"({report.cached} already had a vector).")
+    return report
+
+
+@corpus.command("embed")
+@json_option
+@pass_ws
+def corpus_embed(ws: Workspace, as_json: bool) -> None:
+    """Embed the current passages that have no vector of the dense model yet.
+
+    `corpus add` does this after every import; run it after turning `[suggest] dense` on
+    (or changing `embedding_model`) for a corpus imported before. Vectors are cached by
+    the text's SHA-256 and the model, so a second run embeds nothing.
+
+    \b
+    Example:
+        curator corpus embed
+        curator corpus embed --json
+    """
+    from curator.errors import CuratorError
+    from curator.suggest.dense import embedder_for
+
+    if embedder_for(ws.config) is None:
+        raise CuratorError("no dense retriever is configured ([suggest] dense = \"none\")",
+                           "Set [suggest] dense and embedding_model in curator.toml (docs/configuration.md).")
+    report = _embed_new_passages(ws, as_json)
+    if as_json:
+        print_json(asdict(report))
 
 
 @corpus.command("search")

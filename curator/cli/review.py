@@ -69,6 +69,7 @@ def review(ws: Workspace, set_name: str | None, source: str, slice_name: str | N
 def _load_dense(ws: Workspace) -> None:
     """Load the dense retriever before the app starts, with a progress line, so every card,
     the first included, is pooled with it and none waits for torch (docs/review.md)."""
+    from curator.cli.suggest import missing_vectors
     from curator.suggest.dense import preload
 
     click.echo(f"loading the dense retriever ({ws.config.suggest.embedding_model or '?'}) and the passage "
@@ -81,6 +82,9 @@ def _load_dense(ws: Workspace) -> None:
         return
     count = len(index.ids) if index is not None else 0
     click.echo(f" {count:,} vectors, {time.perf_counter() - start:.1f} s", err=True)
+    gap = missing_vectors(ws, index) if index is not None else None
+    if gap:
+        click.echo(f"dense: {gap}", err=True)
 
 
 def _second_pass(ws: Workspace, set_name: str | None, reviewer: str | None, sample: int | None,

@@ -11,7 +11,18 @@ from rich.table import Table
 from curator.cli.main import cli, console, err_console, json_option, pass_ws, print_json
 
 if TYPE_CHECKING:
+    from curator.suggest.dense import DenseIndex
     from curator.workspace import Workspace
+
+
+def missing_vectors(ws: Workspace, index: DenseIndex) -> str | None:
+    """Why the dense source sees only part of the corpus, or None when every current
+    passage has a vector: dense turned on after `corpus add`, or a new model."""
+    total = ws.corpus_stats().passages
+    if len(index.ids) >= total:
+        return None
+    return (f"{total - len(index.ids):,} of {total:,} current passages have no vector of "
+            f"{index.embedder.name}; `curator corpus embed` embeds them")
 
 
 @cli.command("suggest")
@@ -39,6 +50,10 @@ def suggest_cmd(ws: Workspace, query: tuple[str, ...], limit: int, no_dense: boo
     rows = pool.suggest(text, limit=limit)
     for problem in pool.problems:
         err_console.print(f"[yellow]skipped run[/] {escape(problem)}", highlight=False)
+    index = pool.dense()
+    gap = missing_vectors(ws, index) if index is not None else None
+    if gap:
+        err_console.print(f"[yellow]dense:[/] {escape(gap)}", highlight=False)
     if as_json:
         print_json({"query": text, "suggestions": [dict(rank=i, **p.as_json()) for i, p in enumerate(rows, 1)]})
         return

@@ -90,6 +90,9 @@ class LocalEmbedder:
             raise CuratorError("[suggest] dense = \"local\" needs sentence-transformers",
                                "Install the extra: pip install 'curator-evalsets[dense]'.") from None
         torch.set_num_threads(TORCH_THREADS)
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()  # its "Loading weights" bar would land in our output
         self._torch = torch
         self.name = model
         try:
