@@ -134,7 +134,7 @@ def corpus_embed(ws: Workspace, as_json: bool) -> None:
         raise CuratorError("no dense retriever is configured ([suggest] dense = \"none\")",
                            "Set [suggest] dense and embedding_model in curator.toml (docs/configuration.md).")
     report = _embed_new_passages(ws, as_json)
-    if as_json:
+    if as_json and report is not None:
         print_json(asdict(report))
 
 
