@@ -69,15 +69,28 @@ class OutOfMemory(CuratorError):
     """DuckDB needed more than its memory_limit (and its spill folder, if it had one)."""
 
 
-def machine_memory_limit() -> str:
-    """DuckDB's memory for counting: a quarter of the memory free now, 128 to 384 MB
+def machine_memory_limit(meminfo: Path = Path("/proc/meminfo")) -> str:
+    """DuckDB's memory for counting: a quarter of the memory available now, 256 to 384 MB
     (what does not fit is spilled: more memory buys little speed, and Python's own
-    per-query tables come on top of it)."""
+    per-query tables come on top of it). Below 256 MB some of the counting cannot spill
+    (the 5M-line benchmark log failed at 128 MB and imported at 192)."""
+    return f"{max(256, min(384, available_memory(meminfo) // 4 // _MB))}MB"
+
+
+def available_memory(meminfo: Path = Path("/proc/meminfo")) -> int:
+    """Bytes the system can give a program now without swapping: Linux's MemAvailable,
+    which counts the page cache it would drop (MemFree does not: after reading a few GB
+    of logs it is a few hundred MB on a machine with 20 GB to spare)."""
     try:
-        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        for line in meminfo.read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:  # not Linux, or an old kernel: free pages only
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):  # not on this system: the middle of the range
-        free = 1 << 30
-    return f"{max(128, min(384, free // 4 // _MB))}MB"
+        return 1 << 30
 
 
 @contextlib.contextmanager
@@ -384,11 +397,13 @@ class Reader:
                     f"{label}: DuckDB ran out of its {self.memory_limit} while counting queries "
                     "(with no folder to spill to)", hint="Import it with `curator import-logs`, which gives DuckDB one.",
                 ) from None
+            spare = shutil.disk_usage(self.temp.parent).free // _MB
             raise OutOfMemory(
-                f"{label}: DuckDB ran out of its {self.memory_limit} of memory and of the disk space it spills "
-                f"to ({self.temp.parent}) while counting queries; nothing was imported",
-                hint=f"Free disk space in {self.temp.parent} (or memory), or import the log in parts "
-                     "(--since/--until), then run the import again.",
+                f"{label}: DuckDB ran out of its {self.memory_limit} of memory while counting queries "
+                f"({spare:,} MB free on the disk it spills to, {self.temp.parent}); nothing was imported",
+                hint="Free memory (curator gives DuckDB a quarter of what the machine has available, 256 to "
+                     "384 MB) or disk space there, or import the log in parts (--since/--until), then run "
+                     "the import again.",
             ) from None
         except self.duckdb.IOException as exc:  # a damaged gzip stream, for one
             # the python reader keeps what came before the damage and says where it was

@@ -121,4 +121,4 @@ def test_an_import_leaves_no_spill_folder_behind(tmp_path: Path) -> None:
 
 def test_duckdbs_memory_is_sized_from_the_machine() -> None:
     limit = int(machine_memory_limit().removesuffix("MB"))
-    assert 128 <= limit <= 384
+    assert 256 <= limit <= 384
