@@ -18,7 +18,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,7 +106,7 @@ def repair_torn_tail(path: Path) -> None:
         os.fsync(fh.fileno())
 
 
-def write_durably(path: Path, text: str) -> None:
+def write_durably(path: Path, text: str | bytes) -> None:
     """Replace `path` with `text`: written to a temporary name, fsynced, renamed into place."""
     os.replace(_write_synced(path, text), path)
     fsync_dir(path.parent)
@@ -133,11 +133,11 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def _write_synced(path: Path, text: str) -> Path:
-    """Write `text` to a temporary name beside `path`, fsynced; gives that name."""
+def _write_synced(path: Path, text: str | bytes) -> Path:
+    """Write `text` (UTF-8 if a str) to a temporary name beside `path`, fsynced; gives that name."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    with open(tmp, "wb") as fh:
+        fh.write(text.encode("utf-8") if isinstance(text, str) else text)
         fh.flush()
         os.fsync(fh.fileno())
     return tmp
@@ -278,15 +278,15 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def is_subsequence(needle: list[str], haystack: list[str]) -> bool:
+def is_subsequence(needle: Sequence[Hashable], haystack: Sequence[Hashable]) -> bool:
     """Whether `needle` appears in `haystack` in order (gaps allowed): a union merge keeps
     every line of each side in order."""
     it = iter(haystack)
     return all(any(h == wanted for h in it) for wanted in needle)
 
 
-def first_change(old: list[str], current: list[str]) -> tuple[int, str]:
-    """Where line hashes `current` break with `old`: the number of the first old line that
+def first_change(old: Sequence[Hashable], current: Sequence[Hashable]) -> tuple[int, str]:
+    """Where line hashes (or fingerprints) `current` break with `old`: the number of the first old line that
     is gone ("edited or removed"), else of the first one out of place ("moved (lines
     reordered)")."""
     present = set(current)

@@ -93,12 +93,11 @@ def check_freezes(
     qs: QuestionSet,
     cases: JsonLines | None = None,
     *,
-    line_hashes: list[str] | None = None,
     query_ids: set[str] | None = None,
 ) -> tuple[list[FreezeInfo], list[str]]:
-    """Check every manifest of a set. `cases` (cases.jsonl as read), its line hashes and
-    query_ids are what verify already has; what is not given is worked out here. Gives an
-    info per manifest and per frozen file without one, and notes for the verify report."""
+    """Check every manifest of a set. `cases` (cases.jsonl as read) and its query_ids are
+    what verify already has; what is not given is worked out here. Gives an info per
+    manifest and per frozen file without one, and notes for the verify report."""
     folder = qs.root / FROZEN_DIR
     infos: list[FreezeInfo] = []
     notes: list[str] = []
@@ -107,8 +106,6 @@ def check_freezes(
     if not listed and not folder.is_dir() and not records:
         return infos, notes
     file = cases or JsonLines.read(qs.cases_path)
-    if line_hashes is None:
-        line_hashes = [line_hash(line) for line in file.lines]
     if query_ids is None:
         query_ids = {query_id for query_id in map(query_id_of, file.lines) if query_id is not None}
     claimed: set[str] = set()
@@ -121,7 +118,7 @@ def check_freezes(
             info.problems.append(Problem(str(path), None, error or "unreadable manifest"))
             continue
         claimed.add(manifest["file"])
-        merged |= _check_one(qs, path, manifest, (file, line_hashes, query_ids), info, by_name.get(manifest["name"], []))
+        merged |= _check_one(qs, path, manifest, (file, query_ids), info, by_name.get(manifest["name"], []))
         by_name.setdefault(manifest["name"], []).append((path, manifest))
     _check_records(qs, records, infos)
     for orphan in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
@@ -147,13 +144,13 @@ def _check_one(
     qs: QuestionSet,
     path: Path,
     manifest: dict[str, Any],
-    cases: tuple[JsonLines, list[str], set[str]],
+    cases: tuple[JsonLines, set[str]],
     info: FreezeInfo,
     earlier: list[tuple[Path, dict[str, Any]]],
 ) -> bool:
-    """Add the manifest's problems to `info`; `cases` is cases.jsonl, its line hashes and
-    query_ids. True if its prefix is intact only with lines inserted (a union merge)."""
-    file, hashes, ids = cases
+    """Add the manifest's problems to `info`; `cases` is cases.jsonl and its query_ids.
+    True if its prefix is intact only with lines inserted (a union merge)."""
+    file, ids = cases
     merged = False
     problems = info.problems
     frozen = path.parent / manifest["file"]
@@ -171,6 +168,7 @@ def _check_one(
     prefix = manifest["cases_prefix"]
     if file.digest(int(prefix["lines"])) != (prefix["lines"], prefix["sha256"]):
         old = prefix.get("line_hashes", [])
+        hashes = [line_hash(line) for line in file.lines]  # as the manifest has them: only now needed
         if is_subsequence(old, hashes):
             merged = True
         else:
@@ -180,7 +178,7 @@ def _check_one(
     # 3b. Its counts are recomputed from the frozen file, and each frozen line is a case
     #     revision of cases.jsonl (byte for byte, or the same record).
     if frozen.is_file():
-        _check_counts(qs, path, manifest, frozen, hashes, file, problems)
+        _check_counts(qs, path, manifest, frozen, file, problems)
     # 4. A later freeze never drops what an earlier one of the same name held.
     held = set(manifest["query_ids"])
     for earlier_path, earlier_manifest in earlier:
@@ -250,23 +248,21 @@ def _check_records(qs: QuestionSet, records: list[tuple[int, dict[str, Any]]], i
 
 
 def _check_counts(
-    qs: QuestionSet, path: Path, manifest: dict[str, Any], frozen: Path, case_hashes: list[str],
-    cases: JsonLines, problems: list[Problem],
+    qs: QuestionSet, path: Path, manifest: dict[str, Any], frozen: Path, cases: JsonLines, problems: list[Problem],
 ) -> None:
     file = JsonLines.read(frozen)
-    frozen_hashes = [line_hash(line) for line in file.lines]
-    # the frozen lines' hashes looked up in the case lines', not a set made of all of these
-    in_cases = set(frozen_hashes).intersection(case_hashes)
+    # the frozen lines looked up among the case lines, not a set made of all of these
+    in_cases = set(file.lines).intersection(cases.lines)
     slices: Counter[str] = Counter()
     by_key: dict[tuple[str, int], bytes] | None = None
-    for number, (line, digest) in enumerate(zip(file.lines, frozen_hashes, strict=True), start=1):
+    for number, line in enumerate(file.lines, start=1):
         try:
             case = Case.model_validate_json(line)
         except ValueError:
             problems.append(Problem(str(frozen), number, "not a valid case"))
             continue
         slices[case.slice] += 1
-        if digest in in_cases:
+        if line in in_cases:
             continue
         if by_key is None:
             by_key = {}

@@ -41,38 +41,48 @@ def check_cases(
     revs run 1, 2, 3... Gives each line's key (None if invalid), the index of each case's
     latest valid line, its highest rev, and the revisions that are retired; `duplicates` gets
     each second line of one (query_id, rev) (a merge conflict), and `facts` gets
-    what the checks on latest revs need of each case's last line. The parsed lines are not
-    kept (keeping the latest of each made the loop a third slower: fresh memory for every
-    line); a line is read into a dict (curator.linefields), no model object is made."""
+    what the checks on latest revs need of each case's last line. The lines are read newest
+    first, so a case's first valid line met is its latest: its facts are taken there, and no
+    parsed line is kept (keeping the latest of each made the loop a third slower: fresh
+    memory for every line); a line is read into a dict (curator.linefields), no model object
+    is made. The revs are then checked oldest first, from the keys alone."""
     path = str(cases.path)
     found: list[Problem] = []  # this file's problems, put in line order at the end
-    keys: list[Key | None] = []
+    lines, count = cases.lines, len(trusted)
+    keys: list[Key | None] = [*trusted, *([None] * (len(lines) - count))]
     retired: set[Key] = set()
-    latest: dict[str, int] = {}  # query_id -> index of its latest valid line
-    last_rev: dict[str, int] = {}
-    odd: list[tuple[int, int]] = []  # (index, rev expected) of lines whose rev is not the next
-    last_lines = _last_lines(cases.lines, len(trusted))
-    count = len(trusted)
-    for index, line in enumerate(cases.lines):
+    newest: dict[str, int] = {}  # query_id -> index of its latest valid line
+    for index in range(len(lines) - 1, -1, -1):
+        line = lines[index]
         if index < count:
-            query_id, rev = key = trusted[index]
+            query_id, _ = key = trusted[index]
             if line_retired(line):
                 retired.add(key)
-        else:
-            try:
-                case = case_fields(line)
-            except ValidationError as exc:
-                found.append(Problem(path, index + 1, f"not a valid case: {validation_problems(exc, 'record')}"))
-                keys.append(None)
-                continue
-            query_id, rev = key = case["query_id"], case["rev"]
-            if case["status"] == "retired":
-                retired.add(key)
-            if index in last_lines:
-                facts[query_id] = _facts(index, case)
-        keys.append(key)
-        latest[query_id] = index
-        previous = last_rev.get(query_id, 0)
+            newest.setdefault(query_id, index)
+            continue
+        try:
+            case = case_fields(line)
+        except ValidationError as exc:
+            found.append(Problem(path, index + 1, f"not a valid case: {validation_problems(exc, 'record')}"))
+            continue
+        query_id, rev = key = case["query_id"], case["rev"]
+        keys[index] = key
+        if case["status"] == "retired":
+            retired.add(key)
+        if query_id not in newest:
+            newest[query_id] = index
+            facts[query_id] = _facts(index, case)
+    latest: dict[str, int] = {}  # the same, in the order the cases first appear
+    last_rev: dict[str, int] = {}
+    odd: list[tuple[int, int]] = []  # (index, rev expected) of lines whose rev is not the next
+    for index, valid in enumerate(keys):
+        if valid is None:
+            continue
+        query_id, rev = valid
+        previous = last_rev.get(query_id)
+        if previous is None:
+            latest[query_id] = newest[query_id]
+            previous = 0
         if rev != previous + 1:  # a skipped rev, or a second line of one (explained below)
             odd.append((index, previous + 1))
         if rev > previous:
@@ -129,26 +139,12 @@ def latest_lines(cases: JsonLines) -> dict[str, int] | None:
     return {query_id.decode(): index for query_id, index in latest.items()}
 
 
-def _last_lines(lines: list[bytes], start: int) -> set[int]:
-    """The indexes (from `start`) of each case's last line, by the query_id the writer puts
-    first; a line without it is found by `check_latest`'s second look."""
-    last: set[int] = set()
-    seen: set[bytes] = set()
-    match = _QUERY_ID.match
-    for index in range(len(lines) - 1, start - 1, -1):
-        found = match(lines[index])
-        if found is not None and found.group(1) not in seen:
-            seen.add(found.group(1))
-            last.add(index)
-    return last
-
-
 def check_latest(
     problems: list[Problem], cases: JsonLines, latest: dict[str, int], facts: dict[str, Facts]
 ) -> dict[str, Labels]:
     """The checks on latest revs (one case per candidate, the slice rules), from the facts
     the case loop gathered on each case's last line; a latest line it did not gather them
-    on (a trusted one, or one `_last_lines` could not place) is read once more. Gives each
+    on (a trusted one) is read once more. Gives each
     case's labels."""
     path = str(cases.path)
     labels: dict[str, Labels] = {}

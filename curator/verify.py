@@ -26,12 +26,11 @@ cannot prove the set sound.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from curator import __version__, checkpoint
 from curator._process import paused_gc
@@ -74,11 +73,11 @@ class SetScan:
     reading the files again, so they describe the files exactly as they were verified."""
 
     files: dict[str, JsonLines]  # cases.jsonl, changelog.jsonl, freezes.jsonl as read
-    known: dict[str, list[str]]  # line hashes the checkpoint has for an intact prefix of a file
+    known: dict[str, list[int]]  # line fingerprints the checkpoint has for an intact prefix of a file
     query_ids: set[str]  # every query_id with a valid line in cases.jsonl
     revs: dict[str, int] = field(default_factory=dict)  # each case's highest rev
     retired: set[str] = field(default_factory=set)  # the cases whose latest line is retired
-    _hashes: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    _hashes: dict[str, list[int]] = field(default_factory=dict, repr=False)
 
     @property
     def cases(self) -> JsonLines:
@@ -88,18 +87,14 @@ class SetScan:
     def changelog(self) -> JsonLines:
         return self.files[CHANGELOG]
 
-    def hashes(self, name: str) -> list[str]:
-        """The hash of each line of a file (worked out once; the checkpoint's where it has them)."""
+    def hashes(self, name: str) -> list[int]:
+        """The fingerprint of each line of a file (`checkpoint.fingerprints`; worked out once,
+        the checkpoint's where it has them)."""
         if name not in self._hashes:
             file = self.files[name]
             known = self.known.get(name, [])[: file.count]
-            sha1 = hashlib.sha1  # line_hash, inlined: 200k calls
-            self._hashes[name] = known + [sha1(line).hexdigest()[:16] for line in file.lines[len(known):]]
+            self._hashes[name] = known + checkpoint.fingerprints(file.lines[len(known):])
         return self._hashes[name]
-
-    @property
-    def line_hashes(self) -> list[str]:
-        return self.hashes(CASES)
 
 
 CASES, CHANGELOG = "cases.jsonl", "changelog.jsonl"
@@ -236,15 +231,15 @@ def verify(
     _check_labels(report, str(qs.cases_path), labels, known_ids, strict)
     if more_label_checks is not None:
         report.problems.extend(more_label_checks(labels))
-    known = {}
+    known: dict[str, list[int]] = {}
     for name in files:
-        if record and intact[name]:
-            known[name] = checkpoint.line_hashes(qs, record, name)
+        if record and record.get("format") == checkpoint.FORMAT and intact[name]:
+            known[name] = cast(list[int], checkpoint.line_hashes(qs, record, name))
     retired_ids = {query_id for query_id, (status, _) in labels.items() if status == "retired"}
     report.scan = SetScan(files, known, set(latest), revs, retired_ids)
     _check_appended(report, qs, record, intact)
     check_judgments(report.problems, qs.root)  # the second pass's judgments.jsonl (issue 24)
-    infos, notes = check_freezes(qs, cases, line_hashes=report.scan.line_hashes, query_ids=report.scan.query_ids)
+    infos, notes = check_freezes(qs, cases, query_ids=report.scan.query_ids)
     for info in infos:
         report.problems.extend(info.problems)
     report.notes.extend(notes)

@@ -10,6 +10,7 @@ import pytest
 
 from curator import checkpoint
 from curator import verify as verify_module
+from curator.appendonly import line_hash
 from curator.errors import CuratorError
 from curator.freeze import freeze
 from curator.verify import require_sound, verify, verify_workspace
@@ -47,7 +48,7 @@ def test_the_gate_advances_past_clean_appends(checked) -> None:
     assert record["files"]["cases.jsonl"]["lines"] == 6 and record["files"]["changelog.jsonl"]["lines"] == 6
     assert record["files"]["cases.jsonl"]["bytes"] == qs.cases_path.stat().st_size
     assert "two" in record["retired"].split() and "four 1" in record["revs"]
-    assert checkpoint.line_hashes(qs, record, "cases.jsonl") == verify(qs).scan.line_hashes
+    assert checkpoint.line_hashes(qs, record, "cases.jsonl") == verify(qs).scan.hashes("cases.jsonl")
     assert checkpoint.advance(qs)  # unchanged
 
 
@@ -126,7 +127,7 @@ def test_without_git_freezes_jsonl_is_append_only_too(checked) -> None:
 def test_a_checkpoint_of_the_earlier_format_still_guards_the_history(checked) -> None:
     qs = checked.question_set()
     data = qs.cases_path.read_bytes()
-    hashes = verify(qs).scan.line_hashes
+    hashes = [line_hash(line) for line in data.splitlines()]
     import hashlib
 
     qs.checkpoint_path.write_text(json.dumps({
@@ -138,15 +139,42 @@ def test_a_checkpoint_of_the_earlier_format_still_guards_the_history(checked) ->
     assert any(p.line == 3 and "as of the checkpoint" in p.message for p in report.problems), report.problems
 
 
+def test_a_format_2_checkpoint_still_names_the_edited_line(checked) -> None:
+    """Format 2 kept a sha1 prefix per line in a text sidecar; after an upgrade its record
+    still guards the history (the lines are hashed its way for it), and the next passing
+    verify writes format 3 with fingerprints."""
+    import hashlib
+
+    qs = checked.question_set()
+    record = checkpoint.load(qs)
+    for name in checkpoint.FILES:
+        fingerprints = qs.checkpoint_path.with_name(f"main.{name}.lines")
+        fingerprints.unlink()
+        lines = (qs.root / name).read_bytes().splitlines() if (qs.root / name).exists() else []
+        text = "".join(line_hash(line) + "\n" for line in lines).encode("ascii")
+        qs.checkpoint_path.with_name(f"main.{name}.hashes").write_bytes(text)
+        record["files"][name]["hashes_sha256"] = hashlib.sha256(text).hexdigest()
+    record["format"] = 2
+    qs.checkpoint_path.write_text(json.dumps(record))
+    _rewrite(qs.cases_path, 3, b'"query":"three"', b'"query":"three!"')
+    problems = verify(qs).problems
+    assert any(p.line == 3 and "as of the checkpoint" in p.message and p.fatal for p in problems), problems
+    _rewrite(qs.cases_path, 3, b'"query":"three!"', b'"query":"three"')
+    assert all(report.ok for report in verify_workspace(checked, ["main"]))
+    assert checkpoint.load(qs)["format"] == checkpoint.FORMAT
+    assert not qs.checkpoint_path.with_name("main.cases.jsonl.hashes").exists()
+    assert checkpoint.line_hashes(qs, checkpoint.load(qs), "cases.jsonl") == verify(qs).scan.hashes("cases.jsonl")
+
+
 def test_a_damaged_line_hash_file_is_never_trusted(checked) -> None:
     qs = checked.question_set()
-    sidecar = qs.checkpoint_path.with_name("main.cases.jsonl.hashes")
-    sidecar.write_text(sidecar.read_text().replace(sidecar.read_text()[:16], "0" * 16, 1))
+    sidecar = qs.checkpoint_path.with_name("main.cases.jsonl.lines")
+    sidecar.write_bytes(b"\0" * 8 + sidecar.read_bytes()[8:])
     assert checkpoint.line_hashes(qs, checkpoint.load(qs), "cases.jsonl") == []
     qs.add(_case("four"))
     assert not checkpoint.advance(qs)  # cannot extend it: the full verify writes it anew
     require_sound(checked, ["main"])
-    assert checkpoint.line_hashes(qs, checkpoint.load(qs), "cases.jsonl") == verify(qs).scan.line_hashes
+    assert checkpoint.line_hashes(qs, checkpoint.load(qs), "cases.jsonl") == verify(qs).scan.hashes("cases.jsonl")
     _rewrite(qs.cases_path, 2, b'"query":"two"', b'"query":"two!"')
     assert any(p.line == 2 and "as of the checkpoint" in p.message for p in verify(qs).problems)
 
