@@ -22,7 +22,6 @@ import io
 import json
 import os
 import subprocess
-import zlib
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from curator import __version__
 from curator.appendonly import (
     JsonLines,
     byte_problems,
+    fingerprints,
     first_change,
     is_subsequence,
     line_hash,
@@ -95,17 +95,6 @@ def _from_format_1(record: dict[str, Any]) -> dict[str, Any] | None:
 
 HASH_LINE = 17  # format 2: a line's hash in its text sidecar, 16 hex digits and a newline
 FINGERPRINT = array("Q").itemsize  # format 3: 8 bytes a line, in this machine's byte order
-
-
-def fingerprints(lines: list[bytes]) -> list[int]:
-    """Each line's fingerprint, as the sidecar holds it: its CRC-32 and its length in one
-    64-bit number. It is no digest (the checkpoint's sha256 over the bytes is that): it only
-    says which line changed, or that every line the checkpoint saw is still there in order
-    (a union merge), which an edited line passes only if it keeps its length and its CRC-32,
-    or takes another line's (about 1 in 4 billion each). A sha1 per line cost 2.5x this, an
-    eighth of a first verify."""
-    crc32 = zlib.crc32
-    return [crc32(line) << 32 | len(line) for line in lines]
 
 
 def line_hashes(qs: QuestionSet, checkpoint: dict[str, Any], name: str) -> list[int] | list[str]:

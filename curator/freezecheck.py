@@ -21,6 +21,7 @@ from typing import Any
 
 from curator._process import paused_gc
 from curator.appendonly import JsonLines, file_sha256, first_change, is_subsequence, line_hash
+from curator.appendonly import fingerprints as line_fingerprints
 from curator.models import Case
 from curator.problems import Problem
 from curator.questionset import QuestionSet, query_id_of
@@ -93,11 +94,13 @@ def check_freezes(
     qs: QuestionSet,
     cases: JsonLines | None = None,
     *,
+    fingerprints: list[int] | None = None,
     query_ids: set[str] | None = None,
 ) -> tuple[list[FreezeInfo], list[str]]:
-    """Check every manifest of a set. `cases` (cases.jsonl as read) and its query_ids are
-    what verify already has; what is not given is worked out here. Gives an info per
-    manifest and per frozen file without one, and notes for the verify report."""
+    """Check every manifest of a set. `cases` (cases.jsonl as read), its line fingerprints
+    (`appendonly.fingerprints`) and query_ids are what verify already has; what is not
+    given is worked out here. Gives an info per manifest and per frozen file without one,
+    and notes for the verify report."""
     folder = qs.root / FROZEN_DIR
     infos: list[FreezeInfo] = []
     notes: list[str] = []
@@ -106,6 +109,8 @@ def check_freezes(
     if not listed and not folder.is_dir() and not records:
         return infos, notes
     file = cases or JsonLines.read(qs.cases_path)
+    if fingerprints is None:
+        fingerprints = line_fingerprints(file.lines)
     if query_ids is None:
         query_ids = {query_id for query_id in map(query_id_of, file.lines) if query_id is not None}
     claimed: set[str] = set()
@@ -118,7 +123,7 @@ def check_freezes(
             info.problems.append(Problem(str(path), None, error or "unreadable manifest"))
             continue
         claimed.add(manifest["file"])
-        merged |= _check_one(qs, path, manifest, (file, query_ids), info, by_name.get(manifest["name"], []))
+        merged |= _check_one(qs, path, manifest, (file, fingerprints, query_ids), info, by_name.get(manifest["name"], []))
         by_name.setdefault(manifest["name"], []).append((path, manifest))
     _check_records(qs, records, infos)
     for orphan in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
@@ -144,13 +149,13 @@ def _check_one(
     qs: QuestionSet,
     path: Path,
     manifest: dict[str, Any],
-    cases: tuple[JsonLines, set[str]],
+    cases: tuple[JsonLines, list[int], set[str]],
     info: FreezeInfo,
     earlier: list[tuple[Path, dict[str, Any]]],
 ) -> bool:
-    """Add the manifest's problems to `info`; `cases` is cases.jsonl and its query_ids.
-    True if its prefix is intact only with lines inserted (a union merge)."""
-    file, ids = cases
+    """Add the manifest's problems to `info`; `cases` is cases.jsonl, its line fingerprints
+    and query_ids. True if its prefix is intact only with lines inserted (a union merge)."""
+    file, case_fingerprints, ids = cases
     merged = False
     problems = info.problems
     frozen = path.parent / manifest["file"]
@@ -178,7 +183,7 @@ def _check_one(
     # 3b. Its counts are recomputed from the frozen file, and each frozen line is a case
     #     revision of cases.jsonl (byte for byte, or the same record).
     if frozen.is_file():
-        _check_counts(qs, path, manifest, frozen, file, problems)
+        _check_counts(qs, path, manifest, frozen, (file, case_fingerprints), problems)
     # 4. A later freeze never drops what an earlier one of the same name held.
     held = set(manifest["query_ids"])
     for earlier_path, earlier_manifest in earlier:
@@ -248,11 +253,15 @@ def _check_records(qs: QuestionSet, records: list[tuple[int, dict[str, Any]]], i
 
 
 def _check_counts(
-    qs: QuestionSet, path: Path, manifest: dict[str, Any], frozen: Path, cases: JsonLines, problems: list[Problem],
+    qs: QuestionSet, path: Path, manifest: dict[str, Any], frozen: Path,
+    case_lines: tuple[JsonLines, list[int]], problems: list[Problem],
 ) -> None:
     file = JsonLines.read(frozen)
-    # the frozen lines looked up among the case lines, not a set made of all of these
-    in_cases = set(file.lines).intersection(cases.lines)
+    cases, case_fingerprints = case_lines
+    # the frozen lines found among the case lines by fingerprint, then compared byte for byte
+    wanted = set(line_fingerprints(file.lines))
+    in_cases = {cases.lines[index] for index, mark in enumerate(case_fingerprints) if mark in wanted}
+    in_cases.intersection_update(file.lines)
     slices: Counter[str] = Counter()
     by_key: dict[tuple[str, int], bytes] | None = None
     for number, line in enumerate(file.lines, start=1):

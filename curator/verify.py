@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from curator import __version__, checkpoint
 from curator._process import paused_gc
-from curator.appendonly import JsonLines
+from curator.appendonly import JsonLines, fingerprints
 from curator.freezecheck import check_freezes
 from curator.githistory import check_appended, file_history
 from curator.judgments import JUDGMENTS
@@ -88,12 +88,12 @@ class SetScan:
         return self.files[CHANGELOG]
 
     def hashes(self, name: str) -> list[int]:
-        """The fingerprint of each line of a file (`checkpoint.fingerprints`; worked out once,
+        """The fingerprint of each line of a file (`appendonly.fingerprints`; worked out once,
         the checkpoint's where it has them)."""
         if name not in self._hashes:
             file = self.files[name]
             known = self.known.get(name, [])[: file.count]
-            self._hashes[name] = known + checkpoint.fingerprints(file.lines[len(known):])
+            self._hashes[name] = known + fingerprints(file.lines[len(known):])
         return self._hashes[name]
 
 
@@ -239,7 +239,8 @@ def verify(
     report.scan = SetScan(files, known, set(latest), revs, retired_ids)
     _check_appended(report, qs, record, intact)
     check_judgments(report.problems, qs.root)  # the second pass's judgments.jsonl (issue 24)
-    infos, notes = check_freezes(qs, cases, query_ids=report.scan.query_ids)
+    infos, notes = check_freezes(qs, cases, fingerprints=report.scan.hashes(CASES),
+                                 query_ids=report.scan.query_ids)
     for info in infos:
         report.problems.extend(info.problems)
     report.notes.extend(notes)
