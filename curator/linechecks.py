@@ -25,7 +25,7 @@ from curator.linefields import case_fields, change_fields
 from curator.models import validation_problems
 from curator.problems import Problem
 from curator.setchecks import Duplicate, check_candidate
-from curator.slicerules import slice_problems
+from curator.slicerules import rule_problems
 
 Key = tuple[str, int]  # (query_id, rev) of a line; None stands for an invalid line
 Labels = tuple[str, list[str]]  # a case line's status and relevant passage ids
@@ -119,11 +119,14 @@ def _explain_revs(
 def _facts(index: int, case: dict[str, Any]) -> Facts:
     """What the checks on latest revs need of a case line (its `case_fields`): its index,
     status, passage ids, (source kind, candidate id) and why it breaks its slice's rule."""
-    status, source = case["status"], case["source"]
+    status, source, relevant = case["status"], case["source"], case["relevant"]
     candidate = source.get("candidate_id")
     kind = (source["kind"], candidate) if candidate is not None else None
-    reasons = slice_problems(case) if status == "active" else []
-    return index, status, [rel["id"] for rel in case["relevant"]], kind, reasons
+    reasons = []
+    if status == "active":
+        primaries = sum(1 for rel in relevant if rel["role"] == "primary")
+        reasons = rule_problems(case["slice"], primaries, case["expect_empty"], case["require_all"], case.get("freshness"))
+    return index, status, [rel["id"] for rel in relevant], kind, reasons
 
 
 def latest_lines(cases: JsonLines) -> dict[str, int] | None:
