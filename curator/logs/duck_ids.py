@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from curator.logs.aggregate import IDS_CAP, USERS_CAP, Aggregate, add_ids
-from curator.logs.duck_sql import NAMED, USER_HASH, Reader, quote
+from curator.logs.duck_sql import LOOKUP_MEMORY_LIMIT, NAMED, USER_HASH, Reader, quote
 from curator.logs.duck_users import FULL, FilePass, Users, hash_bitmap, union
 from curator.logs.fields import Fields, id_list
 from curator.logs.jsonl import loads, loads_record
@@ -44,7 +44,7 @@ class IdsOf(FilePass):
             hits = {q: known_hits[q] for q in queries & known_hits.keys()}
             clicks = {q: known_clicks[q] for q in queries & known_clicks.keys()}
         else:
-            own = reader or Reader(lambda _fraction: None, temp=self.temp)
+            own = reader or Reader(lambda _fraction: None, self._memory_limit(), self.temp)
             try:
                 hits, clicks = self._counted(own, queries)
             finally:
@@ -65,7 +65,7 @@ class IdsOf(FilePass):
         size, bits = hash_bitmap(self._hashes(queries))
         users_size, users_bits = hash_bitmap(self._hashes(users_of))
         rows = self.sql.trusted_rows(self.source_sql, ids=True, users=True) if self.trusted else self.sql.rows(self.source_sql)
-        reader = Reader(lambda _fraction: None, temp=self.temp)
+        reader = Reader(lambda _fraction: None, self._memory_limit(), self.temp)
         try:
             count_ids(reader, f"({rows})", self.sql.fields, (hits, clicks), self.label,
                       picked=f"get_bit($1::BIT, (hash(q) % {size})::INTEGER) = 1", params=[bits, users_bits],
@@ -77,6 +77,10 @@ class IdsOf(FilePass):
                 del found[q]
         self.known = (set(queries), hits, clicks)
         return {q: mine for q, mine in users.items() if q in users_of}
+
+    def _memory_limit(self) -> str | None:
+        """LOOKUP_MEMORY_LIMIT where DuckDB may spill; without a folder, all the machine allows."""
+        return LOOKUP_MEMORY_LIMIT if self.temp is not None else None
 
     def _hashes(self, queries: set[str]) -> list[int]:
         """DuckDB's hashes of the JSON texts of those of `queries` this file has."""
