@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from curator.logs.aggregate import IDS_CAP, USERS_CAP, Aggregate, add_ids
-from curator.logs.duck_sql import NAMED, USER_HASH, Reader, quote
+from curator.logs.duck_sql import LOOKUP_MEMORY_LIMIT, NAMED, USER_HASH, Reader, quote
 from curator.logs.duck_users import FULL, FilePass, Users, hash_bitmap, union
 from curator.logs.fields import Fields, id_list
 from curator.logs.jsonl import loads, loads_record
@@ -44,7 +44,7 @@ class IdsOf(FilePass):
             hits = {q: known_hits[q] for q in queries & known_hits.keys()}
             clicks = {q: known_clicks[q] for q in queries & known_clicks.keys()}
         else:
-            own = reader or Reader(lambda _fraction: None, temp=self.temp)
+            own = reader or Reader(lambda _fraction: None, self._memory_limit(), self.temp)
             try:
                 hits, clicks = self._counted(own, queries)
             finally:
@@ -65,7 +65,7 @@ class IdsOf(FilePass):
         size, bits = hash_bitmap(self._hashes(queries))
         users_size, users_bits = hash_bitmap(self._hashes(users_of))
         rows = self.sql.trusted_rows(self.source_sql, ids=True, users=True) if self.trusted else self.sql.rows(self.source_sql)
-        reader = Reader(lambda _fraction: None, temp=self.temp)
+        reader = Reader(lambda _fraction: None, self._memory_limit(), self.temp)
         try:
             count_ids(reader, f"({rows})", self.sql.fields, (hits, clicks), self.label,
                       picked=f"get_bit($1::BIT, (hash(q) % {size})::INTEGER) = 1", params=[bits, users_bits],
@@ -77,6 +77,10 @@ class IdsOf(FilePass):
                 del found[q]
         self.known = (set(queries), hits, clicks)
         return {q: mine for q, mine in users.items() if q in users_of}
+
+    def _memory_limit(self) -> str | None:
+        """LOOKUP_MEMORY_LIMIT where DuckDB may spill; without a folder, all the machine allows."""
+        return LOOKUP_MEMORY_LIMIT if self.temp is not None else None
 
     def _hashes(self, queries: set[str]) -> list[int]:
         """DuckDB's hashes of the JSON texts of those of `queries` this file has."""
@@ -109,28 +113,37 @@ def count_ids(reader: Reader, rows: str, fields: Fields, targets: tuple[Ids, Ids
     lets through), counted by DuckDB into `targets` (hits, clicks); with `users` (which
     queries, where to), the distinct users of those queries too, in the same pass."""
     roles = [(k, role) for k, role in enumerate(("hits", "clicks")) if getattr(fields, role)]
+    # Lines of one query mostly carry the same lists (a search engine returns much the
+    # same ids for a query): they are grouped by (query, lists) first, so each distinct
+    # list is parsed and unnested once, weighted by its lines, not once per line. The
+    # lines not looked up fall into one group (all NULL), which gives no row. CASEs, not
+    # a WHERE: see UsersOf.
+    wanted_ids = f"ok AND inside AND coalesce({picked}, FALSE)"
+    wanted_users = f"ok AND inside AND coalesce({NAMED}, FALSE) AND coalesce({users[0]}, FALSE)" if users else "FALSE"
+    keys = [f"CASE WHEN ({wanted_ids}) OR ({wanted_users}) THEN q END AS q"]
+    keys += [f"CASE WHEN {wanted_ids} AND {role} IS NOT NULL AND {role} <> 'null' THEN {role} END AS {role}"
+             for _, role in roles]
+    if users is not None:  # a user's hash splits a query's lines only where its users are looked up
+        keys.append(f"CASE WHEN {wanted_users} THEN {USER_HASH} END AS hu")
+    grouped = f"(SELECT {', '.join(k.rsplit(' AS ', 1)[-1] for k in keys)}, sum(n)::BIGINT AS n FROM (SELECT {', '.join(keys)}, n FROM {rows}) GROUP BY ALL)"
     parts = []
     for k, role in roles:
         plain = f"regexp_full_match({role}, {_PLAIN_IDS})"
         parts.append(
-            f"CASE WHEN NOT (ok AND inside) OR {role} IS NULL OR {role} = 'null' OR NOT coalesce({picked}, FALSE) THEN NULL "
+            f"CASE WHEN {role} IS NULL THEN NULL "
             f"WHEN {plain} THEN {{'role': {k}, 'plain': true, 'ids': from_json({role}, '[\"VARCHAR\"]')}} "
             f"ELSE {{'role': {k}, 'plain': false, 'ids': [{role}]}} END"
         )
     if users is not None:  # a user as an "id" of role 2: its hash, as the users pass keeps it (duck_users.py)
-        parts.append(
-            f"CASE WHEN NOT (ok AND inside) OR NOT coalesce({NAMED}, FALSE) OR NOT coalesce({users[0]}, FALSE) "
-            f"THEN NULL ELSE {{'role': 2, 'plain': true, 'ids': [({USER_HASH})::VARCHAR]}} END"
-        )
+        parts.append("CASE WHEN hu IS NULL THEN NULL ELSE {'role': 2, 'plain': true, 'ids': [hu::VARCHAR]} END")
     # the most frequent IDS_CAP ids of a plain list; every distinct text of another
     # value; USERS_CAP users of a query (that many: FULL)
     cap = f"CASE WHEN role = 2 THEN {USERS_CAP} WHEN plain THEN {IDS_CAP} ELSE 2147483647 END"
-    # no WHERE: see UsersOf
     result = reader.query(
         f"""SELECT role, plain, q, list(id ORDER BY c DESC, id)[1:{cap}], list(c ORDER BY c DESC, id)[1:{cap}]
             FROM (SELECT e.role AS role, e.plain AS plain, q, id, sum(n)::BIGINT AS c FROM (
                     SELECT q, n, e, unnest(e.ids) AS id FROM (
-                      SELECT q, n, unnest([{', '.join(parts)}]) AS e FROM {rows}))
+                      SELECT q, n, unnest([{', '.join(parts)}]) AS e FROM {grouped}))
                   GROUP BY ALL)
             GROUP BY role, plain, q""",
         label, share, params=params,

@@ -26,6 +26,9 @@ from curator.logs.jsonl import MAX_DEPTH, NOT_JSON_WORDS
 from curator.logs.lines import Window
 
 USERS_MEMORY_LIMIT = "192MB"  # users of the queued queries only
+# the ids (and users) of the queued queries, with a folder to spill to: Python's own
+# tables of the chosen clusters come on top, and more memory buys this pass little speed
+LOOKUP_MEMORY_LIMIT = "192MB"
 _MB = 1 << 20
 FORMATS = ("jsonl", "ubi", "parquet")
 # A `\u` escape in a key: from the escape to the end of its string, then a colon. Looked

@@ -13,6 +13,7 @@ import pytest
 from curator.corpus import add_paths
 from curator.logs import duck_ids, import_logs
 from curator.logs.duck_users import hash_users
+from curator.logs.fields import Fields
 from curator.logs.reading import read_source
 from curator.logs.sources import Source
 from curator.workspace import Workspace
@@ -142,3 +143,22 @@ def test_the_users_and_ids_of_the_queued_queries_are_one_pass_over_the_file(tmp_
     assert clicks == {q: py.agg.clicks[q] for q in wanted if q in py.agg.clicks}
     duck.ids_of.look_up({"q3" if not odd else "pickup window"})  # not asked about before: a pass of its own
     assert len(passes) == 2
+
+
+def test_lines_with_the_same_lists_are_counted_by_their_lines_and_counts(tmp_path: Path) -> None:
+    """The look-up groups a query's lines by their lists before counting ids: each list
+    still counts once per line, times the line's count field, and lists of other kinds
+    (numbers, a comma-separated string, an escape) beside plain ones come out as the
+    python reader counts them."""
+    log = tmp_path / "counted.jsonl"
+    lists: list[object] = [["p1", "p2"], ["p1", "p2"], ["p2", "p3"], [7, "p1"], "p1,p4", ["p\\u0031"], None, []]
+    lines = [{"query": f"q{i % 4}", "n": 1 + i % 3, "hits": lists[i % len(lists)], "clicks": lists[(i * 3) % 5]}
+             for i in range(400)]
+    log.write_text("".join(json.dumps(x).replace("\\\\u", "\\u") + "\n" for x in lines))
+    py = read_source(Source("counted.jsonl", log), engine="python", fields=Fields(count="n"))
+    duck = read_source(Source("counted.jsonl", log), engine="duckdb", fields=Fields(count="n"), later=True)
+    assert duck.ids_of is not None and duck.ids_of.trusted
+    assert py.agg.hits["q0"]["p1"] > 100  # many lines, each counted with its count
+    assert duck.ids_of.look_up(None) == (py.agg.hits, py.agg.clicks)
+    hits, clicks = duck.ids_of.look_up({"q1", "q3"})
+    assert (hits, clicks) == ({q: py.agg.hits[q] for q in ("q1", "q3")}, {q: py.agg.clicks[q] for q in ("q1", "q3")})
