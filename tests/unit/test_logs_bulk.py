@@ -8,6 +8,8 @@ import re
 from collections import Counter
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from curator.logs import grouping
 from curator.logs.bulk import UPPER, Joined
@@ -148,3 +150,31 @@ def test_bulk_and_one_by_one_agree_for_one_offs_that_join_a_repeated_query() -> 
     assert [int(lead_bulk[i]) for i in joined_a_head] == [int(lead_exact[i]) for i in joined_a_head]
     assert (lead_bulk[: len(heads)] == lead_exact[: len(heads)]).all()
     assert all(identifier_signature(s) == () for s in surfaces)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.text(alphabet="ab c1é\n", max_size=8), max_size=12),
+       st.lists(st.text(alphabet="ab c1é\n", max_size=8), max_size=12))
+def test_blocks_looked_up_in_bulk_are_those_of_their_block_keys(leaders: list[str], queries: list[str]) -> None:
+    import numpy as np
+
+    from curator.logs.cluster import BlockIndex
+    from curator.logs.normalise import digit_signature
+
+    blocks: dict[str, tuple[list[str], list[int]]] = {}
+    for i, form in enumerate(leaders):
+        signature = digit_signature(form)
+        for mark, piece in (("^", form[:5]), ("$", form[-5:]), ("<", form[:5]), (">", form[-5:])):
+            blocks.setdefault(f"{signature}|{mark}{piece}", ([], []))[0].append(form)
+            blocks[f"{signature}|{mark}{piece}"][1].append(i)
+    index = BlockIndex(blocks)
+    forms = np.empty(len(queries), dtype=object)
+    forms[:] = queries
+    signatures = forms.copy()
+    signatures[:] = [digit_signature(q) for q in queries]
+    bare = np.array([not s for s in signatures], dtype=bool)
+    number = {block_key: n for n, block_key in enumerate(blocks)}
+    for marks in ("^$", "<>"):
+        heads, tails = index.numbers(marks, forms, bare, signatures)
+        assert heads.tolist() == [number.get(f"{s}|{marks[0]}{q[:5]}", -1) for q, s in zip(queries, signatures, strict=True)]
+        assert tails.tolist() == [number.get(f"{s}|{marks[1]}{q[-5:]}", -1) for q, s in zip(queries, signatures, strict=True)]
