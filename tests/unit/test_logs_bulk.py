@@ -178,3 +178,28 @@ def test_blocks_looked_up_in_bulk_are_those_of_their_block_keys(leaders: list[st
         heads, tails = index.numbers(marks, forms, bare, signatures)
         assert heads.tolist() == [number.get(f"{s}|{marks[0]}{q[:5]}", -1) for q, s in zip(queries, signatures, strict=True)]
         assert tails.tolist() == [number.get(f"{s}|{marks[1]}{q[-5:]}", -1) for q, s in zip(queries, signatures, strict=True)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="Aa b\t", max_size=4), max_size=12, unique=True),
+       st.lists(st.integers(1, 5), min_size=12, max_size=12))
+def test_grouping_by_norm_equals_a_dict_of_norms(raws: list[str], weights: list[int]) -> None:
+    # exact queries that differ only in case or spacing are one norm, whether they were
+    # changed (upper case, untidy) or one of them is its own norm already
+    from curator.logs.aggregate import Aggregate
+    from curator.logs.grouping import group
+
+    agg = Aggregate()
+    for raw, n in zip(raws, weights, strict=False):
+        agg.counts[raw] = n
+    filtered: dict[str, int] = {}
+    grouped = group(agg, Redactor(), filtered)
+    expected: dict[str, list[int]] = {}
+    for k, raw in enumerate(raws):
+        norm = " ".join(raw.split()).lower()
+        if norm:
+            expected.setdefault(norm, []).append(k)
+    assert grouped.norms == list(expected)
+    assert [grouped.forms(j) for j in range(len(grouped.norms))] == list(expected.values())
+    assert grouped.counts == [sum(weights[k] for k in ks) for ks in expected.values()]
+    assert filtered.get("empty query", 0) == sum(weights[k] for k, raw in enumerate(raws) if not raw.split())
