@@ -207,11 +207,10 @@ def _scores(rows: Any, keys: Any, plains: Any, signatures: list[str], index: Blo
     best = np.full(len(rows), -1.0)
     at = np.full(len(rows), -1, dtype=np.int64)
     row_signatures = _objects(signatures)[rows]
-    bare = np.fromiter(map(len, row_signatures), dtype=np.int64, count=len(rows)) == 0  # no digits
     passes = []
     for forms, marks in ((keys, "^$"), (plains, "<>")):
         mine = forms[rows]
-        heads, tails = index.numbers(marks, mine, bare, row_signatures)
+        heads, tails = index.numbers(marks, mine, row_signatures)
         passes += [(mine, heads), (mine, tails)]
     for mine, block_of in passes:
         inside = np.flatnonzero(block_of >= 0)
@@ -256,38 +255,43 @@ class BlockIndex:
         self.forms[:] = [form for forms, _leaders in led for form in forms]
         self.leaders = np.fromiter((i for _forms, leaders in led for i in leaders), dtype=np.int64,
                                    count=len(self.forms))
-        packed: dict[str, tuple[list[str], list[int]]] = {mark: ([], []) for mark in "^$<>"}
+        # the digit signatures numbered, and each block's piece packed beside its signature's number
+        self.signatures: dict[str, int] = {}
+        packed: dict[str, tuple[list[int], list[str], list[int]]] = {mark: ([], [], []) for mark in "^$<>"}
         for block_key, n in self.number.items():
-            if block_key[0] == "|" and block_key.isascii():  # no digit signature
-                pieces, numbers = packed[block_key[1]]
-                pieces.append(block_key[2:])
+            signature, _, rest = block_key.partition("|")
+            if rest.isascii():
+                ids, pieces, numbers = packed[rest[0]]
+                ids.append(self.signatures.setdefault(signature, len(self.signatures)))
+                pieces.append(rest[1:])
                 numbers.append(n)
         self.packed = {}
-        for mark, (pieces, numbers) in packed.items():
-            values = _packed(pieces, end=mark in "$>")
+        for mark, (ids, pieces, numbers) in packed.items():
+            values = (np.asarray(ids, dtype=np.int64) << 35) | _packed(pieces, end=mark in "$>")
             order = np.argsort(values, kind="stable")
             self.packed[mark] = (values[order], np.asarray(numbers, dtype=np.int64)[order])
 
-    def numbers(self, marks: str, forms: Any, bare: Any, signatures: Any) -> tuple[Any, Any]:
+    def numbers(self, marks: str, forms: Any, signatures: Any) -> tuple[Any, Any]:
         """The number of the blocks `marks` (a head's and a tail's) of each of `forms`
-        (`bare`: without a digit signature; else with `signatures`), -1 for none."""
+        (with their digit `signatures`), -1 for none."""
         import numpy as np
 
         from curator.logs.bulk import Joined
 
         joined = Joined(forms.tolist())
-        bare = bare & joined.plain
+        ids = np.fromiter(map(self.signatures.get, signatures, repeat(-1)), dtype=np.int64, count=len(signatures))
+        packed = joined.plain & (ids >= 0)  # found by their packed pieces (no block has the other signatures)
         out = []
         for mark, end in zip(marks, (False, True), strict=True):
             found = np.full(len(forms), -1, dtype=np.int64)
             table, numbers = self.packed[mark]
             if len(table) and len(forms):
-                values = _pieces(joined, end)
+                values = (ids << 35) | _pieces(joined, end)
                 where = np.minimum(np.searchsorted(table, values), len(table) - 1)
-                hit = bare & (table[where] == values)
+                hit = packed & (table[where] == values)
                 found[hit] = numbers[where[hit]]
             get = self.number.get
-            for k in np.flatnonzero(~bare).tolist():  # digits, or other than ASCII: by their block key
+            for k in np.flatnonzero(~joined.plain).tolist():  # other than ASCII: by their block key
                 form = forms[k]
                 found[k] = get(f"{signatures[k]}|{mark}{form[-5:] if end else form[:5]}", -1)
             out.append(found)
