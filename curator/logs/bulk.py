@@ -95,6 +95,19 @@ class Joined:
         hit[~hit] = table[c[self.starts[~hit]]]
         return hit
 
+    def opening(self, words: list[str]) -> Any:
+        """A boolean array: strings that are empty or start with one of `words` (ASCII,
+        lower case), in any case."""
+        c = self.codes
+        hit = self.lengths == 0
+        for word in words:
+            here = self.lengths >= len(word)
+            for i, ch in enumerate(word):
+                at = self.starts[here] + i
+                here[here] = (c[at] | np.uint8(32) if ch.isalpha() else c[at]) == ord(ch)
+            hit |= here
+        return hit
+
     def repeating(self) -> Any:
         """A boolean array: strings whose first two characters are alike."""
         c = self.codes

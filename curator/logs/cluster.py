@@ -21,6 +21,7 @@ name identifiers join only if their identifiers have the same parts
 
 from __future__ import annotations
 
+from itertools import repeat
 from typing import Any
 
 from rapidfuzz import fuzz, process
@@ -145,7 +146,7 @@ def _join_once(all_norms: list[str], all_surfaces: list[str] | None, once: Any, 
 
     joiners: list[int] = []
     joined: list[int] = []
-    number = {block_key: n for n, block_key in enumerate(blocks)}
+    index = BlockIndex(blocks)
     for start in range(0, len(once), ONCE_CHUNK):
         at = once[start : start + ONCE_CHUNK].tolist()
         chunk = [all_norms[i] for i in at]
@@ -167,18 +168,16 @@ def _join_once(all_norms: list[str], all_surfaces: list[str] | None, once: Any, 
                 mine[k] = identifier_signature(typed[k])
             del joined_typed
         keys = [plain if " " not in plain else " ".join(sorted(plain.split())) for plain in plains]
-        firsts = [first_with.get(key, -1) for key in keys]
-        fuzzy = [p for p, (first, key) in enumerate(zip(firsts, keys, strict=True)) if first < 0 and key]
-        for p, first in enumerate(firsts):
-            if first >= 0:
-                joiners.append(start + p)
-                joined.append(first)
-        if similarity >= 100 or not fuzzy:
+        # the exact look-ups, and the rows left to score, in arrays: a list per one-off costs more
+        firsts = np.fromiter(map(first_with.get, keys, repeat(-1)), dtype=np.int64, count=len(keys))
+        known = np.flatnonzero(firsts >= 0)
+        joiners += (known + start).tolist()
+        joined += firsts[known].tolist()
+        fuzzy = np.flatnonzero((firsts < 0) & (np.fromiter(map(len, keys), dtype=np.int64, count=len(keys)) > 0))
+        if similarity >= 100 or not len(fuzzy):
             continue
-        best, at = _scores(fuzzy, keys, plains, signatures, blocks, number, similarity)
-        for p, score, leader in zip(fuzzy, best.tolist(), at.tolist(), strict=True):
-            if score < 0:
-                continue
+        best, at = _scores(fuzzy, _objects(keys), _objects(plains), signatures, index, similarity)
+        for p, leader in zip(fuzzy[best >= 0].tolist(), at[best >= 0].tolist(), strict=True):
             if mine is not None and idents is not None and (mine[p] or idents[leader]) \
                     and not same_identifiers(mine[p], idents[leader]):
                 leader = _best_of_blocks(keys[p], plains[p], signatures[p], blocks, similarity, idents, mine[p])
@@ -189,42 +188,142 @@ def _join_once(all_norms: list[str], all_surfaces: list[str] | None, once: Any, 
     return joiners, joined
 
 
-def _scores(rows: list[int], keys: list[str], plains: list[str], signatures: list[str], blocks: dict[str, Block],
-            number: dict[str, int], similarity: float) -> tuple[Any, Any]:
-    """For each query of `rows`: its best score (-1: none reached `similarity`) and the
-    leader that gave it, over its four blocks in `_best`'s order (ties to the first).
-    `number`: each block's position in `blocks`."""
+def _objects(strings: list[str]) -> Any:
+    """`strings` as a numpy array of objects, to take many of them at C speed."""
+    import numpy as np
+
+    out = np.empty(len(strings), dtype=object)
+    out[:] = strings
+    return out
+
+
+def _scores(rows: Any, keys: Any, plains: Any, signatures: list[str], index: BlockIndex,
+            similarity: float) -> tuple[Any, Any]:
+    """For each query of `rows` (an array of positions in `keys`, `plains`, arrays of
+    objects, and `signatures`): its best score (-1: none reached `similarity`) and the
+    leader that gave it, over its four blocks in `_best`'s order (ties to the first)."""
     import numpy as np
 
     best = np.full(len(rows), -1.0)
     at = np.full(len(rows), -1, dtype=np.int64)
-    led = list(blocks.values())
-    of_rows = {}  # the rows' sorted and plain forms, to take a block's at C speed: built once each
-    for name, forms in (("keys", keys), ("plains", plains)):
-        of_rows[name] = np.empty(len(rows), dtype=object)
-        of_rows[name][:] = [forms[p] for p in rows]
-    for mark, forms, end in (("^", keys, 0), ("$", keys, 1), ("<", plains, 0), (">", plains, 1)):
-        mine = of_rows["keys" if forms is keys else "plains"]
-        if end:
-            ids = [number.get(f"{signatures[p]}|{mark}{forms[p][-5:]}", -1) for p in rows]
-        else:
-            ids = [number.get(f"{signatures[p]}|{mark}{forms[p][:5]}", -1) for p in rows]
-        block_of = np.asarray(ids, dtype=np.int64)
+    row_signatures = _objects(signatures)[rows]
+    passes = []
+    for forms, marks in ((keys, "^$"), (plains, "<>")):
+        mine = forms[rows]
+        heads, tails = index.numbers(marks, mine, row_signatures)
+        passes += [(mine, heads), (mine, tails)]
+    for mine, block_of in passes:
         inside = np.flatnonzero(block_of >= 0)
-        inside = inside[np.argsort(block_of[inside], kind="stable")]  # the rows of each block together
         if not len(inside):
             continue
-        bounds = np.flatnonzero(np.diff(block_of[inside])) + 1
-        for members in np.split(inside, bounds):
-            leader_forms, leaders = led[int(block_of[members[0]])]
-            scores = process.cdist(mine[members].tolist(), leader_forms, scorer=fuzz.ratio, score_cutoff=similarity,
-                                   dtype=np.float64)
-            top = scores.max(axis=1)
-            found = (top >= similarity) & (top > best[members])
-            if found.any():
-                best[members[found]] = top[found]
-                at[members[found]] = np.asarray(leaders)[scores[found].argmax(axis=1)]
+        inside = inside[np.argsort(block_of[inside], kind="stable")]  # the rows of each block together
+        blocks = block_of[inside]
+        bounds = np.flatnonzero(np.diff(blocks)) + 1
+        top = np.empty(len(inside))
+        arg = np.empty(len(inside), dtype=np.int64)
+        lows, highs = np.r_[0, bounds], np.r_[bounds, len(inside)]
+        firsts, lasts = index.offsets[blocks[lows]], index.offsets[blocks[lows] + 1]
+        for lo, hi, first, last in zip(lows.tolist(), highs.tolist(), firsts.tolist(), lasts.tolist(), strict=True):
+            scores = process.cdist(mine[inside[lo:hi]], index.forms[first:last], scorer=fuzz.ratio,
+                                   score_cutoff=similarity, dtype=np.float64)
+            if last - first == 1:  # one leader (most blocks)
+                top[lo:hi] = scores[:, 0]
+                arg[lo:hi] = first
+            else:
+                top[lo:hi] = scores.max(axis=1)
+                arg[lo:hi] = scores.argmax(axis=1) + first  # the first best
+        found = (top >= similarity) & (top > best[inside])
+        best[inside[found]] = top[found]
+        at[inside[found]] = index.leaders[arg[found]]
     return best, at
+
+
+class BlockIndex:
+    """The blocks of leaders (`_joins`), numbered and flat, to look up the blocks of many
+    queries at once: a block key `signature|mark piece` whose signature is empty (most
+    queries have no digits) and whose piece is ASCII is also found by its piece packed
+    into one integer (7 bits a character), by a binary search over the pieces of a mark."""
+
+    def __init__(self, blocks: dict[str, Block]) -> None:
+        import numpy as np
+
+        self.number = {block_key: n for n, block_key in enumerate(blocks)}
+        led = list(blocks.values())
+        sizes = np.fromiter((len(leaders) for _forms, leaders in led), dtype=np.int64, count=len(led))
+        self.offsets = np.r_[0, np.cumsum(sizes)]
+        self.forms = np.empty(int(self.offsets[-1]), dtype=object)
+        self.forms[:] = [form for forms, _leaders in led for form in forms]
+        self.leaders = np.fromiter((i for _forms, leaders in led for i in leaders), dtype=np.int64,
+                                   count=len(self.forms))
+        # the digit signatures numbered, and each block's piece packed beside its signature's number
+        self.signatures: dict[str, int] = {}
+        packed: dict[str, tuple[list[int], list[str], list[int]]] = {mark: ([], [], []) for mark in "^$<>"}
+        for block_key, n in self.number.items():
+            signature, _, rest = block_key.partition("|")
+            if rest.isascii():
+                ids, pieces, numbers = packed[rest[0]]
+                ids.append(self.signatures.setdefault(signature, len(self.signatures)))
+                pieces.append(rest[1:])
+                numbers.append(n)
+        self.packed = {}
+        for mark, (ids, pieces, numbers) in packed.items():
+            values = (np.asarray(ids, dtype=np.int64) << 35) | _packed(pieces, end=mark in "$>")
+            order = np.argsort(values, kind="stable")
+            self.packed[mark] = (values[order], np.asarray(numbers, dtype=np.int64)[order])
+
+    def numbers(self, marks: str, forms: Any, signatures: Any) -> tuple[Any, Any]:
+        """The number of the blocks `marks` (a head's and a tail's) of each of `forms`
+        (with their digit `signatures`), -1 for none."""
+        import numpy as np
+
+        from curator.logs.bulk import Joined
+
+        joined = Joined(forms.tolist())
+        ids = np.fromiter(map(self.signatures.get, signatures, repeat(-1)), dtype=np.int64, count=len(signatures))
+        packed = joined.plain & (ids >= 0)  # found by their packed pieces (no block has the other signatures)
+        out = []
+        for mark, end in zip(marks, (False, True), strict=True):
+            found = np.full(len(forms), -1, dtype=np.int64)
+            table, numbers = self.packed[mark]
+            if len(table) and len(forms):
+                values = (ids << 35) | _pieces(joined, end)
+                where = np.minimum(np.searchsorted(table, values), len(table) - 1)
+                hit = packed & (table[where] == values)
+                found[hit] = numbers[where[hit]]
+            get = self.number.get
+            for k in np.flatnonzero(~joined.plain).tolist():  # other than ASCII: by their block key
+                form = forms[k]
+                found[k] = get(f"{signatures[k]}|{mark}{form[-5:] if end else form[:5]}", -1)
+            out.append(found)
+        return out[0], out[1]
+
+
+def _packed(pieces: list[str], end: bool) -> Any:
+    """ASCII pieces of up to five characters, each as one integer (see `_pieces`)."""
+    from curator.logs.bulk import Joined
+
+    return _pieces(Joined(pieces), end)
+
+
+def _pieces(joined: Any, end: bool) -> Any:
+    """The first (or, `end`, the last) five characters of each string of `joined`, each
+    packed into one integer, 7 bits a character, zeros after a shorter string's: two
+    strings' pieces are equal exactly when their packed values are (ASCII without NUL,
+    as comparison forms are: `plain_key` drops every character but word ones)."""
+    import numpy as np
+
+    codes = joined.codes
+    lengths = np.minimum(joined.lengths, 5)
+    first = joined.starts + joined.lengths - lengths if end else joined.starts
+    values = np.zeros(len(joined), dtype=np.int64)
+    if not len(codes):
+        return values
+    last = len(codes) - 1
+    for i in range(5):
+        c = codes[np.minimum(first + i, last)].astype(np.int64)
+        c[lengths <= i] = 0
+        values = (values << 7) | c
+    return values
 
 
 def _best_of_blocks(key: str, plain: str, signature: str, blocks: dict[str, Block], similarity: float,

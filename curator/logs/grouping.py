@@ -47,9 +47,9 @@ _WORD_PREFIXES = [
 ]
 # _NAME_CUE needs an upper-case letter and one of its cue words (lower-cased: a superset)
 _NAME_PREFIXES = ["for", "from", "cust", "user", "clie"]
-# the built-in noise: a URL at the start (h, w), a repeated character (the first two
-# alike), a probe (`<script`, `union`, a quote)
-_URL_STARTS = "hHwW"
+# the built-in noise: a URL at the start (http, www. in any case), a repeated character
+# (the first two alike), a probe (`<script`, `union`, a quote)
+_URL_STARTS = ["http", "www."]
 _PROBE_PREFIXES = ["<scr", "unio", "'"]
 # each branch begins with a letter (no \b): a superset of the name rule's cue, searched fast
 _NAME_CUE = re.compile(r"(?:for|For|from|From|customer|Customer|user|User|client|Client)\s+[A-Z]")
@@ -168,14 +168,12 @@ def group(agg: Aggregate, redactor: Redactor, filtered: dict[str, int]) -> Group
 
     raws = list(agg.counts)
     weights = list(agg.counts.values())
-    texts, norms = cleaned(raws, weights, redactor)
+    texts, norms, changed = _cleaned(raws, weights, redactor)
     grouped = Grouped(agg, raws, texts, weights)
     empty = [k for k in np.flatnonzero(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) == 0).tolist()]
     if empty:
         bump(filtered, "empty query", sum(weights[k] for k in empty))
-    distinct = dict.fromkeys(norms)  # norms in first-seen order (C speed)
-    distinct.pop("", None)
-    if len(distinct) + len(empty) == len(norms):  # the usual case: every exact query is its own norm
+    if _own_norms(raws, texts, norms, changed, agg.counts):  # the usual case: every exact query is its own norm
         if not empty:
             grouped.norms, grouped.first, grouped.counts, grouped.surfaces = norms, range(len(norms)), weights, texts
             return grouped
@@ -185,6 +183,8 @@ def group(agg: Aggregate, redactor: Redactor, filtered: dict[str, int]) -> Group
         grouped.counts = [weights[k] for k in keep]
         grouped.surfaces = [texts[k] for k in keep]
         return grouped
+    distinct = dict.fromkeys(norms)  # norms in first-seen order (C speed)
+    distinct.pop("", None)
     at = {norm: j for j, norm in enumerate(distinct)}
     grouped.norms = list(distinct)
     grouped.first = [-1] * len(at)
@@ -216,6 +216,32 @@ def _prefixes(which: str) -> Any:
     return Prefixes({"words": _WORD_PREFIXES, "names": _NAME_PREFIXES, "probes": _PROBE_PREFIXES}[which])
 
 
+def _own_norms(raws: list[str], texts: list[str], norms: list[str], changed: list[int] | None,
+               known: dict[str, int]) -> bool:
+    """Is every non-empty norm its own, no other exact query's (and "" only where the
+    text is empty)? The `raws` (the keys of `known`) are distinct and each norm is its
+    raw but at `changed` (None: anywhere), so only those need looking at: one that
+    became another raw, or the norm of another changed one, is not its own (asked of a
+    few, not of every norm: a set of millions of them cost a second on a long tail)."""
+    if changed is None:
+        distinct = dict.fromkeys(norms)
+        distinct.pop("", None)
+        return len(distinct) + sum(1 for text in texts if not text) == len(norms)
+    seen: set[str] = set()
+    for k in changed:
+        norm = norms[k]
+        if norm == raws[k]:
+            continue
+        if not norm:
+            if texts[k]:
+                return False
+            continue
+        if norm in known or norm in seen:  # maybe another's: the slow way decides
+            return False
+        seen.add(norm)
+    return True
+
+
 def cleaned(raws: list[str], weights: list[int], redactor: Redactor,
             chunk: int = JOIN_CHUNK) -> tuple[list[str], list[str]]:
     """Each exact query whitespace-collapsed and redacted (an empty one stays empty), and
@@ -223,13 +249,20 @@ def cleaned(raws: list[str], weights: list[int], redactor: Redactor,
     by `weights` (log lines). The screen (`maybe_personal`) and the tidy and lower-case
     checks run over all queries at once (bulk.Joined); only the queries they mark, and
     those the join cannot hold as they are, are looked at one by one."""
+    texts, norms, _changed = _cleaned(raws, weights, redactor, chunk)
+    return texts, norms
+
+
+def _cleaned(raws: list[str], weights: list[int], redactor: Redactor,
+             chunk: int = JOIN_CHUNK) -> tuple[list[str], list[str], list[int] | None]:
+    """`cleaned`, and the queries whose text or norm may differ from the query (None: any)."""
     import numpy as np
 
     from curator.logs.bulk import UPPER, Joined
 
     if redactor.extra or redactor.names:  # user patterns: every query
         texts = [redactor.redact(" ".join(raw.split()), weight) for raw, weight in zip(raws, weights, strict=True)]
-        return texts, [_norm(text) for text in texts]
+        return texts, [_norm(text) for text in texts], None
     upper = np.zeros(len(raws), dtype=bool)
     one_by_one = np.zeros(len(raws), dtype=bool)
     for at in _chunks(len(raws), chunk):  # the join and its per-character arrays a chunk at a time
@@ -249,7 +282,7 @@ def cleaned(raws: list[str], weights: list[int], redactor: Redactor,
             text = redactor.redact(text, weights[k])
         texts[k] = text
         norms[k] = _norm(text)
-    return texts, norms
+    return texts, norms, np.flatnonzero(upper | one_by_one).tolist()
 
 
 def _chunks(n: int, chunk: int) -> list[slice]:
@@ -276,7 +309,7 @@ def kept(grouped: Grouped, min_length: int, max_length: int, noise: list[re.Patt
     screened over all norms at once; the norms a screen marks are judged one by one."""
     import numpy as np
 
-    from curator.logs.bulk import ALNUM, Joined, table
+    from curator.logs.bulk import ALNUM, Joined
 
     norms, surfaces = grouped.norms, grouped.surfaces
     lengths = np.fromiter(map(len, norms), dtype=np.int64, count=len(norms))
@@ -286,7 +319,7 @@ def kept(grouped: Grouped, min_length: int, max_length: int, noise: list[re.Patt
     else:
         for at in _chunks(len(norms), chunk):
             joined = Joined(surfaces[at])
-            doubtful[at] |= ~joined.plain | joined.starting(table(_URL_STARTS)) | joined.repeating()
+            doubtful[at] |= ~joined.plain | joined.opening(_URL_STARTS) | joined.repeating()
             doubtful[at] |= joined.with_prefixes(_prefixes("probes"), lowered=True)
             joined = Joined(norms[at])
             doubtful[at] |= ~joined.plain | joined.starting(~ALNUM)

@@ -8,6 +8,8 @@ import re
 from collections import Counter
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from curator.logs import grouping
 from curator.logs.bulk import UPPER, Joined
@@ -148,3 +150,55 @@ def test_bulk_and_one_by_one_agree_for_one_offs_that_join_a_repeated_query() -> 
     assert [int(lead_bulk[i]) for i in joined_a_head] == [int(lead_exact[i]) for i in joined_a_head]
     assert (lead_bulk[: len(heads)] == lead_exact[: len(heads)]).all()
     assert all(identifier_signature(s) == () for s in surfaces)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.text(alphabet="ab c12é\n", max_size=8), max_size=12),
+       st.lists(st.text(alphabet="ab c12é\n", max_size=8), max_size=12))
+def test_blocks_looked_up_in_bulk_are_those_of_their_block_keys(leaders: list[str], queries: list[str]) -> None:
+    import numpy as np
+
+    from curator.logs.cluster import BlockIndex
+    from curator.logs.normalise import digit_signature
+
+    blocks: dict[str, tuple[list[str], list[int]]] = {}
+    for i, form in enumerate(leaders):
+        signature = digit_signature(form)
+        for mark, piece in (("^", form[:5]), ("$", form[-5:]), ("<", form[:5]), (">", form[-5:])):
+            blocks.setdefault(f"{signature}|{mark}{piece}", ([], []))[0].append(form)
+            blocks[f"{signature}|{mark}{piece}"][1].append(i)
+    index = BlockIndex(blocks)
+    forms = np.empty(len(queries), dtype=object)
+    forms[:] = queries
+    signatures = forms.copy()
+    signatures[:] = [digit_signature(q) for q in queries]
+    number = {block_key: n for n, block_key in enumerate(blocks)}
+    for marks in ("^$", "<>"):
+        heads, tails = index.numbers(marks, forms, signatures)
+        assert heads.tolist() == [number.get(f"{s}|{marks[0]}{q[:5]}", -1) for q, s in zip(queries, signatures, strict=True)]
+        assert tails.tolist() == [number.get(f"{s}|{marks[1]}{q[-5:]}", -1) for q, s in zip(queries, signatures, strict=True)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="Aa b\t", max_size=4), max_size=12, unique=True),
+       st.lists(st.integers(1, 5), min_size=12, max_size=12))
+def test_grouping_by_norm_equals_a_dict_of_norms(raws: list[str], weights: list[int]) -> None:
+    # exact queries that differ only in case or spacing are one norm, whether they were
+    # changed (upper case, untidy) or one of them is its own norm already
+    from curator.logs.aggregate import Aggregate
+    from curator.logs.grouping import group
+
+    agg = Aggregate()
+    for raw, n in zip(raws, weights, strict=False):
+        agg.counts[raw] = n
+    filtered: dict[str, int] = {}
+    grouped = group(agg, Redactor(), filtered)
+    expected: dict[str, list[int]] = {}
+    for k, raw in enumerate(raws):
+        norm = " ".join(raw.split()).lower()
+        if norm:
+            expected.setdefault(norm, []).append(k)
+    assert grouped.norms == list(expected)
+    assert [grouped.forms(j) for j in range(len(grouped.norms))] == list(expected.values())
+    assert grouped.counts == [sum(weights[k] for k in ks) for ks in expected.values()]
+    assert filtered.get("empty query", 0) == sum(weights[k] for k, raw in enumerate(raws) if not raw.split())
