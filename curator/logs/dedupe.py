@@ -183,7 +183,7 @@ class KeyBlock:
         for start in range(0, len(keys) if lo < hi else 0, rows):
             scores = np.maximum(*(
                 process.cdist(queries[start : start + rows], forms[lo:hi], scorer=fuzz.ratio,
-                              score_cutoff=similarity, dtype=np.float64, workers=-1)
+                              score_cutoff=similarity, dtype=np.float64)
                 for queries, forms in ((keys, self.keys), (plains, self.plains))
             ))
             _drop_other_identifiers(scores, idents[start : start + rows] if idents else None, window_idents,
