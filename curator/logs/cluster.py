@@ -260,7 +260,7 @@ class BlockIndex:
         packed: dict[str, tuple[list[int], list[str], list[int]]] = {mark: ([], [], []) for mark in "^$<>"}
         for block_key, n in self.number.items():
             signature, _, rest = block_key.partition("|")
-            if rest.isascii():
+            if rest.isascii() and "\n" not in rest and "\x00" not in rest:  # else by its key only, as such queries are
                 ids, pieces, numbers = packed[rest[0]]
                 ids.append(self.signatures.setdefault(signature, len(self.signatures)))
                 pieces.append(rest[1:])
