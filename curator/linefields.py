@@ -109,12 +109,14 @@ def _fits_case(case: dict[str, Any], line: bytes) -> bool:
             if type(tag) is not str:
                 return False
         primary = False
+        ids: set[str] = set()  # a passage listed twice is no valid case
         for rel in relevant:
             if type(rel) is not dict:
                 return False
             passage_id, role = rel["id"], rel["role"]
-            if type(passage_id) is not str or passage_id == "":
+            if type(passage_id) is not str or passage_id == "" or passage_id in ids:
                 return False
+            ids.add(passage_id)
             if role == "primary":
                 primary = True
             elif role != "secondary":
@@ -128,10 +130,10 @@ def _fits_case(case: dict[str, Any], line: bytes) -> bool:
             grade = rel.get("grade")
             if grade is not None and (type(grade) is not int or not 0 <= grade <= 3):
                 return False
-        if len(relevant) > 1 and len({rel["id"] for rel in relevant}) != len(relevant):
-            return False  # a passage listed twice
         if status == "active" and (relevant != [] if expect_empty else not primary):
             return False  # the model's rule on labels
+        if len(source) == 1:  # {"kind": ...}, as most cases have it
+            return source.get("kind") in SOURCE_KINDS
         return _fits_source(source, line)
     except KeyError:
         return False
@@ -146,8 +148,6 @@ def _fits_rank_and_freshness(case: dict[str, Any]) -> bool:
 
 def _fits_source(source: dict[str, Any], line: bytes) -> bool:
     """Known keys typed, others kept as they are (any JSON the model's parser reads)."""
-    if len(source) == 1:
-        return source.get("kind") in SOURCE_KINDS
     count, candidate, first_seen, last_seen = (
         source.get("count"), source.get("candidate_id"), source.get("first_seen"), source.get("last_seen"))
     if not (
