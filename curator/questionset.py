@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from pydantic import ValidationError
 from curator._process import paused_gc
 from curator.appendonly import JsonLines, append_together, exclusive_lock, finish_interrupted
 from curator.errors import CuratorError
+from curator.linefields import case_fields
 from curator.models import Case, ChangeAction, ChangeEntry, utcnow, validation_problems
 from curator.problems import Problem
 from curator.text import query_slug
@@ -34,9 +36,17 @@ CHANGELOG = "changelog.jsonl"
 @dataclass
 class ReadResult:
     cases: dict[str, Case]  # latest rev of each query_id, in first-seen order
-    history: dict[str, list[Case]]  # every rev of each query_id, in file order
     lines: int
     problems: list[Problem] = field(default_factory=list)
+    revisions: dict[str, list[bytes]] = field(default_factory=dict, repr=False)  # each case's valid lines
+
+    @cached_property
+    def history(self) -> dict[str, list[Case]]:
+        """Every rev of each query_id, in file order: made from the lines when first asked
+        for (most readers want only the latest revs, and a model per line of a 200k-line
+        set is 2.4M objects for the collector to scan)."""
+        return {query_id: [Case.model_validate_json(line) for line in lines]
+                for query_id, lines in self.revisions.items()}
 
 
 class QuestionSet:
@@ -217,26 +227,28 @@ class QuestionSet:
 
 @paused_gc()
 def read_cases(where: str, lines: Iterable[str | bytes], *, until_time: str | None = None) -> ReadResult:
-    """Parse case lines (of a file named `where`): the latest rev of each case, every rev,
-    and a problem for each line that is no case. `until_time`: only cases written by then."""
-    cases: dict[str, Case] = {}
-    history: dict[str, list[Case]] = {}
+    """Parse case lines (of a file named `where`): the latest rev of each case, and a problem
+    for each line that is no case. `until_time`: only cases written by then. Each line is
+    checked as verify checks it (curator.linefields, no model object); a model is made for
+    each case's latest line, and for the older ones only when `history` is asked for."""
+    revisions: dict[str, list[bytes]] = {}
     problems: list[Problem] = []
     count = 0
     for count, raw in enumerate(lines, start=1):
         if not raw.strip():
             problems.append(Problem(where, count, "empty line"))
             continue
+        line = raw.encode("utf-8") if isinstance(raw, str) else raw
         try:
-            case = Case.model_validate_json(raw)
+            fields = case_fields(line)
         except ValidationError as exc:
             problems.append(Problem(where, count, f"not a valid case: {validation_problems(exc, 'record')}"))
             continue
-        if until_time is not None and case.at > until_time:
+        if until_time is not None and fields["at"] > until_time:
             continue
-        cases[case.query_id] = case
-        history.setdefault(case.query_id, []).append(case)
-    return ReadResult(cases=cases, history=history, lines=count, problems=problems)
+        revisions.setdefault(fields["query_id"], []).append(line)
+    cases = {query_id: Case.model_validate_json(revs[-1]) for query_id, revs in revisions.items()}
+    return ReadResult(cases=cases, lines=count, problems=problems, revisions=revisions)
 
 
 _QUERY_ID = re.compile(rb'^\{"query_id":"([a-z0-9][a-z0-9-]*)"')

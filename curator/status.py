@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from curator._process import paused_gc
 from curator.corpus.labels import stale_labels
 from curator.scoring.stats import min_detectable_difference
 
@@ -13,9 +14,11 @@ if TYPE_CHECKING:
     from curator.workspace import Workspace
 
 
+@paused_gc()
 def summary(ws: Workspace) -> dict[str, Any]:
     """Corpus size, candidates by state and source, and per set the active cases per
-    slice against the configured targets."""
+    slice against the configured targets. The collector is paused: a big set's latest revs
+    are many objects it would scan again and again, and none of them holds a cycle."""
     stats = ws.corpus_stats()
     sets: dict[str, dict[str, Any]] = {}
     for name in ws.set_names():

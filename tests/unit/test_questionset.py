@@ -130,6 +130,29 @@ def test_read_as_of_line_and_time(tmp_path: Path) -> None:
     assert qs.read(until_time="2000-01-01T00:00:00Z").cases == {}
 
 
+def test_read_gives_every_rev_in_history_and_each_bad_line_as_a_problem(tmp_path: Path) -> None:
+    qs = QuestionSet(tmp_path / "main")
+    first = qs.add(_case("dhl cutoff"))
+    other = qs.add(_case("ups cutoff", slice="exact_identifier"))
+    qs.revise(first.query_id, {"slice": "freshness"}, action="reslice", reason="r")
+    with open(qs.cases_path, "a", encoding="utf-8") as fh:  # hand-edited lines: one broken, one valid
+        fh.write('{"query_id": "dhl-cutoff", "rev": 3, "query": ""}\n')
+        fh.write(json.dumps({**_case("dhl cutoff", slice="multi_hop"), "query_id": "dhl-cutoff", "rev": 3,
+                             "at": "2099-01-01T00:00:00Z"}) + "\n")
+    result = qs.read()
+    assert list(result.cases) == ["dhl-cutoff", "ups-cutoff"]  # first-seen order
+    assert [(c.rev, c.slice) for c in result.history["dhl-cutoff"]] == [
+        (1, "paraphrase"), (2, "freshness"), (3, "multi_hop")]
+    assert result.cases["dhl-cutoff"] == result.history["dhl-cutoff"][-1]
+    assert [c.slice for c in result.history[other.query_id]] == ["exact_identifier"]
+    assert result.lines == 5
+    (problem,) = result.problems
+    assert problem.line == 4 and "not a valid case" in problem.message and "query" in problem.message
+    # a time before the hand-written rev 3: history and cases end at rev 2
+    before = qs.read(until_time="2098-12-31T00:00:00Z")
+    assert [c.rev for c in before.history["dhl-cutoff"]] == [1, 2] and before.cases["dhl-cutoff"].rev == 2
+
+
 # ---- verify ------------------------------------------------------------------------------
 
 
