@@ -18,14 +18,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
 from curator._process import paused_gc
-from curator.appendonly import JsonLines, line_hash, whole_lines, write_durably
+from curator.appendonly import line_hash, whole_lines, write_durably
 from curator.errors import EXIT_USAGE, CuratorError
 from curator.freeze import find_freeze, git
-from curator.models import Case, Passage, validation_problems
-from curator.questionset import QuestionSet, ReadResult, query_id_of, read_cases
+from curator.models import Case, Passage
+from curator.questionset import QuestionSet, ReadResult, read_cases
 
 if TYPE_CHECKING:
     from curator.workspace import Workspace
@@ -35,7 +33,6 @@ STATUSES = ("active", "retired", "all")
 NEGATIVES = "negatives.jsonl"
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_QUERY_ID = re.compile(rb'^\{"query_id":"([a-z0-9][a-z0-9-]*)"')  # as curator writes a case line
 _TSV_BREAK = re.compile(r'[\t\r\n]|^"')  # what breaks a row of BEIR's TSV (read with csv.reader)
 _DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2})?(\.\d+)?(Z|[+-]\d{2}:?\d{2})?$")
 
@@ -143,34 +140,10 @@ def cases_as_of(ws: Workspace, qs: QuestionSet, ref: str | None) -> tuple[list[C
 
 @paused_gc()
 def latest_cases(qs: QuestionSet) -> list[Case]:
-    """The latest rev of every case, in first-seen order, as `qs.read()` gives it but
-    validating only each case's last line (an export needs nothing older). A line that is
-    not a case is an error naming file and line; a torn last line is never data."""
-    last: dict[bytes, tuple[int, bytes]] = {}  # by query_id, as UTF-8 (the writer puts it first)
-    match = _QUERY_ID.match
-    for number, raw in enumerate(JsonLines.read(qs.cases_path).lines, start=1):
-        found = match(raw)
-        query_id = found.group(1) if found else _encoded(query_id_of(raw))
-        if query_id is None:
-            raise CuratorError(
-                f"{qs.cases_path}:{number}: not a valid case (expected a JSON object with a query_id)",
-                "Run `curator verify` and fix the file; exports never guess at a broken record.",
-            )
-        last[query_id] = (number, raw)
-    cases = []
-    for number, raw in last.values():
-        try:
-            cases.append(Case.model_validate_json(raw))
-        except ValidationError as exc:
-            raise CuratorError(
-                f"{qs.cases_path}:{number}: not a valid case: {validation_problems(exc, 'record')}",
-                "Run `curator verify` and fix the file; exports never guess at a broken record.",
-            ) from None
-    return cases
-
-
-def _encoded(query_id: str | None) -> bytes | None:
-    return None if query_id is None else query_id.encode()
+    """The latest rev of every case, in first-seen order, validating only each case's last
+    line (`QuestionSet.read_latest`: an export needs nothing older). A line that is not a
+    case is an error naming file and line; a torn last line is never data."""
+    return _latest(qs.read_latest())
 
 
 def _latest(result: ReadResult) -> list[Case]:

@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING, Any
 from curator._process import paused_gc
 from curator.corpus.labels import stale_labels
 from curator.scoring.stats import min_detectable_difference
+from curator.verify import read_checked
 
 if TYPE_CHECKING:
+    from curator.questionset import QuestionSet
     from curator.workspace import Workspace
 
 
@@ -22,7 +24,8 @@ def summary(ws: Workspace) -> dict[str, Any]:
     stats = ws.corpus_stats()
     sets: dict[str, dict[str, Any]] = {}
     for name in ws.set_names():
-        result = ws.question_set(name).read()
+        qs = ws.question_set(name)
+        result, sound = read_checked(ws, qs)
         active = [c for c in result.cases.values() if c.status == "active"]
         per_slice = Counter(c.slice for c in active)
         # labelled ids the current corpus lacks (corpus/labels.py); none to check without a corpus
@@ -42,7 +45,7 @@ def summary(ws: Workspace) -> dict[str, Any]:
             "slices": slices,
             "problems": [str(p) for p in result.problems] + [s.describe() for s in stale],
             "stale_labels": [s.to_dict() for s in stale],
-            "verify": _verify_state(ws, name),
+            "verify": _verify_state(qs, sound),
         }
     return {
         "workspace": str(ws.root),
@@ -53,14 +56,13 @@ def summary(ws: Workspace) -> dict[str, Any]:
     }
 
 
-def _verify_state(ws: Workspace, name: str) -> dict[str, Any]:
-    """Whether the set passes verify, and its first problem (file:line) if not: through
-    the gate's checkpoint when it proves the set sound (a 50k-case set in a fraction of a
-    second), else by the full verify."""
-    from curator.verify import sound_since_checkpoint, verify
+def _verify_state(qs: QuestionSet, sound: bool) -> dict[str, Any]:
+    """Whether the set passes verify, and its first problem (file:line) if not: `sound`
+    when the gate's checkpoint proves it (a 50k-case set in a fraction of a second), else
+    by the full verify."""
+    from curator.verify import verify
 
-    qs = ws.question_set(name)
-    if qs.exists() and sound_since_checkpoint(ws, qs):
+    if sound:
         return {"ok": True, "first_problem": None, "append_only": "checked since the last passing verify"}
     report = verify(qs)
     problem = report.first_problem

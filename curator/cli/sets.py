@@ -121,9 +121,11 @@ def sets_group(ctx: click.Context, as_json: bool) -> None:
 
 @pass_ws
 def list_sets(ws: Workspace, as_json: bool) -> None:
+    from curator.verify import read_checked
+
     rows = []
     for name in ws.set_names():
-        result = ws.question_set(name).read()
+        result, _sound = read_checked(ws, ws.question_set(name))
         active = sum(1 for c in result.cases.values() if c.status == "active")
         rows.append({"set": name, "active": active, "cases": len(result.cases), "lines": result.lines})
     if as_json:

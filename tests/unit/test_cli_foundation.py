@@ -79,6 +79,25 @@ def test_status_counts_cases_per_slice(run_cli, ws) -> None:
     assert "set main: 2 active" in text
 
 
+def test_status_reads_the_same_through_the_checkpoint_and_sees_a_bad_line_after_it(run_cli, ws) -> None:
+    qs = ws.question_set()
+    first = qs.add({"query": "q one", "slice": "paraphrase", "relevant": [{"id": "a#b"}]})
+    qs.add({"query": "q two", "slice": "negative", "expect_empty": True})
+    qs.revise(first.query_id, {"slice": "exact_identifier"}, action="reslice", reason="an id")
+    before = json.loads(run_cli(["status", "--json"], cwd=ws.root).stdout)["sets"]["main"]
+    assert run_cli(["verify"], cwd=ws.root).exit_code == 0  # records the checkpoint
+    after = json.loads(run_cli(["status", "--json"], cwd=ws.root).stdout)["sets"]["main"]
+    assert after["verify"]["append_only"] == "checked since the last passing verify"
+    assert {**after, "verify": None} == {**before, "verify": None}
+    assert after["slices"]["exact_identifier"]["cases"] == 1 and after["slices"]["paraphrase"]["cases"] == 0
+    assert (after["active"], after["lines"], after["problems"]) == (2, 3, [])
+    with open(qs.cases_path, "a", encoding="utf-8") as fh:  # a broken line after the checkpoint
+        fh.write('{"query_id": "q-one", "rev": 2}\n')
+    broken = json.loads(run_cli(["status", "--json"], cwd=ws.root).stdout)["sets"]["main"]
+    assert broken["verify"]["ok"] is False and broken["lines"] == 4
+    assert any(":4: not a valid case" in problem for problem in broken["problems"])
+
+
 def test_verify_exit_codes(run_cli, ws) -> None:
     qs = ws.question_set()
     qs.add({"query": "q one", "slice": "paraphrase", "relevant": [{"id": "missing.md#x"}]})
