@@ -1,4 +1,5 @@
-"""Export (every format) and verify of a 50,000-case set with 200,000 change-log lines.
+"""Export (every format), status, sets and verify of a 50,000-case set with 200,000
+change-log lines.
 
 Anchors, measured in the same run on the same files:
 - `orjson qrels`: a bare script that reads cases.jsonl with orjson, keeps the latest rev of
@@ -285,6 +286,9 @@ def main() -> int:
         curator("export beir", "export", "-f", "beir", "-o", str(OUT / "beir")),
         curator("export trec", "export", "-f", "trec", "-o", str(OUT / "trec")),
         curator("export ranx", "export", "-f", "ranx", "-o", str(OUT / "qrels.json")),
+        # after a passing verify (the rounds alternate), as a user runs them day to day
+        curator("status", "status", "--json"),
+        curator("sets", "sets", "--json"),
         *verify_runs,
     ])
     times = alternate(runs, repeat=5, warmup=1)
