@@ -100,7 +100,7 @@ def side_fields(session: ReviewSession, d: Disagreement, side: Side) -> dict[str
     second."""
     if side == "first":
         assert d.query_id is not None
-        history = session.qs.read().history.get(d.query_id, [])
+        history = session.qs.revisions(d.query_id)
         judged = next((c for c in history if c.rev == d.rev), history[-1] if history else None)
         if judged is None:
             raise CuratorError(f"{d.query_id} is not in the set")

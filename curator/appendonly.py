@@ -257,6 +257,25 @@ def _checked(number: int, line: bytes, found: list[tuple[int, str]]) -> bytes:
     return line
 
 
+def lines_holding(path: Path, needle: bytes) -> list[bytes]:
+    """The whole lines of a file (without their newlines) that hold `needle`, in order: one
+    search through the file's bytes, so one case's lines come out of a 200k-line set in
+    milliseconds. A torn last line is no line; a missing file has none."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    found = []
+    at = data.find(needle)
+    while at != -1:
+        start, end = data.rfind(b"\n", 0, at) + 1, data.find(b"\n", at)
+        if end == -1:
+            break
+        found.append(data[start:end])
+        at = data.find(needle, end + 1)
+    return found
+
+
 def whole_lines(path: Path) -> Iterator[str]:
     """The whole lines of a file as text, without their newlines (a torn last line is none)."""
     with open(path, "rb") as fh:

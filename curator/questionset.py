@@ -22,7 +22,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from curator._process import paused_gc
-from curator.appendonly import JsonLines, append_together, exclusive_lock, finish_interrupted
+from curator.appendonly import (
+    JsonLines,
+    append_together,
+    exclusive_lock,
+    finish_interrupted,
+    lines_holding,
+)
 from curator.errors import CuratorError
 from curator.linefields import case_fields
 from curator.models import Case, ChangeAction, ChangeEntry, utcnow, validation_problems
@@ -233,23 +239,36 @@ class QuestionSet:
         return JsonLines.read(self.cases_path).digest(lines)
 
     def latest_rev(self, query_id: str) -> Case | None:
-        """`read().cases.get(query_id)`, parsing only the lines that mention the id: a set of
-        many thousand cases answers in a few milliseconds instead of a full read."""
-        needle = json.dumps(query_id).encode()
-        latest = None
-        if not self.cases_path.exists():
-            return None
-        with open(self.cases_path, "rb") as fh:
-            for raw in fh:
-                if needle not in raw or not raw.endswith(b"\n"):  # a torn last line is no data
-                    continue
-                try:
-                    case = Case.model_validate_json(raw)
-                except ValidationError:
-                    continue
-                if case.query_id == query_id:
-                    latest = case
-        return latest
+        """`read().cases.get(query_id)`, parsing only the lines that name the id."""
+        revisions = self.revisions(query_id)
+        return revisions[-1] if revisions else None
+
+    def revisions(self, query_id: str) -> list[Case]:
+        """`read().history.get(query_id, [])`: every valid rev of one case in file order,
+        parsing only the lines that name the id (a set of many thousand cases answers in a
+        few milliseconds instead of a full read)."""
+        revisions = []
+        for line in lines_holding(self.cases_path, json.dumps(query_id).encode()):
+            try:
+                case = Case.model_validate_json(line)
+            except ValidationError:
+                continue
+            if case.query_id == query_id:
+                revisions.append(case)
+        return revisions
+
+    def changes(self, query_id: str) -> list[ChangeEntry]:
+        """The change-log entries of one case in file order (`changelog()`'s), parsing only
+        the lines that name the id."""
+        entries = []
+        for line in lines_holding(self.changelog_path, json.dumps(query_id).encode()):
+            try:
+                entry = ChangeEntry.model_validate_json(line)
+            except ValidationError:
+                continue
+            if entry.query_id == query_id:
+                entries.append(entry)
+        return entries
 
 
 @paused_gc()

@@ -427,12 +427,8 @@ class ReviewSession:
 
     def history(self, query_id: str) -> list[tuple[Case, str, str]]:
         """Every rev of a case with its change-log action and reason, oldest first."""
-        result = self.qs.read()
-        reasons = {(e.query_id, e.rev): (e.action, e.reason) for e in self.qs.changelog()}
-        return [
-            (case, *reasons.get((case.query_id, case.rev), ("?", "")))
-            for case in result.history.get(query_id, [])
-        ]
+        reasons = {entry.rev: (entry.action, entry.reason) for entry in self.qs.changes(query_id)}
+        return [(case, *reasons.get(case.rev, ("?", ""))) for case in self.qs.revisions(query_id)]
 
     def card_for_case(self, case: Case) -> Card:
         """A card to relabel an existing case: its labelled passages, then search results."""

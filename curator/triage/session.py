@@ -136,10 +136,9 @@ class TriageSession:
             decision, item = self.undo_stack.pop()
             rev = None
             if decision.rev is not None:
-                result = self.qs.read()
-                history = result.history.get(decision.query_id, [])
+                history = self.qs.revisions(decision.query_id)
                 before = next((c for c in history if c.rev == decision.rev - 1), None)
-                latest = result.cases.get(decision.query_id)
+                latest = history[-1] if history else None
                 if before is None or latest is None:
                     raise CuratorError(f"{decision.query_id}: cannot find rev {decision.rev - 1} to restore")
                 revised = self.qs.revise(

@@ -148,6 +148,11 @@ def test_read_gives_every_rev_in_history_and_each_bad_line_as_a_problem(tmp_path
     assert result.lines == 5
     (problem,) = result.problems
     assert problem.line == 4 and "not a valid case" in problem.message and "query" in problem.message
+    # one case's revs and change-log entries, read from the lines that name it
+    assert qs.revisions("dhl-cutoff") == result.history["dhl-cutoff"]
+    assert qs.latest_rev("dhl-cutoff") == result.cases["dhl-cutoff"]
+    assert [(e.rev, e.action) for e in qs.changes("dhl-cutoff")] == [(1, "add"), (2, "reslice")]
+    assert qs.revisions("nope") == [] and qs.changes("nope") == []
     # a time before the hand-written rev 3: history and cases end at rev 2
     before = qs.read(until_time="2098-12-31T00:00:00Z")
     assert [c.rev for c in before.history["dhl-cutoff"]] == [1, 2] and before.cases["dhl-cutoff"].rev == 2
@@ -400,3 +405,16 @@ def test_the_checks_on_latest_revs_read_a_hand_written_latest_line(tmp_path: Pat
     report = verify(qs)
     warned = [p for p in report.problems if "multi_hop" in p.message]
     assert report.ok and warned and {p.line for p in warned} == {3}, report.problems
+
+
+def test_one_cases_revisions_skip_other_cases_that_name_it_and_a_torn_tail(tmp_path: Path) -> None:
+    qs = QuestionSet(tmp_path / "main")
+    target = qs.add(_case("dhl cutoff"))
+    qs.add(_case("ups cutoff", explanation="not the same as dhl-cutoff", tags=["dhl-cutoff"]))
+    qs.revise(target.query_id, {"slice": "freshness"}, action="reslice", reason="about dhl-cutoff")
+    with open(qs.cases_path, "a", encoding="utf-8") as fh:  # torn: an interrupted write of rev 3
+        fh.write('{"query_id":"dhl-cutoff","rev":3,')
+    assert [c.rev for c in qs.revisions("dhl-cutoff")] == [1, 2]
+    assert qs.latest_rev("dhl-cutoff").slice == "freshness"
+    assert [e.rev for e in qs.changes("dhl-cutoff")] == [1, 2]
+    assert [c.query_id for c in qs.revisions("ups-cutoff")] == ["ups-cutoff"]
