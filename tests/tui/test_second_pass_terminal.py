@@ -14,6 +14,7 @@ import pexpect
 import pytest
 
 from curator.review import ReviewSession
+from tests.terminal import spawn
 from tests.tui.conftest import build_workspace, lines
 
 CURATOR = str(Path(sys.executable).parent / "curator")
@@ -44,7 +45,7 @@ def test_second_pass_in_a_real_terminal(tmp_path):
     root = tmp_path / "ws"
     first_review(root)
     cases = (root / "datasets/main/cases.jsonl").read_bytes()
-    child = pexpect.spawn(CURATOR, ["review", "--second-pass", "--sample", "2", "--seed", "3"], cwd=str(root),
+    child = spawn(CURATOR, ["review", "--second-pass", "--sample", "2", "--seed", "3"], cwd=str(root),
                           env=env("bo"), dimensions=(40, 120), encoding="utf-8", codec_errors="replace",
                           timeout=20)
     try:
@@ -73,7 +74,7 @@ def test_second_pass_in_a_real_terminal(tmp_path):
 def test_second_pass_of_ones_own_decisions_is_refused(tmp_path):
     root = tmp_path / "ws"
     first_review(root)
-    child = pexpect.spawn(CURATOR, ["review", "--second-pass"], cwd=str(root), env=env("ana"),
+    child = spawn(CURATOR, ["review", "--second-pass"], cwd=str(root), env=env("ana"),
                           dimensions=(24, 80), encoding="utf-8", codec_errors="replace", timeout=20)
     child.expect(pexpect.EOF)
     child.close()

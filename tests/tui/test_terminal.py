@@ -16,22 +16,23 @@ import pytest
 from curator.review import ReviewSession
 from curator.verify import verify
 from curator.workspace import Workspace
+from tests.terminal import Terminal, spawn
 from tests.tui.conftest import build_workspace, set_files
 
 CURATOR = str(Path(sys.executable).parent / "curator")
 pytestmark = pytest.mark.slow
 
 
-def spawn(root: Path, size: tuple[int, int] = (24, 80)) -> pexpect.spawn:
+def review_in_pty(root: Path, size: tuple[int, int] = (24, 80)) -> Terminal:
     env = {**os.environ, "TERM": "xterm-256color", "CURATOR_REVIEWER": "pty-user", "COLUMNS": "", "LINES": ""}
     env = {k: v for k, v in env.items() if v}
-    return pexpect.spawn(CURATOR, ["review"], cwd=str(root), env=env, dimensions=size,
+    return spawn(CURATOR, ["review"], cwd=str(root), env=env, dimensions=size,
                          encoding="utf-8", codec_errors="replace", timeout=20)
 
 
 def test_review_in_a_real_terminal(tmp_path):
     build_workspace(tmp_path / "ws").close()
-    child = spawn(tmp_path / "ws")
+    child = review_in_pty(tmp_path / "ws")
     try:
         child.expect("CARRIER-E1042 mean")
         child.send("p")
@@ -61,7 +62,7 @@ def test_sigkill_right_after_keep_loses_nothing(tmp_path):
     root = tmp_path / "ws"
     build_workspace(root).close()
     cases_path = root / "datasets" / "main" / "cases.jsonl"
-    child = spawn(root)
+    child = review_in_pty(root)
     try:
         child.expect("CARRIER-E1042 mean")
         child.send("p")
@@ -102,7 +103,7 @@ def test_a_crash_exits_non_zero(tmp_path):
     env = {**os.environ, "TERM": "xterm-256color", "CURATOR_REVIEWER": "pty-user",
            "CURATOR_REVIEW_TRACE": str(tmp_path / "trace")}
     env = {k: v for k, v in env.items() if k not in ("COLUMNS", "LINES")}
-    child = pexpect.spawn(CURATOR, ["review"], cwd=str(root), env=env, dimensions=(24, 80),
+    child = spawn(CURATOR, ["review"], cwd=str(root), env=env, dimensions=(24, 80),
                           encoding="utf-8", codec_errors="replace", timeout=20)
     child.expect("CARRIER-E1042")
     child.send("q")
@@ -115,6 +116,7 @@ CRASHING = """
 import sys
 from curator.cli import main
 from curator.tui.widgets.passages import PassageList
+from tests.terminal import Terminal, spawn
 
 def broken(self, card):  # a bug in the app: an unhandled exception while a card is drawn
     raise RuntimeError("a bug in the passage list")
@@ -133,7 +135,7 @@ def test_a_crash_inside_the_running_app_exits_non_zero(tmp_path):
     build_workspace(root).close()
     env = {**os.environ, "TERM": "xterm-256color", "CURATOR_REVIEWER": "pty-user"}
     env = {k: v for k, v in env.items() if k not in ("COLUMNS", "LINES")}
-    child = pexpect.spawn(sys.executable, ["-c", CRASHING], cwd=str(root), env=env, dimensions=(24, 80),
+    child = spawn(sys.executable, ["-c", CRASHING], cwd=str(root), env=env, dimensions=(24, 80),
                           encoding="utf-8", codec_errors="replace", timeout=20)
     try:
         child.expect("a bug in the passage list")  # Textual prints the error as it ends

@@ -19,6 +19,7 @@ from curator.triage import decisions, load_artefact, rescore
 from curator.tui.screens.triage import TriageApp
 from curator.verify import verify
 from curator.workspace import Workspace
+from tests.terminal import spawn
 from tests.tui.conftest import build_workspace, set_files, settle, type_text
 
 SIZE = (120, 40)
@@ -249,7 +250,7 @@ def test_triage_in_a_real_terminal(demo_ws):
     root = demo_ws.root
     env = {**os.environ, "TERM": "xterm-256color", "CURATOR_REVIEWER": "pty-user", "COLUMNS": "", "LINES": ""}
     env = {k: v for k, v in env.items() if v}
-    child = pexpect.spawn(CURATOR, ["triage", "dense-v2"], cwd=str(root), env=env, dimensions=(30, 120),
+    child = spawn(CURATOR, ["triage", "dense-v2"], cwd=str(root), env=env, dimensions=(30, 120),
                           encoding="utf-8", codec_errors="replace", timeout=20)
     try:
         child.expect("parser.max_retries after release")

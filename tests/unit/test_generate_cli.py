@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.terminal import spawn
 from tests.unit import generate_corpus
 
 pytest_plugins = ["tests.fake_openai"]  # the `fake_openai` fixture
@@ -99,7 +100,7 @@ def test_console_script_in_a_pty(gws, fake_openai):
     script = Path(sys.executable).parent / "curator"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CURATOR_", "OPENAI_"))}
     env.update(OPENAI_API_KEY=KEY, TERM="xterm-256color", COLUMNS="120")
-    child = pexpect.spawn(
+    child = spawn(
         str(script), ["-w", str(gws.root), "generate", "-n", "4", "--base-url", fake_openai.url],
         env=env, encoding="utf-8", timeout=60, dimensions=(40, 120),
     )

@@ -9,10 +9,10 @@ import re
 import sys
 from pathlib import Path
 
-import pexpect
 import pytest
 
 from curator.scoring.artefact import list_artefacts, read_artefact
+from tests.terminal import spawn
 
 CURATOR = str(Path(sys.executable).parent / "curator")
 BM25 = "retriever-runs/bm25.jsonl"
@@ -30,7 +30,7 @@ def demo_ws(demo_ws):
 def run_in_pty(root: Path, *args: str) -> tuple[int, str]:
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "", "LINES": ""}
     env = {k: v for k, v in env.items() if v}
-    child = pexpect.spawn(CURATOR, ["score", *args], cwd=str(root), env=env, dimensions=(40, 160),
+    child = spawn(CURATOR, ["score", *args], cwd=str(root), env=env, dimensions=(40, 160),
                           encoding="utf-8", codec_errors="replace", timeout=60)
     try:
         output = child.read()

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.terminal import spawn
+
 CURATOR = str(Path(sys.executable).parent / "curator")
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e"}
 
@@ -576,7 +578,7 @@ def test_review_refuses_to_write_to_a_set_that_fails_verify(clone: Path) -> None
     _edit(clone, "cases.jsonl", edit_question)
     env = {k: v for k, v in {**os.environ, "TERM": "xterm-256color", "CURATOR_REVIEWER": "pty"}.items()
            if k not in ("COLUMNS", "LINES")}
-    child = pexpect.spawn(CURATOR, ["review"], cwd=str(clone), env=env, dimensions=(24, 100), encoding="utf-8",
+    child = spawn(CURATOR, ["review"], cwd=str(clone), env=env, dimensions=(24, 100), encoding="utf-8",
                           timeout=30)
     child.expect(pexpect.EOF)
     child.close()
