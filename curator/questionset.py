@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -247,28 +247,29 @@ class QuestionSet:
         """`read().history.get(query_id, [])`: every valid rev of one case in file order,
         parsing only the lines that name the id (a set of many thousand cases answers in a
         few milliseconds instead of a full read)."""
-        revisions = []
-        for line in lines_holding(self.cases_path, json.dumps(query_id).encode()):
-            try:
-                case = Case.model_validate_json(line)
-            except ValidationError:
-                continue
-            if case.query_id == query_id:
-                revisions.append(case)
-        return revisions
+        return _records_of(self.cases_path, query_id, Case)
 
     def changes(self, query_id: str) -> list[ChangeEntry]:
         """The change-log entries of one case in file order (`changelog()`'s), parsing only
         the lines that name the id."""
-        entries = []
-        for line in lines_holding(self.changelog_path, json.dumps(query_id).encode()):
-            try:
-                entry = ChangeEntry.model_validate_json(line)
-            except ValidationError:
-                continue
-            if entry.query_id == query_id:
-                entries.append(entry)
-        return entries
+        return _records_of(self.changelog_path, query_id, ChangeEntry)
+
+
+_Record = TypeVar("_Record", Case, ChangeEntry)
+
+
+def _records_of(path: Path, query_id: str, model: type[_Record]) -> list[_Record]:
+    """The valid `model` records of a line file whose query_id is `query_id`, in file order,
+    from the lines that hold it as a JSON string."""
+    records = []
+    for line in lines_holding(path, json.dumps(query_id).encode()):
+        try:
+            record = model.model_validate_json(line)
+        except ValidationError:
+            continue
+        if record.query_id == query_id:
+            records.append(record)
+    return records
 
 
 @paused_gc()
