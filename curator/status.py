@@ -9,10 +9,9 @@ from typing import TYPE_CHECKING, Any
 from curator._process import paused_gc
 from curator.corpus.labels import stale_labels
 from curator.scoring.stats import min_detectable_difference
-from curator.verify import save_checkpoint, sound_since_checkpoint, verify
+from curator.verify import VerifyReport, read_checked
 
 if TYPE_CHECKING:
-    from curator.questionset import QuestionSet, ReadResult
     from curator.workspace import Workspace
 
 
@@ -25,7 +24,7 @@ def summary(ws: Workspace) -> dict[str, Any]:
     sets: dict[str, dict[str, Any]] = {}
     for name in ws.set_names():
         qs = ws.question_set(name)
-        result, state = _read(ws, qs)
+        result, report = read_checked(ws, qs)
         active = [c for c in result.cases.values() if c.status == "active"]
         per_slice = Counter(c.slice for c in active)
         # labelled ids the current corpus lacks (corpus/labels.py); none to check without a corpus
@@ -45,7 +44,7 @@ def summary(ws: Workspace) -> dict[str, Any]:
             "slices": slices,
             "problems": [str(p) for p in result.problems] + [s.describe() for s in stale],
             "stale_labels": [s.to_dict() for s in stale],
-            "verify": state,
+            "verify": _verify_state(report),
         }
     return {
         "workspace": str(ws.root),
@@ -56,19 +55,10 @@ def summary(ws: Workspace) -> dict[str, Any]:
     }
 
 
-def _read(ws: Workspace, qs: QuestionSet) -> tuple[ReadResult, dict[str, Any]]:
-    """The set's cases and whether it passes verify (and its first problem, file:line, if
-    not). The gate's checkpoint proves most sets sound in a fraction of a second; else the
-    full verify runs, and a set that passes gets its checkpoint recorded, as the gate does.
-    A set proven sound has no bad line, so only each case's latest line is parsed."""
-    if qs.exists() and sound_since_checkpoint(ws, qs):
-        state = {"ok": True, "first_problem": None, "append_only": "checked since the last passing verify"}
-        return qs.read_latest(), state
-    report = verify(qs)
+def _verify_state(report: VerifyReport | None) -> dict[str, Any]:
+    """Whether the set passes verify, and its first problem (file:line) if not; no report:
+    the checkpoint proved it sound."""
+    if report is None:
+        return {"ok": True, "first_problem": None, "append_only": "checked since the last passing verify"}
     problem = report.first_problem
-    state = {"ok": problem is None, "first_problem": str(problem) if problem else None,
-             "append_only": report.history}
-    if problem is None and report.scan is not None:
-        save_checkpoint(qs, report.scan)
-        return qs.read_latest(), state
-    return qs.read(), state
+    return {"ok": problem is None, "first_problem": str(problem) if problem else None, "append_only": report.history}

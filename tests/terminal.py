@@ -68,5 +68,4 @@ class Terminal(fdspawn):
         self.exitstatus, self.signalstatus = (None, -code) if code < 0 else (code, None)
 
 
-def spawn(command: str, args: Sequence[str] = (), **options: Any) -> Terminal:
-    return Terminal(command, args, **options)
+spawn = Terminal  # as `pexpect.spawn(command, args, ...)` is called

@@ -125,7 +125,7 @@ def list_sets(ws: Workspace, as_json: bool) -> None:
 
     rows = []
     for name in ws.set_names():
-        result, _sound = read_checked(ws, ws.question_set(name))
+        result, _report = read_checked(ws, ws.question_set(name))
         active = sum(1 for c in result.cases.values() if c.status == "active")
         rows.append({"set": name, "active": active, "cases": len(result.cases), "lines": result.lines})
     if as_json:
