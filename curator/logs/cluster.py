@@ -83,9 +83,12 @@ def cluster(norms: list[str], counts: list[int], similarity: float, surfaces: li
         joined += their
         visit = np.concatenate([visit, once])
     del blocks, first_with, idents, once  # before Clusters builds its arrays
-    joins = np.full(len(norms), -1, dtype=np.int64)  # query -> the query whose cluster it joins; -1: it leads one
+    # positions as 32-bit integers where they fit: the arrays are a long tail's biggest at the end
+    position = np.int32 if len(norms) < 1 << 31 else np.int64
+    joins = np.full(len(norms), -1, dtype=position)  # query -> the query whose cluster it joins; -1: it leads one
     joins[visit[np.asarray(joiners, dtype=np.int64)]] = visit[np.asarray(joined, dtype=np.int64)]
     del joiners, joined
+    visit = visit.astype(position)
     return Clusters(visit, joins)
 
 
@@ -376,17 +379,25 @@ class Clusters:
     def __init__(self, order: Any, joins: Any) -> None:
         import numpy as np
 
-        order_a = np.asarray(order, dtype=np.int64)
-        joins_a = np.asarray(joins, dtype=np.int64)
+        joins_a = np.asarray(joins)
+        position = joins_a.dtype if joins_a.dtype in (np.int32, np.int64) else np.int64  # int32 where they fit
+        joins_a = joins_a.astype(position, copy=False)
+        order_a = np.asarray(order).astype(position, copy=False)
         # a query joins a leader, or the first query with its comparison form, which
         # leads or joins a leader itself: two steps reach every leader
-        # (temporaries deleted as soon as they are used: each is 8 bytes per query)
-        root = np.where(joins_a < 0, np.arange(len(joins_a)), joins_a)
-        root = np.where(joins_a[root] < 0, root, joins_a[root])
+        # (in place, temporaries deleted as soon as they are used: a long tail's peak is here)
+        root = joins_a.copy()
+        leads = root < 0
+        root[leads] = np.flatnonzero(leads)
+        del leads
+        step = joins_a[root]
+        further = step >= 0
+        root[further] = step[further]
+        del step, further
         self.leaders = order_a[joins_a[order_a] < 0]
         del joins_a
-        number = np.empty(len(root), dtype=np.int64)  # leader -> its cluster
-        number[self.leaders] = np.arange(len(self.leaders))
+        number = np.empty(len(root), dtype=position)  # leader -> its cluster
+        number[self.leaders] = np.arange(len(self.leaders), dtype=position)
         self.of = number[root]  # query -> its cluster
         del number, root
         # members of each cluster in visiting order (leader first): a stable sort by cluster
@@ -400,10 +411,11 @@ class Clusters:
     def members(self, c: int) -> list[int]:
         return self.members_in[self.starts[c] : self.starts[c + 1]].tolist()
 
-    def totals(self, counts: list[int]) -> list[int]:
-        """The sum of `counts` (one per query) over each cluster."""
+    def totals(self, counts: list[int]) -> Any:
+        """The sum of `counts` (one per query) over each cluster: a numpy array (a list
+        where pre-aggregated counts pass what int64 holds)."""
         import numpy as np
 
-        if not len(self) or sum(counts) >= 1 << 63:  # pre-aggregated counts past what int64 holds
+        if not len(self) or sum(counts) >= 1 << 63:
             return [sum(map(counts.__getitem__, self.members(c))) for c in range(len(self))]
-        return np.add.reduceat(np.asarray(counts, dtype=np.int64)[self.members_in], self.starts[:-1]).tolist()
+        return np.add.reduceat(np.asarray(counts, dtype=np.int64)[self.members_in], self.starts[:-1])

@@ -48,7 +48,7 @@ class Existing:
             surface.setdefault(norm, query)
         for name in ws.set_names():
             try:
-                cases = list(ws.question_set(name).read().cases.values())
+                cases = list(ws.question_set(name).read_latest().cases.values())
             except Exception:  # a damaged set is verify's business, not the importer's
                 continue
             for case in cases:
@@ -87,16 +87,21 @@ class Existing:
         (those the sampler did not reach) that hold a queued candidate's exact text
         (`cluster_of[i]`: the cluster of `norms[i]`), in the order of `left`. An exact look-up per
         norm: checking every cluster fuzzily would cost what a `--limit 0` import does."""
+        import numpy as np
+
         if not (self.queued and len(left)):
             return []
-        wanted = set(left)
+        # each cluster's place in `left` (-1: not left) in an array, not a set or a list:
+        # a long tail leaves millions of clusters
+        place = np.full(int(np.max(cluster_of)) + 1, -1, dtype=np.int64)
+        place[np.asarray(left, dtype=np.int64)] = np.arange(len(left))
+        queued = {norm for norm, why in self.exact.items() if why == QUEUED}
         found: dict[int, str] = {}
-        for i, norm in enumerate(norms):
-            if self.exact.get(norm) == QUEUED:
-                c = int(cluster_of[i])
-                if c in wanted and c not in found:
-                    found[c] = norm
-        return [(c, found[c]) for c in left if c in found]
+        for i in [i for i, norm in enumerate(norms) if norm in queued]:  # few: the loop over all is C-fast
+            c = int(cluster_of[i])
+            if place[c] >= 0 and c not in found:
+                found[c] = norms[i]
+        return [(c, found[c]) for c in sorted(found, key=place.__getitem__)]
 
     def duplicates_of(self, clusters: list[list[str]], surfaces: list[list[str]] | None = None) -> list[str | None]:
         """Why each cluster (its norms, leader first) is already known, or None (see `known_of`)."""

@@ -230,7 +230,8 @@ def _counts(reader: Reader, fields: Fields, details: Path | None = None) -> tupl
         rows = write_details(reader, details, [c for c in wanted if c != "row"])
         reader.con.execute("DROP TABLE counted")
         reader.release()
-        columns = read_details(reader, details, [c.rsplit(" AS ", 1)[-1] for c in wanted], rows)
+        # the hashes and user aggregates stay in the file, read for the queries asked about (`Counted.at`)
+        columns = read_details(reader, details, ["q", "lines", "n", "row"], rows)
     else:
         columns = reader.con.execute(f"SELECT {', '.join(wanted)} FROM counted WHERE ok AND inside").fetchnumpy()
         reader.con.execute("DROP TABLE counted")
@@ -241,16 +242,22 @@ def _counts(reader: Reader, fields: Fields, details: Path | None = None) -> tupl
     ns = columns["n"].tolist()
     agg.parsed = int(columns["lines"].sum())
     agg.lines += agg.parsed
-    counted = Counted(queries, columns["hq"], columns.get("row"),
-                      *(columns[name] for name in ("named", "least", "greatest", "buckets") if users))
+    if details:
+        counted = Counted(queries, rows=columns["row"], path=details, with_users=users)
+    else:
+        counted = Counted(queries, columns["hq"], None,
+                          *(columns[name] for name in ("named", "least", "greatest", "buckets") if users),
+                          with_users=users)
     values = {name: columns[name].tolist() for name in ("first", "last", "zero", "lat_sum", "lat_n")
               if name in columns}
-    if len(set(queries)) == len(queries):  # the usual case: no query has two JSON spellings
-        dict.update(agg.counts, zip(queries, ns, strict=True))  # empty so far: no dict of them in between
+    del columns
+    dict.update(agg.counts, zip(queries, ns, strict=True))  # empty so far: no dict of them in between
+    if len(agg.counts) == len(queries):  # the usual case: no query has two JSON spellings
         if "first" in values:
             agg.first = {q: t for q, t in zip(queries, values["first"], strict=True) if t}
             agg.last = {q: t for q, t in zip(queries, values["last"], strict=True) if t}
     else:  # two JSON texts of one query ("\u00e9" and "é"): one Aggregate row each, merged
+        agg.counts.clear()
         for k, q in enumerate(queries):
             one = Aggregate(counts=Counter({q: ns[k]}))
             if "first" in values and values["first"][k]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
+from itertools import compress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -210,13 +211,18 @@ def _choose(ws: Workspace, grouped: Grouped, settings: Settings,
     if len(kept_rows) == len(grouped.norms):  # nothing filtered: the lists as they are
         rows: Any = range(len(grouped.norms))
         norms, counts, surfaces = grouped.norms, grouped.counts, grouped.surfaces
-    else:  # the rows stay an array: a list of millions of ints costs 36 bytes each
+    else:  # the rows stay an array, and the lists are cut by a mask: a list of millions of ints costs 40 bytes each
+        import numpy as np
+
         rows = kept_rows
-        picked = kept_rows.tolist()
-        norms = [grouped.norms[j] for j in picked]
-        counts = [grouped.counts[j] for j in picked]
-        surfaces = [grouped.surfaces[j] for j in picked]
-        del picked
+        mask = np.zeros(len(grouped.norms), dtype=bool)
+        mask[kept_rows] = True
+        flags = mask.tolist()  # True and False are shared: 8 bytes a norm
+        del mask
+        norms = list(compress(grouped.norms, flags))
+        counts = list(compress(grouped.counts, flags))
+        surfaces = list(compress(grouped.surfaces, flags))
+        del flags
     del kept_rows
     clusters = cluster(norms, counts, opts.similarity, surfaces)
     summary.clusters = len(clusters)

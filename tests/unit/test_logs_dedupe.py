@@ -119,6 +119,20 @@ def test_ties_go_to_the_existing_query_met_first_whatever_its_length(ws) -> None
         None, "already a case in main"]
 
 
+def test_clusters_past_the_budget_that_hold_a_queued_text_come_back_in_walk_order(ws) -> None:
+    import numpy as np
+
+    ws.add_candidates([CandidateIn(query=q, source_kind="generated") for q in ("beta", "delta", "zeta")])
+    ws.question_set("main").add(_case("gamma"), reviewer="t")  # a case, not a queued candidate
+    norms = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "beta two"]
+    cluster_of = np.array([0, 1, 2, 3, 3, 4, 1])
+    existing = Existing(ws, 100)
+    # clusters 4, 1, 3 in walk order; 0 and 2 hold no queued text; each cluster's first queued norm
+    assert existing.queued_in(np.array([4, 2, 1, 3, 0]), cluster_of, norms) == [(4, "zeta"), (1, "beta"), (3, "delta")]
+    assert existing.queued_in(np.array([3, 0]), cluster_of, norms) == [(3, "delta")]  # 1 and 4 were reached
+    assert existing.queued_in(np.array([], dtype=np.int64), cluster_of, norms) == []
+
+
 def test_an_import_without_budget_queues_each_query_once(ws, tmp_path: Path) -> None:
     places = ["berlin", "hamburg", "munich", "cologne", "leipzig"]
     queries = [f"parcel {i} stuck in {places[i % 5]}" for i in range(CHUNK + 500)]
