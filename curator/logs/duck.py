@@ -245,9 +245,8 @@ def _counts(reader: Reader, fields: Fields, details: Path | None = None) -> tupl
     if details:
         counted = Counted(queries, rows=columns["row"], path=details, with_users=users)
     else:
-        counted = Counted(queries, columns["hq"], None,
-                          *(columns[name] for name in ("named", "least", "greatest", "buckets") if users),
-                          with_users=users)
+        settled = {name: columns[name] for name in ("named", "least", "greatest", "buckets") if users}
+        counted = Counted(queries, columns["hq"], None, **settled, with_users=users)
     values = {name: columns[name].tolist() for name in ("first", "last", "zero", "lat_sum", "lat_n")
               if name in columns}
     del columns

@@ -66,11 +66,11 @@ class Counted:
         position_of = {int(self.rows[at]): at for at in positions}
         if not position_of:
             return {}
-        columns = "hq, named, least, greatest, buckets" if self.with_users else "hq, 0, 0, 0, 0"
+        wanted = "hq, named, least, greatest, buckets" if self.with_users else "hq, 0, 0, 0, 0"
         reader = Reader(lambda _fraction: None)
         try:
             found = reader.con.execute(
-                f"SELECT row, {columns} FROM read_parquet({quote(str(self.path))}) "
+                f"SELECT row, {wanted} FROM read_parquet({quote(str(self.path))}) "
                 "WHERE row IN (SELECT unnest($1::BIGINT[]))", [list(position_of)]).fetchall()
         finally:
             reader.close()
