@@ -47,7 +47,7 @@ _NONE: Block = ([], [])  # a block nobody has led yet (never added to)
 
 
 def cluster(norms: list[str], counts: list[int], similarity: float, surfaces: list[str] | None = None,
-            bulk_after: int = BULK_ONE_OFFS) -> Clusters:
+            bulk_after: int = BULK_ONE_OFFS, kept: Any = None) -> Clusters:
     """Clusters of `norms` (normalised, distinct); each member index appears once.
     `similarity` is a rapidfuzz ratio (0-100) over the comparison forms; 100 joins
     only word-order and punctuation variants. `surfaces` (each norm as typed, for the
@@ -56,17 +56,27 @@ def cluster(norms: list[str], counts: list[int], similarity: float, surfaces: li
     With more than `bulk_after` queries asked once, those are compared in bulk with
     the leaders of the queries asked more often (`_join_once`) and lead no cluster
     others join: a one-off joins the cluster of a repeated query it is a near-duplicate
-    of, never another one-off."""
+    of, never another one-off.
+
+    `kept`: a mask of the queries to cluster (None: all); the others are in no cluster
+    (`Clusters.of` is -1 for them), so the filtered need no copy of the lists."""
     import numpy as np
 
+    # positions as 32-bit integers where they fit: the arrays are a long tail's biggest at the end
+    position = np.int32 if len(norms) < 1 << 31 else np.int64
     once = None
-    if len(counts) > bulk_after:
+    if (len(counts) if kept is None else int(np.count_nonzero(kept))) > bulk_after:
         asked_once = np.fromiter((n == 1 for n in counts), dtype=bool, count=len(counts))
+        if kept is not None:
+            asked_once &= kept
         if int(asked_once.sum()) > bulk_after:
-            once = np.flatnonzero(asked_once)
-            heads: list[int] | range = np.flatnonzero(~asked_once).tolist()
+            once = np.flatnonzero(asked_once).astype(position)
+            repeated = ~asked_once if kept is None else ~asked_once & kept
+            del asked_once
+            heads: list[int] | range = np.flatnonzero(repeated).tolist()
+            del repeated
     if once is None:
-        heads = range(len(norms))
+        heads = range(len(norms)) if kept is None else np.flatnonzero(kept).tolist()
     # most frequent first, ties by text: two sorts (the second is stable)
     order = sorted(heads, key=norms.__getitem__)
     order.sort(key=counts.__getitem__, reverse=True)
@@ -75,7 +85,7 @@ def cluster(norms: list[str], counts: list[int], similarity: float, surfaces: li
     idents = [identifier_signature(surfaces[i]) for i in order] if surfaces is not None else None
     joiners, joined, blocks, first_with = _joins(head_norms, digit_signatures(head_norms), similarity, idents)
     del head_norms
-    visit = np.asarray(order, dtype=np.int64)
+    visit = np.asarray(order, dtype=position)
     del order
     if once is not None:  # visited after every repeated query, in the order the log first met them
         more, their = _join_once(norms, surfaces, once, blocks, first_with, idents, similarity)
@@ -83,12 +93,9 @@ def cluster(norms: list[str], counts: list[int], similarity: float, surfaces: li
         joined += their
         visit = np.concatenate([visit, once])
     del blocks, first_with, idents, once  # before Clusters builds its arrays
-    # positions as 32-bit integers where they fit: the arrays are a long tail's biggest at the end
-    position = np.int32 if len(norms) < 1 << 31 else np.int64
     joins = np.full(len(norms), -1, dtype=position)  # query -> the query whose cluster it joins; -1: it leads one
     joins[visit[np.asarray(joiners, dtype=np.int64)]] = visit[np.asarray(joined, dtype=np.int64)]
     del joiners, joined
-    visit = visit.astype(position)
     return Clusters(visit, joins)
 
 
@@ -396,7 +403,7 @@ class Clusters:
         del step, further
         self.leaders = order_a[joins_a[order_a] < 0]
         del joins_a
-        number = np.empty(len(root), dtype=position)  # leader -> its cluster
+        number = np.full(len(root), -1, dtype=position)  # leader -> its cluster (-1: a query not clustered)
         number[self.leaders] = np.arange(len(self.leaders), dtype=position)
         self.of = number[root]  # query -> its cluster
         del number, root

@@ -99,7 +99,7 @@ class Existing:
         found: dict[int, str] = {}
         for i in [i for i, norm in enumerate(norms) if norm in queued]:  # few: the loop over all is C-fast
             c = int(cluster_of[i])
-            if place[c] >= 0 and c not in found:
+            if c >= 0 and place[c] >= 0 and c not in found:  # -1: a filtered query, in no cluster
                 found[c] = norms[i]
         return [(c, found[c]) for c in sorted(found, key=place.__getitem__)]
 

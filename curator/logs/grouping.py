@@ -304,7 +304,7 @@ def _norm(text: str) -> str:
 
 def kept(grouped: Grouped, min_length: int, max_length: int, noise: list[re.Pattern[str]],
          filtered: dict[str, int], chunk: int = JOIN_CHUNK) -> Any:
-    """Indices of the norms (a numpy array) that pass the length and noise filters; the others are
+    """A mask of the norms (a numpy array) that pass the length and noise filters; the others are
     counted in `filtered` by reason (the last rule a norm breaks). The rules are
     screened over all norms at once; the norms a screen marks are judged one by one."""
     import numpy as np
@@ -324,17 +324,15 @@ def kept(grouped: Grouped, min_length: int, max_length: int, noise: list[re.Patt
             joined = Joined(norms[at])
             doubtful[at] |= ~joined.plain | joined.starting(~ALNUM)
             del joined
-    rows = np.flatnonzero(~doubtful)
-    passed = []
-    for j in np.flatnonzero(doubtful).tolist():
-        reason = _reason(norms[j], surfaces[j], min_length, max_length, noise)
-        if reason is None:
-            passed.append(j)
-        else:
-            bump(filtered, reason)
-    if passed:
-        rows = np.sort(np.concatenate([rows, np.asarray(passed, dtype=rows.dtype)]))
-    return rows
+    keep = ~doubtful
+    for at in _chunks(len(norms), chunk):  # a chunk at a time: with noise patterns every norm is doubtful
+        for j in (np.flatnonzero(doubtful[at]) + at.start).tolist():
+            reason = _reason(norms[j], surfaces[j], min_length, max_length, noise)
+            if reason is None:
+                keep[j] = True
+            else:
+                bump(filtered, reason)
+    return keep
 
 
 def _reason(norm: str, surface: str, min_length: int, max_length: int, noise: list[re.Pattern[str]]) -> str | None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
-from itertools import compress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -207,24 +206,11 @@ def _choose(ws: Workspace, grouped: Grouped, settings: Settings,
     opts = settings.opts
     assert opts.similarity is not None and opts.min_count is not None
     assert opts.min_length is not None and opts.max_length is not None
-    kept_rows = kept(grouped, opts.min_length, opts.max_length, settings.noise, summary.filtered)
-    if len(kept_rows) == len(grouped.norms):  # nothing filtered: the lists as they are
-        rows: Any = range(len(grouped.norms))
-        norms, counts, surfaces = grouped.norms, grouped.counts, grouped.surfaces
-    else:  # the rows stay an array, and the lists are cut by a mask: a list of millions of ints costs 40 bytes each
-        import numpy as np
-
-        rows = kept_rows
-        mask = np.zeros(len(grouped.norms), dtype=bool)
-        mask[kept_rows] = True
-        flags = mask.tolist()  # True and False are shared: 8 bytes a norm
-        del mask
-        norms = list(compress(grouped.norms, flags))
-        counts = list(compress(grouped.counts, flags))
-        surfaces = list(compress(grouped.surfaces, flags))
-        del flags
-    del kept_rows
-    clusters = cluster(norms, counts, opts.similarity, surfaces)
+    mask = kept(grouped, opts.min_length, opts.max_length, settings.noise, summary.filtered)
+    norms, counts, surfaces = grouped.norms, grouped.counts, grouped.surfaces
+    # the filtered are left out by the mask, not by copies of the lists
+    clusters = cluster(norms, counts, opts.similarity, surfaces, kept=None if mask.all() else mask)
+    del mask
     summary.clusters = len(clusters)
     totals = clusters.totals(counts)
     eligible = at_least(totals, opts.min_count) if opts.min_count > 1 else None
@@ -243,13 +229,13 @@ def _choose(ws: Workspace, grouped: Grouped, settings: Settings,
             break
         walked += 1
         if known:  # a candidate queued before: it gains this import's counts
-            updates.append(ClusterItem([grouped.group(int(rows[i])) for i in members], known))
+            updates.append(ClusterItem([grouped.group(i) for i in members], known))
         if why:
             bump(summary.duplicates, why)
             continue
-        chosen.append(ClusterItem([grouped.group(int(rows[i])) for i in members]))
+        chosen.append(ClusterItem([grouped.group(i) for i in members]))
     for c, known in dedupe.queued_in(walk[walked:], clusters.of, norms):  # past the budget: exact texts
-        updates.append(ClusterItem([grouped.group(int(rows[i])) for i in clusters.members(c)], known))
+        updates.append(ClusterItem([grouped.group(i) for i in clusters.members(c)], known))
     summary.sampled = len(chosen)
     return chosen, updates
 

@@ -7,13 +7,14 @@ import random
 import re
 from collections import Counter
 
+import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from curator.logs import grouping
 from curator.logs.bulk import UPPER, Joined
-from curator.logs.cluster import cluster
+from curator.logs.cluster import Clusters, cluster
 from curator.logs.grouping import Grouped, cleaned, kept, maybe_personal
 from curator.logs.normalise import compare_key, identifier_signature, normalize_query
 from curator.logs.redact import Redactor
@@ -93,7 +94,7 @@ def test_kept_equals_the_one_norm_rule(chunk: int) -> None:
     grouped.norms = [n for n, _t in pairs]
     grouped.surfaces = [t for _n, t in pairs]
     filtered: dict[str, int] = {}
-    rows = kept(grouped, 3, 40, [], filtered, chunk=chunk).tolist()
+    rows = np.flatnonzero(kept(grouped, 3, 40, [], filtered, chunk=chunk)).tolist()
     expected_filtered: dict[str, int] = {}
     expected = []
     for j, (norm, surface) in enumerate(pairs):
@@ -150,6 +151,28 @@ def test_bulk_and_one_by_one_agree_for_one_offs_that_join_a_repeated_query() -> 
     assert [int(lead_bulk[i]) for i in joined_a_head] == [int(lead_exact[i]) for i in joined_a_head]
     assert (lead_bulk[: len(heads)] == lead_exact[: len(heads)]).all()
     assert all(identifier_signature(s) == () for s in surfaces)
+
+
+def _pairs(clusters: Clusters) -> list[tuple[int, list[int]]]:
+    return [(int(clusters.leaders[c]), clusters.members(c)) for c in range(len(clusters))]
+
+
+@pytest.mark.parametrize("bulk_after", [0, 10**9])
+def test_queries_left_out_by_a_mask_cluster_as_if_the_lists_were_cut(bulk_after: int) -> None:
+    rng = random.Random(11)
+    words = ["dhl", "ups", "label", "queue", "stuck", "cutoff", "refund", "order", "login", "reset"]
+    norms = list(dict.fromkeys(" ".join(rng.sample(words, rng.randint(1, 4))) + rng.choice(["", "s", " 7"])
+                               for _ in range(3000)))
+    counts = [rng.choice([1, 1, 1, 2, 9]) for _ in norms]
+    keep = np.array([rng.random() < 0.7 for _ in norms])
+    masked = cluster(norms, counts, 85, norms, bulk_after=bulk_after, kept=keep)
+    at = np.flatnonzero(keep).tolist()
+    cut = cluster([norms[j] for j in at], [counts[j] for j in at], 85, [norms[j] for j in at], bulk_after=bulk_after)
+    # the same clusters (members in the same order, as indices of the whole lists), and none for the left out
+    assert [(at[leader], [at[m] for m in members]) for leader, members in _pairs(cut)] == _pairs(masked)
+    assert (masked.of[~keep] == -1).all() and (masked.of[keep] >= 0).all()
+    assert len(masked) < keep.sum() and len(masked) > 100  # some joined, not all
+    assert masked.totals(counts).sum() == sum(counts[j] for j in at)
 
 
 @settings(max_examples=150, deadline=None)
