@@ -236,17 +236,19 @@ def _counts(reader: Reader, fields: Fields, details: Path | None = None) -> tupl
         columns = reader.con.execute(f"SELECT {', '.join(wanted)} FROM counted WHERE ok AND inside").fetchnumpy()
         reader.con.execute("DROP TABLE counted")
     queries = columns["q"].tolist()
-    for k, text in enumerate(queries):
-        if "\\" in text:  # the JSON text: decoded by the python reader's own `loads`
-            queries[k] = loads(text)
+    escaped = [k for k, text in enumerate(queries) if "\\" in text]
+    for k in escaped:  # the JSON text: decoded by the python reader's own `loads`
+        queries[k] = loads(queries[k])
     ns = columns["n"].tolist()
     agg.parsed = int(columns["lines"].sum())
     agg.lines += agg.parsed
-    if details:
-        counted = Counted(queries, rows=columns["row"], path=details, with_users=users)
+    if details:  # the file keeps the queries by row (see Counted)
+        counted = Counted(path=details, with_users=users)
+        for k in escaped:
+            counted.escaped.setdefault(queries[k], []).append(int(columns["row"][k]))
     else:
         settled = {name: columns[name] for name in ("named", "least", "greatest", "buckets") if users}
-        counted = Counted(queries, columns["hq"], None, **settled, with_users=users)
+        counted = Counted(queries, columns["hq"], **settled, with_users=users)
     values = {name: columns[name].tolist() for name in ("first", "last", "zero", "lat_sum", "lat_n")
               if name in columns}
     del columns

@@ -37,8 +37,8 @@ class Details:
 
 @dataclass
 class DetailsOf:
-    """The details file of one DuckDB read: `path` holds a row per query of `counted`,
-    keyed by `counted.rows`."""
+    """The details file of one DuckDB read: `path` holds a row per query of `counted`
+    (which finds the rows of queries in it)."""
 
     path: Path
     counted: Counted
@@ -46,8 +46,7 @@ class DetailsOf:
     def look_up(self, queries: set[str]) -> dict[str, list[Details]]:
         """The details of those of `queries` this file has (two for a query spelled two
         ways in JSON, "\\u00e9" and "é")."""
-        at = self.counted.rows_of(queries)
-        query_of = {int(self.counted.rows[p]): q for q, positions in at.items() for p in positions}
+        query_of = {row: q for q, rows in self.counted.rows_of(queries).items() for row in rows}
         found: dict[str, list[Details]] = {}
         if not query_of:
             return found

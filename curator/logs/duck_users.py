@@ -30,51 +30,71 @@ Users = frozenset[int] | set[int]
 @dataclass
 class Counted:
     """The queries pass 1 counted, by row of its table: DuckDB's hash of each one's JSON
-    text, its row in the details file (duck_details.py) and, with a user field, its
-    user aggregates (numpy columns): how many lines name a user, the least and greatest
-    user hash, and how many buckets they fill. With a details file (`path`), the hashes
-    and user aggregates stay in it and are read for the rows asked about: five columns
-    of 8 bytes per query were a fifth of a long-tail import's memory."""
+    text and, with a user field, its user aggregates (numpy columns): how many lines
+    name a user, the least and greatest user hash, and how many buckets they fill.
 
-    queries: list[str]
+    With a details file (`path`, duck_details.py) all of it stays in the file, the
+    queries too, and is read for the queries asked about, by their row of the file:
+    a list and six columns of 8 bytes per query were a third of a long-tail import's
+    memory. Only the queries whose JSON text has an escape are kept (`escaped`: their
+    rows by decoded text), as the file holds their JSON text."""
+
+    queries: list[str] | None = None  # None: in `path`
     hashes: Any = None  # numpy column (None: in `path`)
-    rows: Any = None  # numpy column: each query's row of its details file, if there is one
     named: Any = None
     least: Any = None
     greatest: Any = None
     buckets: Any = None
-    path: Path | None = None  # the details file holding `hashes` and the user aggregates
+    path: Path | None = None  # the details file holding all of it, by row
+    escaped: dict[str, list[int]] = field(default_factory=dict)  # with `path`: decoded text -> rows
     with_users: bool = False  # are there user aggregates (in memory or in `path`)?
 
     def rows_of(self, wanted: set[str]) -> dict[str, list[int]]:
         """The rows of each of the `wanted` queries (two for a query spelled two ways in
         JSON, "\\u00e9" and "é")."""
         found: dict[str, list[int]] = {}
-        for row, query in enumerate(self.queries):
-            if query in wanted:
-                found.setdefault(query, []).append(row)
+        if self.queries is not None:
+            for row, query in enumerate(self.queries):
+                if query in wanted:
+                    found.setdefault(query, []).append(row)
+            return found
+        for query in wanted & self.escaped.keys():
+            found[query] = list(self.escaped[query])
+        if not wanted or self.path is None:
+            return found
+        from curator.logs.duck_sql import quote
+
+        reader = Reader(lambda _fraction: None)
+        try:  # a JSON text without a backslash is the query itself (duck.py keeps it so)
+            rows = reader.con.execute(
+                f"SELECT row, q FROM read_parquet({quote(str(self.path))}) "
+                "WHERE NOT contains(q, '\\') AND q IN (SELECT unnest($1::VARCHAR[])) ORDER BY row",
+                [sorted(wanted)]).fetchall()
+        finally:
+            reader.close()
+        for row, query in rows:
+            found.setdefault(query, []).append(int(row))
         return found
 
-    def at(self, positions: list[int]) -> dict[int, Row]:
-        """The hash and user aggregates (zeros without a user field) of the queries at `positions`."""
+    def at(self, rows: list[int]) -> dict[int, Row]:
+        """The hash and user aggregates (zeros without a user field) of the queries in `rows`."""
         if self.path is None:
             columns = [self.hashes, self.named, self.least, self.greatest, self.buckets] if self.with_users \
                 else [self.hashes]
-            return {at: Row(*[_int(column[at]) for column in columns], *([0] * (5 - len(columns)))) for at in positions}
+            return {at: Row(*[_int(column[at]) for column in columns], *([0] * (5 - len(columns)))) for at in rows}
         from curator.logs.duck_sql import quote
 
-        position_of = {int(self.rows[at]): at for at in positions}
-        if not position_of:
+        if not rows:
             return {}
         wanted = "hq, named, least, greatest, buckets" if self.with_users else "hq, 0, 0, 0, 0"
         reader = Reader(lambda _fraction: None)
         try:
             found = reader.con.execute(
                 f"SELECT row, {wanted} FROM read_parquet({quote(str(self.path))}) "
-                "WHERE row IN (SELECT unnest($1::BIGINT[]))", [list(position_of)]).fetchall()
+                "WHERE row IN (SELECT unnest($1::BIGINT[]))", [sorted(set(rows))]).fetchall()
         finally:
             reader.close()
-        return {position_of[row]: Row(*(int(v or 0) for v in values)) for row, *values in found}
+        return {int(row): Row(*(int(v or 0) for v in values)) for row, *values in found}
 
 
 def _int(value: Any) -> int:

@@ -272,7 +272,7 @@ def _cleaned(raws: list[str], weights: list[int], redactor: Redactor,
         one_by_one[at] |= joined.with_prefixes(_prefixes("words"), lowered=True)
         one_by_one[at] |= upper[at] & joined.with_prefixes(_prefixes("names"), lowered=True)
         del joined
-    texts = list(raws)  # the same strings: most queries are their own text
+    texts = raws  # the very list until a text differs: most queries are their own text
     norms = list(raws)  # and their own norm
     for k in np.flatnonzero(upper & ~one_by_one).tolist():
         norms[k] = raws[k].lower()
@@ -280,7 +280,10 @@ def _cleaned(raws: list[str], weights: list[int], redactor: Redactor,
         text = " ".join(raws[k].split())
         if maybe_personal(text):
             text = redactor.redact(text, weights[k])
-        texts[k] = text
+        if text != raws[k]:
+            if texts is raws:
+                texts = list(raws)
+            texts[k] = text
         norms[k] = _norm(text)
     return texts, norms, np.flatnonzero(upper | one_by_one).tolist()
 
