@@ -393,14 +393,11 @@ class Clusters:
         # a query joins a leader, or the first query with its comparison form, which
         # leads or joins a leader itself: two steps reach every leader
         # (in place, temporaries deleted as soon as they are used: a long tail's peak is here)
-        root = joins_a.copy()
-        leads = root < 0
-        root[leads] = np.flatnonzero(leads)
-        del leads
+        root = np.arange(len(joins_a), dtype=position)
+        np.copyto(root, joins_a, where=joins_a >= 0)
         step = joins_a[root]
-        further = step >= 0
-        root[further] = step[further]
-        del step, further
+        np.copyto(root, step, where=step >= 0)
+        del step
         self.leaders = order_a[joins_a[order_a] < 0]
         del joins_a
         number = np.full(len(root), -1, dtype=position)  # leader -> its cluster (-1: a query not clustered)
@@ -410,7 +407,8 @@ class Clusters:
         # members of each cluster in visiting order (leader first): a stable sort by cluster
         self.members_in = order_a[np.argsort(self.of[order_a], kind="stable")]
         del order_a
-        self.starts = np.searchsorted(self.of[self.members_in], np.arange(len(self.leaders) + 1))
+        self.starts = np.searchsorted(self.of[self.members_in], np.arange(len(self.leaders) + 1, dtype=position)
+                                      ).astype(position)
 
     def __len__(self) -> int:
         return len(self.leaders)
@@ -425,4 +423,6 @@ class Clusters:
 
         if not len(self) or sum(counts) >= 1 << 63:
             return [sum(map(counts.__getitem__, self.members(c))) for c in range(len(self))]
-        return np.add.reduceat(np.asarray(counts, dtype=np.int64)[self.members_in], self.starts[:-1])
+        in_order = np.asarray(counts, dtype=np.int64)
+        in_order = in_order[self.members_in]  # one array of them at a time
+        return np.add.reduceat(in_order, self.starts[:-1])

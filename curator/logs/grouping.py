@@ -163,17 +163,19 @@ class Grouped:
 
 def group(agg: Aggregate, redactor: Redactor, filtered: dict[str, int]) -> Grouped:
     """The exact queries of `agg` cleaned (see `cleaned`) and grouped by normalised form;
-    empty ones are counted in `filtered` and left out."""
+    empty ones are counted in `filtered` and left out. The counts move from `agg` to the
+    Grouped (`agg.counts` is left empty; its other tables stay, for the groups)."""
     import numpy as np  # here: importing the pipeline stays free of numpy
 
     raws = list(agg.counts)
     weights = list(agg.counts.values())
+    agg.counts.clear()  # the lists hold them now: a dict of every exact query is a long tail's biggest thing
     texts, norms, changed = _cleaned(raws, weights, redactor)
     grouped = Grouped(agg, raws, texts, weights)
     empty = [k for k in np.flatnonzero(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) == 0).tolist()]
     if empty:
         bump(filtered, "empty query", sum(weights[k] for k in empty))
-    if _own_norms(raws, texts, norms, changed, agg.counts):  # the usual case: every exact query is its own norm
+    if _own_norms(raws, texts, norms, changed):  # the usual case: every exact query is its own norm
         if not empty:
             grouped.norms, grouped.first, grouped.counts, grouped.surfaces = norms, range(len(norms)), weights, texts
             return grouped
@@ -216,18 +218,16 @@ def _prefixes(which: str) -> Any:
     return Prefixes({"words": _WORD_PREFIXES, "names": _NAME_PREFIXES, "probes": _PROBE_PREFIXES}[which])
 
 
-def _own_norms(raws: list[str], texts: list[str], norms: list[str], changed: list[int] | None,
-               known: dict[str, int]) -> bool:
+def _own_norms(raws: list[str], texts: list[str], norms: list[str], changed: list[int] | None) -> bool:
     """Is every non-empty norm its own, no other exact query's (and "" only where the
-    text is empty)? The `raws` (the keys of `known`) are distinct and each norm is its
-    raw but at `changed` (None: anywhere), so only those need looking at: one that
-    became another raw, or the norm of another changed one, is not its own (asked of a
-    few, not of every norm: a set of millions of them cost a second on a long tail)."""
+    text is empty)? The `raws` are distinct and each norm is its raw but at `changed`
+    (None: anywhere), so only those need looking at: one that became another raw, or
+    the norm of another changed one, is not its own."""
     if changed is None:
         distinct = dict.fromkeys(norms)
         distinct.pop("", None)
         return len(distinct) + sum(1 for text in texts if not text) == len(norms)
-    seen: set[str] = set()
+    new: set[str] = set()  # the changed norms (a set of a few, not of every raw)
     for k in changed:
         norm = norms[k]
         if norm == raws[k]:
@@ -236,10 +236,10 @@ def _own_norms(raws: list[str], texts: list[str], norms: list[str], changed: lis
             if texts[k]:
                 return False
             continue
-        if norm in known or norm in seen:  # maybe another's: the slow way decides
+        if norm in new:  # another changed query's norm
             return False
-        seen.add(norm)
-    return True
+        new.add(norm)
+    return not new or new.isdisjoint(raws)  # or another exact query as it is
 
 
 def cleaned(raws: list[str], weights: list[int], redactor: Redactor,
@@ -277,14 +277,18 @@ def _cleaned(raws: list[str], weights: list[int], redactor: Redactor,
     for k in np.flatnonzero(upper & ~one_by_one).tolist():
         norms[k] = raws[k].lower()
     for k in np.flatnonzero(one_by_one).tolist():
-        text = " ".join(raws[k].split())
+        raw = raws[k]
+        text = " ".join(raw.split())
         if maybe_personal(text):
             text = redactor.redact(text, weights[k])
-        if text != raws[k]:
+        if text == raw:  # the raw's own string, not an equal copy (a screen marks many that stay as they are)
+            text = raw
+        else:
             if texts is raws:
                 texts = list(raws)
             texts[k] = text
-        norms[k] = _norm(text)
+        norm = _norm(text)
+        norms[k] = text if norm == text else norm
     return texts, norms, np.flatnonzero(upper | one_by_one).tolist()
 
 

@@ -89,12 +89,9 @@ def _import(ws: Workspace, sources: list[Source], settings: Settings, summary: I
     stage(f"Grouping and clustering {len(total.counts):,} distinct queries")
     with paused_gc():  # millions of small containers, no cycles: a third faster
         summary.distinct_queries = len(total.counts)
-        grouped = group(total, redactor, summary.filtered)
+        grouped = group(total, redactor, summary.filtered)  # takes the counts out of `total`
         summary.distinct_normalised = len(grouped.norms)
-        # the groups keep `total` for their details and users, not its counts (a dict
-        # of every exact query: 150 MB on a long tail), which they copied
-        total.counts.clear()
-        del total
+        del total  # the groups keep it for their details and users
         summary.redactions = dict(redactor.counts)
         chosen, updates = _choose(ws, grouped, settings, summary)
         del grouped  # all but the chosen groups: freed before DuckDB counts their users
@@ -222,6 +219,7 @@ def _choose(ws: Workspace, grouped: Grouped, settings: Settings,
     chosen: list[ClusterItem] = []
     updates: list[ClusterItem] = []
     walk = sample_walk(totals, eligible, opts.sample or "top", opts.seed)
+    del totals, eligible
     # members and items only for the clusters the sampler reaches: one per cluster costs 40 MB at 150k
     walked = 0
     for members, why, known in dedupe.along(walk, clusters.members, norms, surfaces):

@@ -55,9 +55,10 @@ def sample_walk(totals: list[int], eligible: Any, how: str = "top", seed: int | 
     clusters' `totals` (None: every cluster; else an array of cluster numbers)."""
     import numpy as np
 
+    position = np.int32 if len(totals) < 1 << 31 else np.int64  # a long tail has millions of clusters
     if eligible is None:
-        return _order(_ints(totals), how, seed)
-    eligible = np.asarray(eligible, dtype=np.int64)
+        return _order(_ints(totals), how, seed).astype(position)
+    eligible = np.asarray(eligible, dtype=position)
     return eligible[_order(_ints(totals)[eligible], how, seed)]
 
 
