@@ -40,6 +40,7 @@ from curator.logs.normalise import (
 BLOCK_LEADERS = 32
 BULK_ONE_OFFS = 50_000  # more queries asked once than this: compared in bulk (`_join_once`)
 ONCE_CHUNK = 100_000  # queries asked once handled at a time
+TOTALS_CHUNK = 1 << 20  # clusters summed at a time
 
 
 Block = tuple[list[str], list[int]]  # the leaders of one block: their forms (sorted or plain), their positions
@@ -423,6 +424,10 @@ class Clusters:
 
         if not len(self) or sum(counts) >= 1 << 63:
             return [sum(map(counts.__getitem__, self.members(c))) for c in range(len(self))]
-        in_order = np.asarray(counts, dtype=np.int64)
-        in_order = in_order[self.members_in]  # one array of them at a time
-        return np.add.reduceat(in_order, self.starts[:-1])
+        values = np.asarray(counts, dtype=np.int64)
+        out = np.empty(len(self), dtype=np.int64)
+        for first in range(0, len(self), TOTALS_CHUNK):  # a chunk of clusters at a time: no copy of all counts
+            last = min(first + TOTALS_CHUNK, len(self))
+            lo, hi = int(self.starts[first]), int(self.starts[last])
+            out[first:last] = np.add.reduceat(values[self.members_in[lo:hi]], self.starts[first:last] - lo)
+        return out

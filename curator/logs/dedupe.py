@@ -93,8 +93,8 @@ class Existing:
             return []
         # each cluster's place in `left` (-1: not left) in an array, not a set or a list:
         # a long tail leaves millions of clusters
-        place = np.full(int(np.max(cluster_of)) + 1, -1, dtype=np.int64)
-        place[np.asarray(left, dtype=np.int64)] = np.arange(len(left))
+        place = np.full(int(np.max(cluster_of)) + 1, -1, dtype=np.int32 if len(left) < 1 << 31 else np.int64)
+        place[left] = np.arange(len(left), dtype=place.dtype)
         queued = {norm for norm, why in self.exact.items() if why == QUEUED}
         found: dict[int, str] = {}
         for i in [i for i, norm in enumerate(norms) if norm in queued]:  # few: the loop over all is C-fast

@@ -176,3 +176,16 @@ def test_counts_past_what_int64_holds_are_ordered_and_filtered_as_python_ints() 
     assert at_least(totals, 4).tolist() == [1, 3]
     assert sample_walk(totals, at_least(totals, 4)).tolist() == [1, 3]
     assert sorted(sample_order(totals, "pps", seed=1)) == [0, 1, 2, 3]
+
+
+def test_cluster_totals_summed_a_chunk_of_clusters_at_a_time_are_each_clusters_sum(monkeypatch) -> None:
+    import curator.logs.cluster as clustering
+
+    rng = random.Random(3)
+    norms = list(dict.fromkeys(f"{rng.choice(['dhl', 'ups', 'gls'])} label {rng.randint(0, 400)}" for _ in range(600)))
+    counts = [rng.randint(1, 9) for _ in norms]
+    monkeypatch.setattr(clustering, "TOTALS_CHUNK", 7)  # chunks end inside and between clusters
+    found = cluster(norms, counts, 80)
+    expected = [sum(counts[i] for i in members) for _leader, members in _pairs(found)]
+    assert found.totals(counts).tolist() == expected
+    assert len(found) > 7 * 3 and any(len(found.members(c)) > 1 for c in range(len(found)))
