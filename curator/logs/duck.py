@@ -235,7 +235,7 @@ def _counts(reader: Reader, fields: Fields, details: Path | None = None) -> tupl
     else:
         columns = reader.con.execute(f"SELECT {', '.join(wanted)} FROM counted WHERE ok AND inside").fetchnumpy()
         reader.con.execute("DROP TABLE counted")
-    queries = columns["q"].tolist()
+    queries = columns["q"] if isinstance(columns["q"], list) else columns["q"].tolist()
     escaped = [k for k, text in enumerate(queries) if "\\" in text]
     for k in escaped:  # the JSON text: decoded by the python reader's own `loads`
         queries[k] = loads(queries[k])

@@ -83,19 +83,24 @@ def write_details(reader: Reader, path: Path, columns: list[str]) -> int:
 
 def read_details(reader: Reader, path: Path, names: list[str], rows: int, batch: int = BATCH) -> dict[str, Any]:
     """The columns `names` (and `row`) of the file `write_details` wrote, as numpy
-    arrays, read `batch` rows at a time: DuckDB holds one batch's result, not the
-    whole table's beside Python's copy of it."""
+    arrays (text columns as lists of str), read `batch` rows at a time: DuckDB holds
+    one batch's result, not the whole table's beside Python's copy of it."""
     import numpy as np
 
     wanted = ", ".join(dict.fromkeys(["row", *names]))
     parts: dict[str, list[Any]] = {}
+    texts: dict[str, list[str]] = {}  # a batch's array of objects goes into one list: no array of them all
     for start in range(0, max(rows, 1), batch):
         got = reader.con.execute(
             f"SELECT {wanted} FROM read_parquet({quote(str(path))}) WHERE row > {start} AND row <= {start + batch}"
         ).fetchnumpy()
         for name, column in got.items():
-            parts.setdefault(name, []).append(column)
-    joined = {}
+            if column.dtype == object:
+                texts.setdefault(name, []).extend(column.tolist())
+            else:
+                parts.setdefault(name, []).append(column)
+        del got
+    joined: dict[str, Any] = dict(texts)
     for name, chunks in parts.items():
         if len(chunks) == 1:
             joined[name] = chunks[0]
