@@ -40,6 +40,10 @@ def _order(counts: Any, how: str, seed: int | None) -> Any:
     if how not in SAMPLERS:
         raise ValueError(f"unknown sampler {how!r}; expected one of {', '.join(SAMPLERS)}")
     if how == "top":  # most frequent first, ties in index order
+        if counts.dtype != object and len(counts) and counts.max() < 1 << 31 and counts.min() > -(1 << 31):
+            counts = counts.astype(np.int32)  # the negated copy at half the size: a long tail has millions
+            np.negative(counts, out=counts)
+            return np.argsort(counts, kind="stable")
         return np.argsort(-counts, kind="stable")
     rng = np.random.default_rng(seed)
     if how == "random":

@@ -189,3 +189,10 @@ def test_cluster_totals_summed_a_chunk_of_clusters_at_a_time_are_each_clusters_s
     expected = [sum(counts[i] for i in members) for _leader, members in _pairs(found)]
     assert found.totals(counts).tolist() == expected
     assert len(found) > 7 * 3 and any(len(found.members(c)) > 1 for c in range(len(found)))
+
+
+def test_top_takes_the_most_frequent_first_and_ties_in_index_order() -> None:
+    totals = [3, 1, 3, 2, 1, 7, 1, 2]
+    assert sample_order(totals, "top") == [5, 0, 2, 3, 7, 1, 4, 6]
+    assert sample_order([1 << 40, 1, 1 << 40, 5], "top") == [0, 2, 3, 1]  # past 32 bits: the same order
+    assert sample_walk(totals, None, "top").tolist() == [5, 0, 2, 3, 7, 1, 4, 6]
