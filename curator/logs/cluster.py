@@ -422,10 +422,13 @@ class Clusters:
         where pre-aggregated counts pass what int64 holds)."""
         import numpy as np
 
-        if not len(self) or sum(counts) >= 1 << 63:
+        total = sum(counts)
+        if not len(self) or total >= 1 << 63:
             return [sum(map(counts.__getitem__, self.members(c))) for c in range(len(self))]
-        values = np.asarray(counts, dtype=np.int64)
-        out = np.empty(len(self), dtype=np.int64)
+        # 32-bit where every sum fits (a log of fewer than 2**31 lines): half the arrays on a long tail
+        width = np.int32 if total < 1 << 31 and min(counts) >= 0 else np.int64
+        values = np.asarray(counts, dtype=width)
+        out = np.empty(len(self), dtype=width)
         for first in range(0, len(self), TOTALS_CHUNK):  # a chunk of clusters at a time: no copy of all counts
             last = min(first + TOTALS_CHUNK, len(self))
             lo, hi = int(self.starts[first]), int(self.starts[last])

@@ -163,7 +163,7 @@ def test_comparison_forms_and_digit_signatures_in_bulk_equal_one_by_one(norms: l
 
 def test_cluster_totals_are_exact_past_what_int64_holds() -> None:
     norms = ["dhl cutoff time", "cutoff time dhl", "label backlog"]
-    for counts in ([2**62 + 1, 2**62, 1], [40, 2, 7]):
+    for counts in ([2**62 + 1, 2**62, 1], [2**40, 3, 1], [40, 2, 7]):  # past int64, past int32, small
         clusters = cluster(norms, counts, 88)
         assert sorted(clusters.totals(counts)) == sorted([counts[0] + counts[1], counts[2]])
         assert _pairs(clusters) == [(0, [0, 1]), (2, [2])]
