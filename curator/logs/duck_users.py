@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 from curator.logs.aggregate import USERS_CAP, Aggregate
-from curator.logs.duck_sql import NAMED, USER_HASH, USERS_MEMORY_LIMIT, JsonSql, OutOfMemory, Reader
+from curator.logs.duck_sql import (
+    NAMED,
+    USER_HASH,
+    USERS_MEMORY_LIMIT,
+    JsonSql,
+    OutOfMemory,
+    Reader,
+    quote,
+)
 
 _BITMAP = 1 << 16  # bits in the filter of the queries whose users are looked up, at least
 # The users of a query asked by USERS_CAP people or more: one shared stand-in (negative,
@@ -62,8 +70,6 @@ class Counted:
             found[query] = list(self.escaped[query])
         if not wanted or self.path is None:
             return found
-        from curator.logs.duck_sql import quote
-
         reader = Reader(lambda _fraction: None)
         try:  # a JSON text without a backslash is the query itself (duck.py keeps it so)
             rows = reader.con.execute(
@@ -82,8 +88,6 @@ class Counted:
             columns = [self.hashes, self.named, self.least, self.greatest, self.buckets] if self.with_users \
                 else [self.hashes]
             return {at: Row(*[_int(column[at]) for column in columns], *([0] * (5 - len(columns)))) for at in rows}
-        from curator.logs.duck_sql import quote
-
         if not rows:
             return {}
         wanted = "hq, named, least, greatest, buckets" if self.with_users else "hq, 0, 0, 0, 0"
