@@ -57,9 +57,30 @@ class Counted:
     escaped: dict[str, list[int]] = field(default_factory=dict)  # with `path`: decoded text -> rows
     with_users: bool = False  # are there user aggregates (in memory or in `path`)?
 
+    # what was found for the queries and rows asked about so far: the users, ids and
+    # details look-ups ask about the same chosen queries, and each answer from `path`
+    # is a scan of the file
+    _rows: dict[str, list[int]] = field(default_factory=dict, repr=False)
+    _values: dict[int, Row] = field(default_factory=dict, repr=False)
+
     def rows_of(self, wanted: set[str]) -> dict[str, list[int]]:
-        """The rows of each of the `wanted` queries (two for a query spelled two ways in
-        JSON, "\\u00e9" and "é")."""
+        """The rows of each of the `wanted` queries this file has (two for a query
+        spelled two ways in JSON, "\\u00e9" and "é")."""
+        new = wanted - self._rows.keys()
+        if new:
+            found = self._find_rows(new)
+            for query in new:
+                self._rows[query] = found.get(query, [])
+        return {query: self._rows[query] for query in wanted if self._rows[query]}
+
+    def at(self, rows: list[int]) -> dict[int, Row]:
+        """The hash and user aggregates (zeros without a user field) of the queries in `rows`."""
+        missing = sorted({row for row in rows if row not in self._values})
+        if missing:
+            self._values.update(self._read_rows(missing))
+        return {row: self._values[row] for row in rows if row in self._values}
+
+    def _find_rows(self, wanted: set[str]) -> dict[str, list[int]]:
         found: dict[str, list[int]] = {}
         if self.queries is not None:
             for row, query in enumerate(self.queries):
@@ -68,7 +89,7 @@ class Counted:
             return found
         for query in wanted & self.escaped.keys():
             found[query] = list(self.escaped[query])
-        if not wanted or self.path is None:
+        if self.path is None:
             return found
         reader = Reader(lambda _fraction: None)
         try:  # a JSON text without a backslash is the query itself (duck.py keeps it so)
@@ -82,20 +103,17 @@ class Counted:
             found.setdefault(query, []).append(int(row))
         return found
 
-    def at(self, rows: list[int]) -> dict[int, Row]:
-        """The hash and user aggregates (zeros without a user field) of the queries in `rows`."""
+    def _read_rows(self, rows: list[int]) -> dict[int, Row]:
         if self.path is None:
             columns = [self.hashes, self.named, self.least, self.greatest, self.buckets] if self.with_users \
                 else [self.hashes]
             return {at: Row(*[_int(column[at]) for column in columns], *([0] * (5 - len(columns)))) for at in rows}
-        if not rows:
-            return {}
         wanted = "hq, named, least, greatest, buckets" if self.with_users else "hq, 0, 0, 0, 0"
         reader = Reader(lambda _fraction: None)
         try:
             found = reader.con.execute(
                 f"SELECT row, {wanted} FROM read_parquet({quote(str(self.path))}) "
-                "WHERE row IN (SELECT unnest($1::BIGINT[]))", [sorted(set(rows))]).fetchall()
+                "WHERE row IN (SELECT unnest($1::BIGINT[]))", [rows]).fetchall()
         finally:
             reader.close()
         return {int(row): Row(*(int(v or 0) for v in values)) for row, *values in found}
