@@ -7,7 +7,9 @@ characters of the word-sorted comparison form or of the plain form (its own word
 without punctuation): a typo rarely hits all four ends (`a4retries queue` beside
 `a4 retries queue` shares only the plain form's last five). Each block keeps at most
 `BLOCK_LEADERS` leaders, the most frequent, so the cost is bounded by
-`queries x 4 x BLOCK_LEADERS` comparisons however skewed the log is.
+`queries x 4 x BLOCK_LEADERS` comparisons however skewed the log is. A full block never
+changes again, so a query whose four blocks are full on its turn is scored after the
+walk, in bulk with the others like it (most queries of a big log with shared words).
 
 A query is scored against the leaders of the sorted-form blocks by the rapidfuzz ratio
 of the word-sorted forms (word order does not matter) and against those of the
@@ -84,16 +86,16 @@ def cluster(norms: list[str], counts: list[int], similarity: float, surfaces: li
     del heads
     head_norms = [norms[i] for i in order]
     idents = [identifier_signature(surfaces[i]) for i in order] if surfaces is not None else None
-    joiners, joined, blocks, first_with = _joins(head_norms, digit_signatures(head_norms), similarity, idents)
+    joiners, joined, blocks, first_with, index = _joins(head_norms, digit_signatures(head_norms), similarity, idents)
     del head_norms
     visit = np.asarray(order, dtype=position)
     del order
     if once is not None:  # visited after every repeated query, in the order the log first met them
-        more, their = _join_once(norms, surfaces, once, blocks, first_with, idents, similarity)
+        more, their = _join_once(norms, surfaces, once, blocks, first_with, idents, similarity, index)
         joiners += [len(visit) + p for p in more]
         joined += their
         visit = np.concatenate([visit, once])
-    del blocks, first_with, idents, once  # before Clusters builds its arrays
+    del blocks, first_with, idents, once, index  # before Clusters builds its arrays
     joins = np.full(len(norms), -1, dtype=position)  # query -> the query whose cluster it joins; -1: it leads one
     joins[visit[np.asarray(joiners, dtype=np.int64)]] = visit[np.asarray(joined, dtype=np.int64)]
     del joiners, joined
@@ -101,16 +103,18 @@ def cluster(norms: list[str], counts: list[int], similarity: float, surfaces: li
 
 
 def _joins(norms: list[str], signatures: list[str], similarity: float, idents: list[Signature] | None = None
-           ) -> tuple[list[int], list[int], dict[str, Block], dict[str, int]]:
+           ) -> tuple[list[int], list[int], dict[str, Block], dict[str, int], BlockIndex | None]:
     """For `norms` in visiting order (with their digit and identifier signatures): the
     positions of the queries that join another's cluster, and of the query each joins;
-    also the blocks of leaders and the first query with each comparison form."""
+    also the blocks of leaders, the first query with each comparison form, and the
+    blocks' index if one was built (for queries behind full blocks)."""
     keys = compare_keys(norms)
     plains = plain_keys(norms)
     blocks: dict[str, Block] = {}
     first_with: dict[str, int] = {}  # comparison form -> the first query that had it
     joiners: list[int] = []
     joined: list[int] = []
+    behind_full: list[int] = []  # queries whose four blocks were full on their turn
     fuzzy = similarity < 100
     get = blocks.get
     for i, key, plain, signature in zip(range(len(keys)), keys, plains, signatures, strict=True):
@@ -125,6 +129,11 @@ def _joins(norms: list[str], signatures: list[str], similarity: float, idents: l
         heads, tails = f"{signature}|^{key[:5]}", f"{signature}|${key[-5:]}"
         pheads, ptails = f"{signature}|<{plain[:5]}", f"{signature}|>{plain[-5:]}"
         a, b, c, d = get(heads, _NONE), get(tails, _NONE), get(pheads, _NONE), get(ptails, _NONE)
+        if len(a[1]) == len(b[1]) == len(c[1]) == len(d[1]) == BLOCK_LEADERS:
+            # four full blocks never change again, and a leader behind them joins none:
+            # scored in bulk after the walk, with the same result (`_join_behind_full`)
+            behind_full.append(i)
+            continue
         leaders = a[1] + b[1] + c[1] + d[1]  # lists joined with +, in C: comprehensions cost more than scoring
         leader = _best(key, a[0] + b[0], plain, c[0] + d[0], similarity, leaders, idents,
                        idents[i] if idents is not None else ())
@@ -138,12 +147,44 @@ def _joins(norms: list[str], signatures: list[str], similarity: float, idents: l
             elif len(block[1]) < BLOCK_LEADERS:
                 block[0].append(form)
                 block[1].append(i)
-    return joiners, joined, blocks, first_with
+    index = None
+    if behind_full:
+        index = BlockIndex(blocks)
+        more, their = _join_behind_full(behind_full, keys, plains, signatures, blocks, index, similarity, idents)
+        joiners += more
+        joined += their
+    return joiners, joined, blocks, first_with, index
+
+
+def _join_behind_full(rows: list[int], keys: list[str], plains: list[str], signatures: list[str],
+                      blocks: dict[str, Block], index: BlockIndex, similarity: float,
+                      idents: list[Signature] | None) -> tuple[list[int], list[int]]:
+    """For the queries of `rows` (positions in visiting order) whose four blocks were
+    full on their turn: those that join a leader, and the leader each joins, as `_best`
+    would have found them then. A full block is never added to again, and a query
+    behind four full blocks that leads a cluster is added to none, so its turn changes
+    nothing a later query sees: all of them are scored at the end, a block at a time
+    (`_scores`, as the queries asked once are), which costs a fifth of a `_best` each."""
+    import numpy as np
+
+    at = np.asarray(rows, dtype=np.int64)
+    best, leaders = _scores(at, _objects(keys), _objects(plains), signatures, index, similarity)
+    joiners: list[int] = []
+    joined: list[int] = []
+    for p, leader in zip(at[best >= 0].tolist(), leaders[best >= 0].tolist(), strict=True):
+        if idents is not None and (idents[p] or idents[leader]) and not same_identifiers(idents[p], idents[leader]):
+            found = _best_of_blocks(keys[p], plains[p], signatures[p], blocks, similarity, idents, idents[p])
+            if found is None:
+                continue
+            leader = found
+        joiners.append(p)
+        joined.append(leader)
+    return joiners, joined
 
 
 def _join_once(all_norms: list[str], all_surfaces: list[str] | None, once: Any, blocks: dict[str, Block],
                first_with: dict[str, int], idents: list[Signature] | None,
-               similarity: float) -> tuple[list[int], list[int]]:
+               similarity: float, index: BlockIndex | None = None) -> tuple[list[int], list[int]]:
     """For the queries asked once (`once`, indices into `all_norms` and `all_surfaces`;
     visited after every repeated query), against the
     repeated queries' leaders (`blocks`, `first_with`, `idents`, which no longer change):
@@ -157,7 +198,7 @@ def _join_once(all_norms: list[str], all_surfaces: list[str] | None, once: Any, 
 
     joiners: list[int] = []
     joined: list[int] = []
-    index = BlockIndex(blocks)
+    index = index or BlockIndex(blocks)  # the blocks no longer change: one built by `_joins` holds
     for start in range(0, len(once), ONCE_CHUNK):
         at = once[start : start + ONCE_CHUNK].tolist()
         chunk = [all_norms[i] for i in at]

@@ -83,18 +83,23 @@ def test_a_walk_over_eligible_clusters_draws_only_those() -> None:
     assert firsts.count(1) > 100
 
 
-def _one_by_one(norms: list[str], counts: list[int], similarity: float) -> tuple[list[tuple[int, list[int]]], int]:
+def _one_by_one(norms: list[str], counts: list[int], similarity: float, surfaces: list[str] | None = None
+                ) -> tuple[list[tuple[int, list[int]]], int]:
     """The algorithm as documented, each query compared on its turn (what `cluster` must
-    equal); also how many queries met two full blocks and found a leader there."""
+    equal): a query joins the best-scoring leader in reach (ties: the first, in block
+    order, older leaders first) that names the same identifiers (with `surfaces`); also
+    how many queries met four full blocks on their turn and found a leader there."""
     from rapidfuzz import fuzz
 
     from curator.logs.cluster import BLOCK_LEADERS
-    from curator.logs.normalise import compare_key, digit_signature, plain_key
+    from curator.logs.normalise import compare_key, digit_signature, identifier_signature, plain_key, same_identifiers
 
     order = sorted(range(len(norms)), key=lambda i: (-counts[i], norms[i]))
+    idents = [identifier_signature(s) for s in surfaces] if surfaces is not None else [()] * len(norms)
     exact: dict[str, int] = {}
     blocks: dict[tuple[str, str], tuple[list[str], list[int], list[str]]] = {}
     clusters: list[tuple[int, list[int]]] = []
+    leader_of: list[int] = []  # cluster -> its leader's index
     full_and_found = 0
     for i in order:
         key = compare_key(norms[i])
@@ -104,19 +109,22 @@ def _one_by_one(norms: list[str], counts: list[int], similarity: float) -> tuple
         block_keys = ((digits, "^" + key[:5]), (digits, "$" + key[-5:]), (digits, "<" + plain[:5]),
                       (digits, ">" + plain[-5:]))
         if found is None and similarity < 100 and key:
-            best = None
+            in_reach = []  # (-score, place, cluster)
             for block_key in block_keys:  # sorted forms in the sorted blocks, plain ones in the plain blocks
                 keys, ids, plains = blocks.get(block_key, ([], [], []))
                 for k, p, leader in zip(keys, plains, ids, strict=True):
                     score = fuzz.ratio(key, k) if block_key[1][0] in "^$" else fuzz.ratio(plain, p)
-                    if score >= similarity and (best is None or score > best[0]):
-                        best = (score, leader)
-            if best is not None:
-                found = best[1]
-                full_and_found += all(len(blocks[k][0]) == BLOCK_LEADERS for k in block_keys if k in blocks)
+                    if score >= similarity:
+                        in_reach.append((-score, len(in_reach), leader))
+            agreeing = [c for _score, _place, c in sorted(in_reach)
+                        if same_identifiers(idents[i], idents[leader_of[c]])]
+            if agreeing:
+                found = agreeing[0]
+                full_and_found += all(len(blocks.get(k, ([],))[0]) == BLOCK_LEADERS for k in block_keys)
         if found is None:
             found = len(clusters)
             clusters.append((i, []))
+            leader_of.append(i)
             for block_key in block_keys if key else ():
                 keys, ids, plains = blocks.setdefault(block_key, ([], [], []))
                 if len(keys) < BLOCK_LEADERS:
@@ -150,6 +158,36 @@ def test_queries_behind_full_blocks_cluster_as_if_compared_one_by_one() -> None:
         expected, full_and_found = _one_by_one(norms, counts, similarity)
         assert full_and_found > 50  # queries behind full blocks are exercised, and find leaders
         assert _pairs(cluster(norms, counts, similarity)) == expected
+
+
+def test_queries_naming_identifiers_behind_full_blocks_join_only_the_same_identifiers() -> None:
+    # alerts named by identifiers one part apart (`etcdGRPCRequestsSlow`,
+    # `etcdGRPCWriteRequestsSlow`) are near-duplicates by their letters: behind full
+    # blocks as on their turn, a query joins the best leader naming the same identifiers
+    rng = random.Random(11)
+    words = ["alert", "queue", "label", "retry", "window", "carrier"]
+    idents = ["etcdGRPCRequestsSlow", "etcdGRPCWriteRequestsSlow", "ManifestQueueStuck", "ManifestQueueStuk",
+              "LabelPrintFailed", "LabelPrintFailing", "CarrierApiDown", "CarrierAppDown"]
+
+    def query() -> str:
+        return " ".join([rng.choice(idents), *rng.choices(words, k=rng.randint(1, 3))])
+
+    popular = sorted({query() for _ in range(500)})
+    counts_of = {q: rng.randint(20, 30) for q in popular}
+    while len(counts_of) < 3000:
+        q = rng.choice(popular)
+        at = rng.randrange(len(q))
+        q = rng.choice([query(), q[:at] + q[at + 1:], " ".join(reversed(q.split())),
+                        q.replace("RequestsSlow", "WriteRequestsSlow"), q.replace("Stuck", "Stuk")])
+        counts_of.setdefault(q, rng.randint(1, 3))
+    surfaces = sorted(counts_of)
+    norms = [normalize_query(q) for q in surfaces]
+    assert len(set(norms)) == len(norms)
+    counts = [counts_of[q] for q in surfaces]
+    expected, full_and_found = _one_by_one(norms, counts, 88, surfaces)
+    assert full_and_found > 50
+    assert expected != _one_by_one(norms, counts, 88)[0]  # the identifiers kept some apart
+    assert _pairs(cluster(norms, counts, 88, surfaces)) == expected
 
 
 @settings(max_examples=200, deadline=None)
