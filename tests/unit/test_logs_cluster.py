@@ -92,7 +92,13 @@ def _one_by_one(norms: list[str], counts: list[int], similarity: float, surfaces
     from rapidfuzz import fuzz
 
     from curator.logs.cluster import BLOCK_LEADERS
-    from curator.logs.normalise import compare_key, digit_signature, identifier_signature, plain_key, same_identifiers
+    from curator.logs.normalise import (
+        compare_key,
+        digit_signature,
+        identifier_signature,
+        plain_key,
+        same_identifiers,
+    )
 
     order = sorted(range(len(norms)), key=lambda i: (-counts[i], norms[i]))
     idents = [identifier_signature(s) for s in surfaces] if surfaces is not None else [()] * len(norms)
