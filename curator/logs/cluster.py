@@ -41,8 +41,9 @@ from curator.logs.normalise import (
 
 BLOCK_LEADERS = 32
 BULK_ONE_OFFS = 50_000  # more queries asked once than this: compared in bulk (`_join_once`)
-ONCE_CHUNK = 100_000  # queries asked once handled at a time
+ONCE_CHUNK = 100_000  # queries asked once (or behind full blocks) handled at a time
 TOTALS_CHUNK = 1 << 20  # clusters summed at a time
+SCORED_ROWS = 4096  # queries of one block scored at a time in bulk (a matrix of their scores)
 
 
 Block = tuple[list[str], list[int]]  # the leaders of one block: their forms (sorted or plain), their positions
@@ -149,8 +150,12 @@ def _joins(norms: list[str], signatures: list[str], similarity: float, idents: l
                 block[1].append(i)
     index = None
     if behind_full:
+        # only their forms are needed now: the others' go before the index is built
+        forms = ([keys[i] for i in behind_full], [plains[i] for i in behind_full],
+                 [signatures[i] for i in behind_full])
+        del keys, plains, signatures
         index = BlockIndex(blocks)
-        more, their = _join_behind_full(behind_full, keys, plains, signatures, blocks, index, similarity, idents)
+        more, their = _join_behind_full(behind_full, *forms, blocks, index, similarity, idents)
         joiners += more
         joined += their
     return joiners, joined, blocks, first_with, index
@@ -159,21 +164,26 @@ def _joins(norms: list[str], signatures: list[str], similarity: float, idents: l
 def _join_behind_full(rows: list[int], keys: list[str], plains: list[str], signatures: list[str],
                       blocks: dict[str, Block], index: BlockIndex, similarity: float,
                       idents: list[Signature] | None) -> tuple[list[int], list[int]]:
-    """For the queries of `rows` (positions in visiting order) whose four blocks were
-    full on their turn: those that join a leader, and the leader each joins, as `_best`
-    would have found them then. A full block is never added to again, and a query
+    """For the queries of `rows` (positions in visiting order, with their forms and
+    digit signatures) whose four blocks were full on their turn: those that join a
+    leader, and the leader each joins, as `_best` would have found them then. A full block is never added to again, and a query
     behind four full blocks that leads a cluster is added to none, so its turn changes
     nothing a later query sees: all of them are scored at the end, a block at a time
     (`_scores`, as the queries asked once are), which costs a fifth of a `_best` each."""
     import numpy as np
 
-    at = np.asarray(rows, dtype=np.int64)
-    best, leaders = _scores(at, _objects(keys), _objects(plains), signatures, index, similarity)
+    all_keys, all_plains = _objects(keys), _objects(plains)
+    best = np.empty(len(rows))
+    leaders = np.empty(len(rows), dtype=np.int64)
+    for start in range(0, len(rows), ONCE_CHUNK):  # a chunk at a time: the look-ups' arrays stay small
+        part = np.arange(start, min(start + ONCE_CHUNK, len(rows)))
+        best[part], leaders[part] = _scores(part, all_keys, all_plains, signatures, index, similarity)
     joiners: list[int] = []
     joined: list[int] = []
-    for p, leader in zip(at[best >= 0].tolist(), leaders[best >= 0].tolist(), strict=True):
+    for k, leader in zip(np.flatnonzero(best >= 0).tolist(), leaders[best >= 0].tolist(), strict=True):
+        p = rows[k]
         if idents is not None and (idents[p] or idents[leader]) and not same_identifiers(idents[p], idents[leader]):
-            found = _best_of_blocks(keys[p], plains[p], signatures[p], blocks, similarity, idents, idents[p])
+            found = _best_of_blocks(keys[k], plains[k], signatures[k], blocks, similarity, idents, idents[p])
             if found is None:
                 continue
             leader = found
@@ -275,15 +285,17 @@ def _scores(rows: Any, keys: Any, plains: Any, signatures: list[str], index: Blo
         arg = np.empty(len(inside), dtype=np.int64)
         lows, highs = np.r_[0, bounds], np.r_[bounds, len(inside)]
         firsts, lasts = index.offsets[blocks[lows]], index.offsets[blocks[lows] + 1]
-        for lo, hi, first, last in zip(lows.tolist(), highs.tolist(), firsts.tolist(), lasts.tolist(), strict=True):
-            scores = process.cdist(mine[inside[lo:hi]], index.forms[first:last], scorer=fuzz.ratio,
-                                   score_cutoff=similarity, dtype=np.float64)
-            if last - first == 1:  # one leader (most blocks)
-                top[lo:hi] = scores[:, 0]
-                arg[lo:hi] = first
-            else:
-                top[lo:hi] = scores.max(axis=1)
-                arg[lo:hi] = scores.argmax(axis=1) + first  # the first best
+        for low, high, first, last in zip(lows.tolist(), highs.tolist(), firsts.tolist(), lasts.tolist(), strict=True):
+            for lo in range(low, high, SCORED_ROWS):  # a popular block's rows a slice at a time: small matrices
+                hi = min(lo + SCORED_ROWS, high)
+                scores = process.cdist(mine[inside[lo:hi]], index.forms[first:last], scorer=fuzz.ratio,
+                                       score_cutoff=similarity, dtype=np.float64)
+                if last - first == 1:  # one leader (most blocks)
+                    top[lo:hi] = scores[:, 0]
+                    arg[lo:hi] = first
+                else:
+                    top[lo:hi] = scores.max(axis=1)
+                    arg[lo:hi] = scores.argmax(axis=1) + first  # the first best
         found = (top >= similarity) & (top > best[inside])
         best[inside[found]] = top[found]
         at[inside[found]] = index.leaders[arg[found]]

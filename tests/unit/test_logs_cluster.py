@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from curator.logs import cluster as cluster_module
 from curator.logs.cluster import Clusters, cluster
 from curator.logs.normalise import normalize_query
 from curator.logs.sample import at_least, sample_order, sample_walk
@@ -142,7 +144,11 @@ def _one_by_one(norms: list[str], counts: list[int], similarity: float, surfaces
     return clusters, full_and_found
 
 
-def test_queries_behind_full_blocks_cluster_as_if_compared_one_by_one() -> None:
+@pytest.mark.parametrize("chunk, rows", [(None, None), (97, 3)])
+def test_queries_behind_full_blocks_cluster_as_if_compared_one_by_one(monkeypatch, chunk, rows) -> None:
+    if chunk:  # scored in bulk a few at a time: chunks and slices of a block's rows end anywhere
+        monkeypatch.setattr(cluster_module, "ONCE_CHUNK", chunk)
+        monkeypatch.setattr(cluster_module, "SCORED_ROWS", rows)
     # popular queries fill the blocks (few first and last words); rare typos and
     # reorderings of them come later and find their leaders in full blocks
     rng = random.Random(7)
@@ -166,7 +172,11 @@ def test_queries_behind_full_blocks_cluster_as_if_compared_one_by_one() -> None:
         assert _pairs(cluster(norms, counts, similarity)) == expected
 
 
-def test_queries_naming_identifiers_behind_full_blocks_join_only_the_same_identifiers() -> None:
+@pytest.mark.parametrize("chunk, rows", [(None, None), (89, 5)])
+def test_queries_naming_identifiers_behind_full_blocks_join_only_the_same_identifiers(monkeypatch, chunk, rows) -> None:
+    if chunk:
+        monkeypatch.setattr(cluster_module, "ONCE_CHUNK", chunk)
+        monkeypatch.setattr(cluster_module, "SCORED_ROWS", rows)
     # alerts named by identifiers one part apart (`etcdGRPCRequestsSlow`,
     # `etcdGRPCWriteRequestsSlow`) are near-duplicates by their letters: behind full
     # blocks as on their turn, a query joins the best leader naming the same identifiers
