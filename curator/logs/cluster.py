@@ -131,8 +131,9 @@ def _joins(norms: list[str], signatures: list[str], similarity: float, idents: l
         pheads, ptails = f"{signature}|<{plain[:5]}", f"{signature}|>{plain[-5:]}"
         a, b, c, d = get(heads, _NONE), get(tails, _NONE), get(pheads, _NONE), get(ptails, _NONE)
         if len(a[1]) == len(b[1]) == len(c[1]) == len(d[1]) == BLOCK_LEADERS:
-            # four full blocks never change again, and a leader behind them joins none:
-            # scored in bulk after the walk, with the same result (`_join_behind_full`)
+            # four full blocks never change again, and whatever this query does it is added
+            # to none of them: scored in bulk after the walk, with the same result
+            # (`_join_behind_full`)
             behind_full.append(i)
             continue
         leaders = a[1] + b[1] + c[1] + d[1]  # lists joined with +, in C: comprehensions cost more than scoring
@@ -166,10 +167,12 @@ def _join_behind_full(rows: list[int], keys: list[str], plains: list[str], signa
                       idents: list[Signature] | None) -> tuple[list[int], list[int]]:
     """For the queries of `rows` (positions in visiting order, with their forms and
     digit signatures) whose four blocks were full on their turn: those that join a
-    leader, and the leader each joins, as `_best` would have found them then. A full block is never added to again, and a query
-    behind four full blocks that leads a cluster is added to none, so its turn changes
-    nothing a later query sees: all of them are scored at the end, a block at a time
-    (`_scores`, as the queries asked once are), which costs a fifth of a `_best` each."""
+    leader, and the leader each joins, as `_best` would have found them then. A full
+    block is never added to again, and a query behind four full blocks that leads a
+    cluster is added to none, so its turn changes nothing a later query sees: all of
+    them are scored at the end, a block at a time (`_scores`, as the queries asked once
+    are), where rapidfuzz takes in a block's leaders once for all its queries (a
+    `_best` per query took them in each time: most of its cost)."""
     import numpy as np
 
     all_keys, all_plains = _objects(keys), _objects(plains)
