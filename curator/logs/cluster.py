@@ -185,13 +185,11 @@ def _join_behind_full(rows: list[int], keys: list[str], plains: list[str], signa
     joined: list[int] = []
     for k, leader in zip(np.flatnonzero(best >= 0).tolist(), leaders[best >= 0].tolist(), strict=True):
         p = rows[k]
-        if idents is not None and (idents[p] or idents[leader]) and not same_identifiers(idents[p], idents[leader]):
-            found = _best_of_blocks(keys[k], plains[k], signatures[k], blocks, similarity, idents, idents[p])
-            if found is None:
-                continue
-            leader = found
-        joiners.append(p)
-        joined.append(leader)
+        agreeing = _agreeing(leader, idents[p] if idents is not None else (), keys[k], plains[k], signatures[k],
+                             blocks, similarity, idents)
+        if agreeing is not None:
+            joiners.append(p)
+            joined.append(agreeing)
     return joiners, joined
 
 
@@ -243,14 +241,22 @@ def _join_once(all_norms: list[str], all_surfaces: list[str] | None, once: Any, 
             continue
         best, at = _scores(fuzzy, _objects(keys), _objects(plains), signatures, index, similarity)
         for p, leader in zip(fuzzy[best >= 0].tolist(), at[best >= 0].tolist(), strict=True):
-            if mine is not None and idents is not None and (mine[p] or idents[leader]) \
-                    and not same_identifiers(mine[p], idents[leader]):
-                leader = _best_of_blocks(keys[p], plains[p], signatures[p], blocks, similarity, idents, mine[p])
-                if leader is None:
-                    continue
-            joiners.append(start + p)
-            joined.append(leader)
+            agreeing = _agreeing(leader, mine[p] if mine is not None else (), keys[p], plains[p], signatures[p],
+                                 blocks, similarity, idents)
+            if agreeing is not None:
+                joiners.append(start + p)
+                joined.append(agreeing)
     return joiners, joined
+
+
+def _agreeing(leader: int, ident: Signature, key: str, plain: str, signature: str, blocks: dict[str, Block],
+              similarity: float, idents: list[Signature] | None) -> int | None:
+    """The leader a query joins, given the one the bulk scores found best (`leader`):
+    that one if it names the same identifiers as the query (`ident`), else what `_best`
+    finds in the query's blocks (None: no leader that agrees)."""
+    if idents is None or not (ident or idents[leader]) or same_identifiers(ident, idents[leader]):
+        return leader
+    return _best_of_blocks(key, plain, signature, blocks, similarity, idents, ident)
 
 
 def _objects(strings: list[str]) -> Any:

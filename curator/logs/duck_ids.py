@@ -84,7 +84,7 @@ class IdsOf(FilePass):
 
     def _hashes(self, queries: set[str]) -> list[int]:
         """DuckDB's hashes of the JSON texts of those of `queries` this file has."""
-        return [row.hash for row in self.counted.at([r for rows in self.counted.rows_of(queries).values() for r in rows]).values()]
+        return [row.hash for rows in self.counted.found(queries).values() for row in rows]
 
     def _counted(self, reader: Reader, queries: set[str] | None) -> tuple[Ids, Ids]:
         hits: Ids = {}

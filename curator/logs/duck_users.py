@@ -73,6 +73,13 @@ class Counted:
                 self._rows[query] = found.get(query, [])
         return {query: self._rows[query] for query in wanted if self._rows[query]}
 
+    def found(self, wanted: set[str]) -> dict[str, list[Row]]:
+        """The hash and user aggregates of each of the `wanted` queries this file has,
+        a Row per row (see `rows_of`)."""
+        rows_of = self.rows_of(wanted)
+        values = self.at([row for rows in rows_of.values() for row in rows])
+        return {query: [values[row] for row in rows] for query, rows in rows_of.items()}
+
     def at(self, rows: list[int]) -> dict[int, Row]:
         """The hash and user aggregates (zeros without a user field) of the queries in `rows`."""
         missing = sorted({row for row in rows if row not in self._values})
@@ -181,10 +188,9 @@ class UsersOf(FilePass):
         self.asked = set(queries)
         found: dict[str, Users] = {}
         left: set[str] = set()
-        rows = self.counted.rows_of(queries)
-        values = self.counted.at([row for found in rows.values() for row in found])
+        rows = self.counted.found(queries)
         for q in queries:
-            known = [values[row].users() for row in rows.get(q, ())]
+            known = [row.users() for row in rows.get(q, ())]
             if None in known:
                 left.add(q)
                 continue
@@ -195,9 +201,7 @@ class UsersOf(FilePass):
 
     def unsettled(self, queries: set[str]) -> dict[str, Users]:
         """The users of `queries`, which pass 1 did not settle, from a users pass."""
-        rows_of = self.counted.rows_of(queries)
-        values = self.counted.at([row for found in rows_of.values() for row in found])
-        query_of = {values[row].hash: q for q, rows in rows_of.items() for row in rows}
+        query_of = {row.hash: q for q, rows in self.counted.found(queries).items() for row in rows}
         if query_of and self.ids is not None and queries <= self.asked:
             try:
                 return self.ids.with_users(self.asked, queries)
