@@ -17,6 +17,7 @@ from typing import IO, Any
 from curator.logs.aggregate import Aggregate, parse_time
 from curator.logs.fields import GUESSES, Fields, as_number, id_list
 from curator.logs.lines import MAX_LINE_BYTES, Window, in_window, line_count
+from curator.logs.sources import BROKEN_STREAM
 
 MAX_SPAN = 20  # lines a quoted field may span
 UNTERMINATED = "unterminated quote (the line was not read as a row)"
@@ -163,6 +164,7 @@ class _Lines:
         self.columns: int | None = None  # the header's, once read
         self.number = 0
         self._ahead: list[str] = []  # lines read ahead and not yet passed on
+        self.broken: Exception | None = None  # what the stream raised when it broke off
         self._lines = self._generate()
 
     def __iter__(self) -> _Lines:
@@ -174,7 +176,13 @@ class _Lines:
     def _next_line(self) -> str | None:
         if self._ahead:
             return self._ahead.pop(0)
-        return self.text.readline() or None
+        if self.broken is not None:
+            return None
+        try:
+            return self.text.readline() or None
+        except BROKEN_STREAM as exc:  # a cut-off or damaged compressed file: the rows before are kept
+            self.broken = exc
+            return None
 
     def _generate(self) -> Iterator[str]:
         while (line := self._next_line()) is not None:
@@ -190,6 +198,9 @@ class _Lines:
             for part in span:
                 self.number += 1
                 yield part
+        if self.broken is not None:  # what is left from the break counts as one unreadable line
+            self.number += 1
+            self.agg.reject(f"unreadable data ({self.broken})", self.number)
 
     def _span(self, first: str) -> list[str] | None:
         """`first` and the lines that close its open quote into one row of the header's

@@ -51,7 +51,7 @@ from curator.logs.fields import Fields
 from curator.logs.jsonl import JsonlHandler, loads
 from curator.logs.lines import Window
 from curator.logs.python_reader import FileRead, make_handler
-from curator.logs.sources import BlockHasher, Progress, Source, combine, open_stream
+from curator.logs.sources import BROKEN_STREAM, BlockHasher, Progress, Source, combine, open_stream
 
 __all__ = ["FORMATS", "NotForDuckDB", "available", "read"]
 
@@ -323,7 +323,7 @@ class _Fingerprint:
                 while not self.stopped.is_set() and (block := stream.read(_CHUNK)):
                     newlines += int(np.count_nonzero(np.frombuffer(block, np.uint8) == 10))  # bytes.count holds the GIL
                     last = block[-1:]
-        except (OSError, EOFError):  # damaged compressed data: DuckDB fails on it too
+        except BROKEN_STREAM:  # damaged or cut-off compressed data: DuckDB fails on it too
             self.damaged = True
             return
         self.lines = newlines + (last != b"\n")

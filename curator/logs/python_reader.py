@@ -14,7 +14,15 @@ from curator.logs.delimited import read_delimited, sniff_delimiter
 from curator.logs.fields import QUERY_FIELDS, UBI, URL_PARAMS, Fields, guess_fields
 from curator.logs.jsonl import JsonlHandler, sniff_records
 from curator.logs.lines import LineHandler, Window
-from curator.logs.sources import BLOCK, BlockHasher, Progress, Source, combine, open_stream
+from curator.logs.sources import (
+    BLOCK,
+    BROKEN_STREAM,
+    BlockHasher,
+    Progress,
+    Source,
+    combine,
+    open_stream,
+)
 from curator.logs.text import TextHandler
 
 if TYPE_CHECKING:
@@ -128,13 +136,16 @@ def read_lines(stream: IO[bytes], handler: LineHandler, agg: Aggregate) -> None:
                 if not piece:
                     break
                 block += piece
-        except (OSError, EOFError) as exc:
+        except BROKEN_STREAM as exc:
             error = exc
         if block:
             lineno, pending, skipping = _feed(handler, agg, bytes(block), lineno, pending, skipping)
         if error is not None:
+            # what is left from the break (the line it broke off in, and whatever the file
+            # held after it) counts as one unreadable line
+            agg.lines += 1
             agg.reject(f"unreadable data ({error})", lineno)
-            break
+            return
         if len(block) < BLOCK:
             break
     if pending and not skipping:

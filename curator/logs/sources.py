@@ -11,6 +11,7 @@ import errno
 import glob
 import gzip
 import hashlib
+import importlib.util
 import io
 import os
 import sys
@@ -18,9 +19,24 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from curator.errors import InputError
+
+
+def _zstd_errors() -> tuple[type[Exception], ...]:
+    try:
+        import zstandard
+    except ImportError:
+        return ()
+    return (zstandard.ZstdError,)
+
+
+# What reading a cut-off or damaged compressed stream raises: a reader keeps what came
+# before and reports the rest as unreadable
+BROKEN_STREAM: tuple[type[Exception], ...] = (OSError, EOFError, zlib.error, *_zstd_errors())
+# what damaged data raises (an OSError while reading the head is the file itself: "cannot read")
+_DAMAGED: tuple[type[Exception], ...] = (EOFError, zlib.error, *_zstd_errors())
 
 BLOCK = 8 << 20
 HEAD = 1 << 20
@@ -198,16 +214,66 @@ def open_stream(source: Source, hasher: BlockHasher, progress: Progress) -> IO[b
     if source.compression == "gz":
         return gzip.GzipFile(fileobj=counted, mode="rb")  # type: ignore[return-value]
     if source.compression == "zst":
-        try:
-            import zstandard
-        except ImportError:
+        if not _has_zstandard():
             raise InputError(
                 source.label,
                 "is zstd-compressed and the `zstandard` package is not installed",
                 hint="pip install zstandard, or decompress it first (zstd -d).",
-            ) from None
-        return zstandard.ZstdDecompressor().stream_reader(counted)
+            )
+        return io.BufferedReader(_Unzstd(counted), buffer_size=1 << 20)
     return counted
+
+
+def _has_zstandard() -> bool:
+    return importlib.util.find_spec("zstandard") is not None
+
+
+class _Unzstd(io.RawIOBase):
+    """The decompressed bytes of a zstd stream, frame after frame. A stream that ends
+    inside a frame raises EOFError after the bytes before the cut (zstandard's own
+    stream reader just stops there: the rest of a cut-off log would go without a word)."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        import zstandard
+
+        self.raw, self.zstd = raw, zstandard.ZstdDecompressor()
+        self.frame: Any = None  # the frame being decompressed (None: none begun)
+        self.out = b""
+        self.at = 0  # how much of `out` was read
+        self.error: Exception | None = None  # raised once the bytes before it are read
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]  # io's stub: a WriteableBuffer
+        while self.at == len(self.out):
+            if self.error is not None:
+                raise self.error
+            data = self.raw.read(1 << 17)
+            if not data:
+                if self.frame is not None and not self.frame.eof:
+                    raise EOFError("the zstd stream ends inside a frame")
+                return 0
+            self.out, self.at = self._decompress(data), 0
+        n = min(len(buffer), len(self.out) - self.at)
+        buffer[:n] = self.out[self.at : self.at + n]
+        self.at += n
+        return n
+
+    def _decompress(self, data: bytes) -> bytes:
+        """`data` decompressed, 32 KiB at a time: damage keeps what came out before it."""
+        out = []
+        try:
+            for start in range(0, len(data), 1 << 15):
+                piece = data[start : start + (1 << 15)]
+                while piece:
+                    if self.frame is None or self.frame.eof:
+                        self.frame = self.zstd.decompressobj()
+                    out.append(self.frame.decompress(piece))
+                    piece = self.frame.unused_data if self.frame.eof else b""
+        except BROKEN_STREAM as exc:
+            self.error = exc
+        return b"".join(out)
 
 
 def blank_lines(source: Source) -> int | None:
@@ -259,32 +325,36 @@ def read_head(source: Source) -> bytes:
             head = _stream_head(source)
             if source.compression == "gz":
                 return _read_up_to(gzip.GzipFile(fileobj=io.BytesIO(head)), HEAD)
+            if source.compression == "zst" and _has_zstandard():
+                return _read_up_to(_Unzstd(io.BytesIO(head)), HEAD)
             return head
         with source.path.open("rb") as raw:
             if source.compression == "gz":
                 with gzip.GzipFile(fileobj=raw) as gz:
                     return _read_up_to(gz, HEAD, damaged=source.label)
-            if source.compression == "zst":
-                return b""
+            if source.compression == "zst":  # without `zstandard`, DuckDB reads it (and finds its fields)
+                return _read_up_to(_Unzstd(raw), HEAD, damaged=source.label, kind="zstd") if _has_zstandard() else b""
             return raw.read(HEAD)
     except OSError as exc:
         raise InputError(source.label, f"cannot read: {exc}") from None
 
 
-def _read_up_to(stream: IO[bytes] | gzip.GzipFile, n: int, damaged: str | None = None) -> bytes:
+def _read_up_to(stream: IO[bytes] | gzip.GzipFile | _Unzstd, n: int, damaged: str | None = None,
+                kind: str = "gzip") -> bytes:
     """Up to n bytes; a truncated or damaged compressed stream gives what it had (the
     reader reports the damage), unless that is nothing and `damaged` names the file: a
-    gzip file damaged before anything in it can be read is an InputError."""
+    compressed file damaged before anything in it can be read is an InputError."""
     buf = bytearray()
+    read = getattr(stream, "read1", stream.read)  # one read at a time: a read that fails loses only its own bytes
     try:
         while len(buf) < n:
-            chunk = stream.read(min(1 << 16, n - len(buf)))
+            chunk = read(min(1 << 16, n - len(buf)))
             if not chunk:
                 break
             buf += chunk
-    except (EOFError, zlib.error) as exc:
+    except _DAMAGED as exc:
         if damaged is not None and not buf:
-            raise InputError(damaged, f"a damaged or truncated gzip file: nothing in it can be read ({exc})") from None
+            raise InputError(damaged, f"a damaged or truncated {kind} file: nothing in it can be read ({exc})") from None
     return bytes(buf)
 
 

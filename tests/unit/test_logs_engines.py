@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import sys
 from pathlib import Path
 
 import duckdb
@@ -374,7 +375,8 @@ def test_parquet_rows_are_read_like_json_lines(tmp_path: Path, ws, run_cli) -> N
     assert "mail <EMAIL> about the outage" in by_query
 
 
-def test_zstd_logs_are_read_by_duckdb_without_the_zstandard_package(tmp_path: Path) -> None:
+def test_zstd_logs_are_read_by_duckdb_without_the_zstandard_package(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # as if it were not installed: importing it fails
     packed = tmp_path / "search.jsonl.zst"
     lines = [_line(timestamp=f"2026-10-0{d}T08:00:00Z", query=q).decode()
              for d, q in [(1, "dhl cutoff time"), (2, "label backlog"), (3, "dhl cutoff time")]]

@@ -4,6 +4,7 @@ and the `curator import-logs` command (in-process and as the real console script
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import os
 import shutil
@@ -305,8 +306,6 @@ def test_cli_says_what_it_skipped_and_why(cws, run_cli) -> None:
 def test_an_empty_log_is_reported_and_the_others_are_imported(cws, run_cli, tmp_path: Path) -> None:
     """A glob over rotated logs often takes in an empty one: it is said to be empty, not
     an error that stops the import of the rest."""
-    import gzip
-
     (tmp_path / "empty.jsonl").write_bytes(b"")
     (tmp_path / "blank.jsonl").write_bytes(b"\n  \n\t\n")
     (tmp_path / "empty.jsonl.gz").write_bytes(gzip.compress(b""))
@@ -328,6 +327,23 @@ def test_a_gzip_damaged_before_anything_can_be_read_is_an_error_not_an_empty_log
     with pytest.raises(InputError, match="bad.jsonl.gz: a damaged or truncated gzip file: nothing in it can be read"):
         import_logs(cws, [bad])
     assert cws.candidates() == []
+
+
+def test_the_console_script_imports_a_cut_off_compressed_csv_from_a_pipe_and_exits_3(cws, tmp_path: Path) -> None:
+    """A log rotated while it was being compressed: the rows before the cut are queued,
+    the cut is named with its line, the exit code says something was skipped, and no
+    traceback (it was "Aborted!" from a pipe, and a traceback from a file)."""
+    body = "query,user\n" + "".join(f"{['dhl cutoff time', 'ups pickup window'][i % 2]},u{i}\n" for i in range(50_000))
+    packed = gzip.compress(body.encode())
+    exe = Path(sys.executable).parent / "curator"
+    proc = subprocess.run([str(exe), "-w", str(cws.root), "import-logs", "-", "--format", "csv", "--json"],
+                          input=packed[: len(packed) // 2], capture_output=True)
+    assert proc.returncode == EXIT_PARTIAL, proc.stderr
+    assert b"Traceback" not in proc.stderr and b"Aborted" not in proc.stderr
+    summary = json.loads(proc.stdout)
+    (rejected,) = summary["files"][0]["rejected"].items()
+    assert rejected[0].startswith("unreadable data") and rejected[1]["lines"] == [summary["lines"]]
+    assert summary["queued"] == 2 and {c.query for c in cws.candidates()} == {"dhl cutoff time", "ups pickup window"}
 
 
 def test_the_console_script_says_empty_stdin_is_empty(cws) -> None:
@@ -476,7 +492,6 @@ def test_a_pipe_named_as_a_path_is_read_once_like_stdin(cws, tmp_path: Path) -> 
     """`curator import-logs <(zcat search.jsonl.gz)`: the shell passes /dev/fd/63, a pipe.
     Opening it twice (once to look at it, once to read it) used to lose its first MiB.
     The real console script, so that a regression fails on the timeout, not hangs."""
-    import gzip
     import threading
 
     fifo = tmp_path / "search-pipe"
@@ -499,8 +514,6 @@ def test_a_pipe_named_as_a_path_is_read_once_like_stdin(cws, tmp_path: Path) -> 
 
 
 def test_the_console_script_reads_gzip_on_stdin(cws) -> None:
-    import gzip
-
     exe = Path(sys.executable).parent / "curator"
     proc = subprocess.run([str(exe), "-w", str(cws.root), "import-logs", "-", "--json", "--dry-run"],
                           input=gzip.compress((DATA / "search.jsonl").read_bytes()), capture_output=True, timeout=60)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -183,6 +184,11 @@ def test_unreadable_file_is_an_error(tmp_path: Path) -> None:
         expand([path])
 
 
+def _lines_add_up(agg) -> None:
+    """Every line is parsed, rejected or ignored, once."""
+    assert agg.lines == agg.parsed + sum(r.count for r in agg.rejected.values()) + sum(agg.ignored.values())
+
+
 def test_truncated_gzip_keeps_what_was_read(tmp_path: Path) -> None:
     body = "".join(json.dumps({"query": f"query number {i}"}) + "\n" for i in range(5000)).encode()
     packed = gzip.compress(body)
@@ -191,8 +197,53 @@ def test_truncated_gzip_keeps_what_was_read(tmp_path: Path) -> None:
     read = read_source(Source(str(path), path))  # DuckDB refuses it; auto hands it to python
     assert read.engine == "python"
     agg = read.agg
-    assert any(r.startswith("unreadable data") for r in agg.rejected)
-    assert 100 < agg.parsed < 5000
+    # the line it broke off in is one unreadable line, not also a broken JSON one
+    assert list(agg.rejected) == ["unreadable data (Compressed file ended before the end-of-stream marker was reached)"]
+    assert list(agg.rejected.values())[0].lines == [agg.lines]
+    assert 100 < agg.parsed < 5000 and agg.parsed == agg.lines - 1
+    assert set(agg.counts) == {f"query number {i}" for i in range(agg.parsed)}
+    _lines_add_up(agg)
+
+
+def _csv_log(n: int) -> bytes:
+    return ("query,user\n" + "".join(f"query number {i},u{i}\n" for i in range(n))).encode()
+
+
+def test_a_cut_off_gzip_csv_keeps_the_rows_before_the_cut(tmp_path: Path) -> None:
+    packed = gzip.compress(_csv_log(100_000))
+    path = tmp_path / "cut.csv.gz"
+    path.write_bytes(packed[: len(packed) // 2])
+    agg = read_source(Source(str(path), path)).agg
+    reasons = list(agg.rejected)
+    assert len(reasons) == 1 and reasons[0].startswith("unreadable data (Compressed file ended")
+    assert agg.rejected[reasons[0]].lines == [agg.lines]
+    assert 10_000 < agg.parsed < 100_000
+    assert set(agg.counts) == {f"query number {i}" for i in range(agg.parsed)}  # the rows before it, in order
+    _lines_add_up(agg)
+
+
+def test_a_damaged_gzip_csv_is_reported_not_a_crash(tmp_path: Path) -> None:
+    packed = bytearray(gzip.compress(_csv_log(100_000)))
+    packed[-6] ^= 0xFF  # the CRC in the trailer: every row decompresses, the check fails at the end
+    path = tmp_path / "damaged.csv.gz"
+    path.write_bytes(bytes(packed))
+    agg = read_source(Source(str(path), path)).agg
+    assert [r.split(" (")[0] for r in agg.rejected] == ["unreadable data"]
+    assert "CRC check failed" in next(iter(agg.rejected))
+    assert agg.parsed == 100_000
+    _lines_add_up(agg)
+
+
+def test_a_small_cut_off_gzip_file_keeps_what_it_had(tmp_path: Path) -> None:
+    """Smaller than the head read to guess its format: that read keeps what it had too."""
+    body = "".join(json.dumps({"query": f"query number {i}"}) + "\n" for i in range(3000)).encode()
+    packed = gzip.compress(body)
+    path = tmp_path / "small.jsonl.gz"
+    path.write_bytes(packed[: len(packed) // 2])
+    agg = read_source(Source(str(path), path)).agg
+    assert read_source(Source(str(path), path)).fields["query"] == "query"
+    assert 100 < agg.parsed < 3000 and list(agg.rejected)[0].startswith("unreadable data")
+    _lines_add_up(agg)
 
 
 def _big_log(path: Path, n: int, *, hits: bool = False, ordered: bool = False) -> None:
@@ -252,16 +303,47 @@ def test_a_file_that_is_not_what_its_name_says_is_a_clear_error(tmp_path: Path) 
         read_source(Source(str(path), path))
 
 
-def test_zstd_without_the_package_says_how_to_fix_it(tmp_path: Path) -> None:
-    try:
-        import zstandard  # noqa: F401
-    except ImportError:
-        path = tmp_path / "search.jsonl.zst"
-        path.write_bytes(b"\x28\xb5\x2f\xfd garbage")
-        with pytest.raises(InputError, match="zstandard"):
-            read_source(Source(str(path), path), fmt="jsonl", fields=Fields(query="query"), engine="python")
-    else:
-        pytest.skip("zstandard is installed")
+def test_zstd_without_the_package_says_how_to_fix_it(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # as if it were not installed: importing it fails
+    path = tmp_path / "search.jsonl.zst"
+    path.write_bytes(b"\x28\xb5\x2f\xfd garbage")
+    with pytest.raises(InputError, match="zstandard"):
+        read_source(Source(str(path), path), fmt="jsonl", fields=Fields(query="query"), engine="python")
+
+
+def _zstd(body: bytes) -> bytes:
+    import zstandard
+
+    return zstandard.ZstdCompressor().compress(body)
+
+
+def test_zstd_files_are_read_with_their_fields_found(tmp_path: Path) -> None:
+    """A small zstd file goes to the python reader, which guesses its fields from its
+    decompressed head; a file of two frames (`cat a.zst b.zst`) is read to the end."""
+    body = "".join(json.dumps({"q": f"query number {i % 40}", "ts": "2026-10-01T08:00:00Z"}) + "\n"
+                   for i in range(20_000)).encode()
+    path = tmp_path / "search.jsonl.zst"
+    path.write_bytes(_zstd(body) + _zstd(body))
+    read = read_source(Source(str(path), path))
+    assert read.engine == "python" and read.fields == {"query": "q", "time": "ts"}
+    assert read.agg.lines == read.agg.parsed == 40_000 and read.agg.counts["query number 7"] == 1000
+    csv_path = tmp_path / "search.csv.zst"
+    csv_path.write_bytes(_zstd(_csv_log(1000)))
+    assert read_source(Source(str(csv_path), csv_path)).agg.parsed == 1000
+
+
+def test_a_cut_off_zstd_file_says_so_and_keeps_what_came_before(tmp_path: Path) -> None:
+    """zstandard's stream reader just stops where a cut-off file ends: the reader must not."""
+    body = b"".join(json.dumps({"query": f"query number {i}", "n": "x" * (i % 97)}).encode() + b"\n"
+                    for i in range(50_000))
+    for name, packed in (("cut.jsonl.zst", _zstd(body)), ("cut.csv.zst", _zstd(_csv_log(50_000)))):
+        path = tmp_path / name
+        path.write_bytes(packed[: len(packed) // 2])
+        agg = read_source(Source(str(path), path)).agg
+        assert list(agg.rejected) == ["unreadable data (the zstd stream ends inside a frame)"], name
+        assert 1000 < agg.parsed < 50_000
+        assert set(agg.counts) == {f"query number {i}" for i in range(agg.parsed)}
+        _lines_add_up(agg)
 
 
 def test_times_in_the_forms_logs_write_that_are_not_iso() -> None:
