@@ -134,6 +134,7 @@ def _read_all(ws: Workspace, sources: list[Source], settings: Settings, summary:
     total = Aggregate()
     reads: list[FileRead] = []
     seen_fingerprints: set[str] = set()
+    unreadable: list[InputError] = []  # the files skipped because they cannot be read
     hashed_users = False  # `total` holds users as DuckDB's hashes, not names
     for source in sources:
         if source.skipped:  # a symlink that leads nowhere: named in the summary, the rest read
@@ -152,11 +153,20 @@ def _read_all(ws: Workspace, sources: list[Source], settings: Settings, summary:
             continue
         if on_file:
             on_file(source, source.size())
-        read = read_source(
-            source, opts.format, settings.fields, opts.param, settings.window, opts.max_line_bytes,
-            progress or (lambda _n: None), opts.engine or "auto", temp, later=True,
-        )
-        _require_found(read)
+        try:
+            read = read_source(
+                source, opts.format, settings.fields, opts.param, settings.window, opts.max_line_bytes,
+                progress or (lambda _n: None), opts.engine or "auto", temp, later=True,
+            )
+            _require_found(read)
+        except InputError as exc:
+            if len(sources) == 1:
+                raise
+            # one file of many that cannot be read (no query field, damaged, UTF-16): named
+            # and skipped, the others imported; if none is, the first such error is raised
+            summary.files.append(FileSummary(source.label, "skipped", reason=_reason(exc)))
+            unreadable.append(exc)
+            continue
         agg = read.agg
         fs = FileSummary(
             source.label, "imported", read.format, read.engine, read.fingerprint[:16], read.fields,
@@ -192,7 +202,16 @@ def _read_all(ws: Workspace, sources: list[Source], settings: Settings, summary:
             total.merge(agg)
         # the counts live on in `total` alone
         read.agg = Aggregate(lines=agg.lines, parsed=agg.parsed, hits=hits, clicks=clicks)
+    if unreadable and not reads and not any(f.status == "already imported" for f in summary.files):
+        raise unreadable[0]
     return reads, total
+
+
+def _reason(error: InputError) -> str:
+    """An InputError's message without the file's name (the summary names it), then its hint."""
+    message = error.message.removeprefix(f"{error.path}: ")
+    hint = (error.hint or "").rstrip(".")
+    return f"{message}; {hint[:1].lower()}{hint[1:]}" if hint else message
 
 
 def _choose(ws: Workspace, grouped: Grouped, settings: Settings,

@@ -346,6 +346,31 @@ def test_the_console_script_imports_a_cut_off_compressed_csv_from_a_pipe_and_exi
     assert summary["queued"] == 2 and {c.query for c in cws.candidates()} == {"dhl cutoff time", "ups pickup window"}
 
 
+def test_a_file_of_many_that_cannot_be_read_is_skipped_by_name_and_the_others_imported(cws, run_cli,
+                                                                                       tmp_path: Path) -> None:
+    """A glob over a log folder takes in an app log without the query field, or a gzip
+    damaged at its start: each is named with its reason (exit 3), the rest is queued. If
+    no file can be read, the first one's error stops the import and nothing is queued."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a-search.jsonl").write_text(json.dumps({"query": "dhl cutoff time"}) + "\n")
+    (logs / "b-app.jsonl").write_text(json.dumps({"level": "info", "msg": "started"}) + "\n")
+    (logs / "c-damaged.jsonl.gz").write_bytes(b"\x1f\x8b\x08\x00damaged")
+    (logs / "d-search.jsonl").write_text(json.dumps({"query": "ups pickup window"}) + "\n")
+    result = run_cli(["-w", str(cws.root), "import-logs", str(logs), "--json"])
+    assert result.exit_code == EXIT_PARTIAL, result.output
+    summary = json.loads(result.stdout)
+    status = {Path(f["path"]).name: (f["status"], f["reason"]) for f in summary["files"]}
+    assert status["a-search.jsonl"] == status["d-search.jsonl"] == ("imported", None)
+    assert status["b-app.jsonl"][0] == "skipped" and "no query field found" in status["b-app.jsonl"][1]
+    assert "--query-field" in status["b-app.jsonl"][1]
+    assert status["c-damaged.jsonl.gz"][0] == "skipped" and "damaged or truncated gzip" in status["c-damaged.jsonl.gz"][1]
+    assert summary["queued"] == 2 and {c.query for c in cws.candidates()} == {"dhl cutoff time", "ups pickup window"}
+    text = run_cli(["-w", str(cws.root), "import-logs", str(logs / "b-app.jsonl"), str(logs / "c-damaged.jsonl.gz")])
+    assert text.exit_code == 1 and "b-app.jsonl: no query field found" in text.output
+    assert len(cws.candidates()) == 2
+
+
 def test_the_console_script_says_empty_stdin_is_empty(cws) -> None:
     exe = Path(sys.executable).parent / "curator"
     proc = subprocess.run([str(exe), "-w", str(cws.root), "import-logs", "-", "--json"], input=b"",
