@@ -79,12 +79,12 @@ class Joined:
         return hit
 
     def untidy(self) -> Any:
-        """A boolean array: strings `" ".join(s.split())` could change (ASCII whitespace
-        other than single spaces between words)."""
+        """A boolean array: strings `grouping.tidy` could change (ASCII whitespace other
+        than single spaces between words, control codes)."""
         c = self.codes
         if not len(c):
             return self.lengths < 0
-        at = (c == 9) | ((c >= 11) & (c <= 13)) | ((c >= 0x1C) & (c <= 0x1F))
+        at = ((c < 32) & (c != 10)) | (c == 127)  # the separator is a newline; \x00 stands for non-ASCII
         edge = (c == 32) & (np.r_[True, c[:-1] == 10] | np.r_[c[1:] == 10, True] | np.r_[c[1:] == 32, False])
         return self.holding(at | edge)
 

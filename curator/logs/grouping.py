@@ -59,6 +59,13 @@ _PROBE = re.compile(r"(?=[<u'])(?:<script|\bunion\s+(?:all\s+)?select\b|'\s*or\s
 _PLACEHOLDER = re.compile(r"<[a-z_]+>")  # in a normalised (lower-case) query
 _ALNUM = re.compile(r"[^\W_]")
 NOISE = "noise (URL, probe or repeated character)"
+# Characters a query never means, stored or printed: control codes (C0 other than the
+# whitespace `str.split` already takes, DEL, C1; an escape sequence in a log would reach
+# the terminal) become a space; invisible format characters (bidi overrides and marks,
+# zero-width space, word joiner, byte-order mark) are dropped. Joiners (U+200C, U+200D)
+# stay: Persian, Indic scripts and emoji need them.
+_CONTROLS = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x9f]")
+_INVISIBLE = re.compile(r"[\u061c\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 JOIN_CHUNK = 250_000  # queries joined into one text at a time (bulk.Joined)
 
 
@@ -244,7 +251,7 @@ def _own_norms(raws: list[str], texts: list[str], norms: list[str], changed: lis
 
 def cleaned(raws: list[str], weights: list[int], redactor: Redactor,
             chunk: int = JOIN_CHUNK) -> tuple[list[str], list[str]]:
-    """Each exact query whitespace-collapsed and redacted (an empty one stays empty), and
+    """Each exact query tidied (`tidy`) and redacted (an empty one stays empty), and
     its normalised form ("" for an empty one); the redactions are counted in `redactor`,
     by `weights` (log lines). The screen (`maybe_personal`) and the tidy and lower-case
     checks run over all queries at once (bulk.Joined); only the queries they mark, and
@@ -261,7 +268,7 @@ def _cleaned(raws: list[str], weights: list[int], redactor: Redactor,
     from curator.logs.bulk import UPPER, Joined
 
     if redactor.extra or redactor.names:  # user patterns: every query
-        texts = [redactor.redact(" ".join(raw.split()), weight) for raw, weight in zip(raws, weights, strict=True)]
+        texts = [redactor.redact(tidy(raw), weight) for raw, weight in zip(raws, weights, strict=True)]
         return texts, [_norm(text) for text in texts], None
     upper = np.zeros(len(raws), dtype=bool)
     one_by_one = np.zeros(len(raws), dtype=bool)
@@ -278,7 +285,7 @@ def _cleaned(raws: list[str], weights: list[int], redactor: Redactor,
         norms[k] = raws[k].lower()
     for k in np.flatnonzero(one_by_one).tolist():
         raw = raws[k]
-        text = " ".join(raw.split())
+        text = tidy(raw)
         if maybe_personal(text):
             text = redactor.redact(text, weights[k])
         if text == raw:  # the raw's own string, not an equal copy (a screen marks many that stay as they are)
@@ -290,6 +297,15 @@ def _cleaned(raws: list[str], weights: list[int], redactor: Redactor,
         norm = _norm(text)
         norms[k] = text if norm == text else norm
     return texts, norms, np.flatnonzero(upper | one_by_one).tolist()
+
+
+def tidy(raw: str) -> str:
+    """`raw` with single spaces between words, no control codes and no invisible
+    format characters (see _CONTROLS): what a query is stored and shown as."""
+    text = " ".join(raw.split())
+    if text.isprintable():  # the usual case: nothing more to do
+        return text
+    return " ".join(_INVISIBLE.sub("", _CONTROLS.sub(" ", text)).split())
 
 
 def _chunks(n: int, chunk: int) -> list[slice]:

@@ -646,3 +646,30 @@ def test_the_probe_filter_finds_each_kind_of_probe_and_leaves_the_rest() -> None
              "<SCRIPT>alert(1)</script>", "union select", "ſelect union", "café' or 1=1", "union ſelect",
              "<script>", "<script>", "' or 1=1", "' or 1=1"]  # one right after another, at the start
     assert [k for k, t in enumerate(texts) if _PROBE.search(t)] == [1, 3, 5, 6, 8, 9, 10, 11, 12, 13]
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "python"])
+def test_control_codes_and_invisible_characters_in_queries_are_neither_stored_nor_printed(cws, engine: str,
+                                                                                         tmp_path: Path) -> None:
+    """A log line can carry an escape sequence (a scanner's probe, a pasted coloured
+    terminal line), a NUL, DEL, a C1 code, a bidi override or a zero-width space: they
+    were stored in the candidate and the escape sequence reached the terminal in the
+    table. Control codes become a space, invisible format characters go; the words stay,
+    and so do the joiners Persian and emoji need."""
+    import unicodedata
+
+    queries = ["esc \x1b[31mred\x1b[0m text", "nul\x00byte", "del\x7fchar", "c1 \x9b31m csi", "zero\u200bwidth",
+               "rtl \u202egnp.exe", "bom\ufeff start", "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"]
+    log = tmp_path / "controls.jsonl"
+    log.write_text("".join(json.dumps({"query": q, "user": f"u{k}"}) + "\n" for k, q in enumerate(queries)))
+    exe = Path(sys.executable).parent / "curator"
+    proc = subprocess.run([str(exe), "-w", str(cws.root), "import-logs", str(log), "--engine", engine],
+                          capture_output=True, env={**os.environ, "COLUMNS": "200"})
+    assert proc.returncode == 0, proc.stderr
+    assert b"\x1b" not in proc.stdout and b"\x1b" not in proc.stderr
+    stored = {c.query for c in cws.candidates()}
+    assert stored == {"esc [31mred [0m text", "nul byte", "del char", "c1 31m csi", "zerowidth", "rtl gnp.exe",
+                      "bom start", "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"}
+    assert not [q for q in stored for ch in q if unicodedata.category(ch) == "Cc" or unicodedata.bidirectional(ch)
+                in ("LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI")]
+    assert "\x1b" not in _db_text(cws) and "\x00" not in _db_text(cws)
