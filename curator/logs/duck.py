@@ -89,6 +89,8 @@ def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, 
             head = first_lines(source, source_sql, "zstd file")
     handler = make_handler(source, "jsonl" if fmt == "parquet" else fmt, head, fields, None, window, max_line)
     assert isinstance(handler, JsonlHandler)
+    if handler.json_in is not None:
+        raise NotForDuckDB(f"its search records are JSON inside its lines (json_in={handler.json_in})")
     # hits exported from OpenSearch / Elasticsearch (UBI's ubi_queries index, for one)
     sql = JsonSql(handler.fields, window, wrapped=b'"_source"' in head)
 
@@ -126,7 +128,7 @@ def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, 
     ids_of = IdsOf(source_sql, sql, source.label, counted, trusted, temp, left_ids) if with_ids and later else None
     users_of = UsersOf(source_sql, sql, source.label, counted, trusted, temp, ids_of) if sql.fields.user else None
     details_of = DetailsOf(details, counted) if details else None
-    return FileRead(source, fmt, fingerprint.result(agg.lines), agg, handler.fields.given(), "duckdb", users_of,
+    return FileRead(source, fmt, fingerprint.result(agg.lines), agg, handler.used(), "duckdb", users_of,
                     ids_of, details_of)
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 QUERY_FIELDS = ("query", "q", "search", "user_query", "search_query", "query_text", "text", "keywords", "term")
-TIME_FIELDS = ("timestamp", "@timestamp", "time", "ts", "datetime", "date", "created_at")
+TIME_FIELDS = ("timestamp", "@timestamp", "time", "ts", "datetime", "date", "created_at", "line_time")
 USER_FIELDS = ("user_id", "user", "client_id", "uid", "visitor_id", "session_id", "session")
 HITS_FIELDS = ("hits", "hit_ids", "result_ids", "returned_ids", "doc_ids", "query_response_hit_ids")
 CLICK_FIELDS = ("clicked", "clicks", "clicked_ids", "click_ids")

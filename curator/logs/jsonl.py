@@ -20,7 +20,7 @@ from operator import not_
 from typing import Any
 
 from curator.logs.aggregate import USERS_CAP, Aggregate, parse_time
-from curator.logs.fields import Fields, as_number, get_path, id_list
+from curator.logs.fields import Fields, as_number, get_path, guess_fields, id_list
 from curator.logs.lines import MAX_LINE_BYTES, LineHandler, Window, in_window, line_count
 
 try:  # optional speed-up; not a dependency
@@ -168,16 +168,100 @@ def _value_re(key: str, value: str) -> re.Pattern[str]:
     return re.compile('"' + re.escape(key) + r'":[ ]?' + value)
 
 
+# A search log's JSON inside another log's lines: the text of an envelope's field
+# (Docker's json-file `{"log": "{...}\n", "stream": ..., "time": ...}`, Fluent Bit's,
+# Vector's and CloudWatch's `message`), or after a prefix (a container runtime's
+# `2026-10-01T08:00:00.1Z stdout F {...}`, Python logging's `2026-10-01 08:00:00,123
+# INFO search {...}`). `json_in` names the envelope's field, or IN_LINE.
+ENVELOPE_FIELDS = ("log", "message", "msg", "MESSAGE")
+IN_LINE = "line"
+LINE_TIME = "line_time"  # the time a prefix starts with, as a field of the record
+_PREFIX_TIME = re.compile(r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)?(?=[\s\]|])")
+
+
+def record_in_line(text: str) -> dict[str, Any] | None:
+    """The JSON object that ends a line after a prefix (None if there is none), with
+    the time the prefix starts with as LINE_TIME, unless the object has that key."""
+    at = text.find("{")
+    if at < 0:
+        return None
+    try:
+        record = loads_record(text[at:])
+    except JSON_ERRORS:
+        return None
+    if not isinstance(record, dict):
+        return None
+    stamp = _PREFIX_TIME.match(text.lstrip("[ "))
+    if stamp and LINE_TIME not in record:
+        record[LINE_TIME] = stamp.group().replace(",", ".")
+    return record
+
+
+def record_in_field(record: dict[str, Any], field: str) -> dict[str, Any] | None:
+    """The JSON object held as text in `record[field]` (None if it holds none), with the
+    envelope's other fields (its time, say) under its own."""
+    value = record.get(field)
+    if not isinstance(value, str) or not value.lstrip().startswith("{"):
+        return None
+    try:
+        inner = loads_record(value.strip())
+    except JSON_ERRORS:
+        return None
+    if not isinstance(inner, dict):
+        return None
+    merged = {k: v for k, v in record.items() if k != field}
+    merged.update(inner)
+    return merged
+
+
+def json_after_prefix(head: bytes) -> bool:
+    """Do most of the first lines end in a JSON object after a prefix that is not JSON?"""
+    lines = [ln.strip() for ln in head.split(b"\n")[:200] if ln.strip()][:50]
+    text_lines = [ln.decode("utf-8", "replace") for ln in lines]
+    found = sum(1 for ln in text_lines if not ln.startswith("{") and ln.endswith("}") and record_in_line(ln))
+    return bool(found) and 2 * found >= len(text_lines)
+
+
+def sniff_inner(head: bytes, given: Fields) -> tuple[str | None, Fields]:
+    """Where a log's search records are (`json_in`: None for the lines themselves, an
+    envelope's field, or IN_LINE) and their fields, guessed from the first lines. The
+    lines themselves win when they hold the query field; if nothing holds one, the
+    fields are the lines' own (whose query, if any, is then None)."""
+    records = sniff_records(head)
+    resolved = guess_fields(records, given)
+    if _has_query(records, resolved):
+        return None, resolved
+    candidates: list[tuple[str, list[dict[str, Any]]]] = []
+    for field in ENVELOPE_FIELDS:
+        inner = [r for r in (record_in_field(rec, field) for rec in records) if r is not None]
+        candidates.append((field, inner))
+    lines = [ln.decode("utf-8", "replace") for ln in head.split(b"\n")[:2000] if ln.strip()]
+    candidates.append((IN_LINE, [r for r in (record_in_line(ln) for ln in lines if not ln.startswith("{"))
+                                 if r is not None][:200]))
+    for json_in, inner in candidates:
+        fields = guess_fields(inner, given)
+        if inner and _has_query(inner, fields):
+            return json_in, fields
+    return None, resolved
+
+
+def _has_query(records: list[dict[str, Any]], fields: Fields) -> bool:
+    return fields.query is not None and any(isinstance(get_path(r, fields.query), str) for r in records)
+
+
 class JsonlHandler(LineHandler):
     name = "jsonl"
 
-    def __init__(self, fields: Fields, window: Window = Window(), max_line_bytes: int = MAX_LINE_BYTES):
+    def __init__(self, fields: Fields, window: Window = Window(), max_line_bytes: int = MAX_LINE_BYTES,
+                 json_in: str | None = None):
         super().__init__(window, max_line_bytes)
         assert fields.query
         self.fields = fields
+        self.json_in = json_in
         simple = [f for f in (fields.query, fields.time, fields.user) if f]
         self.fast_ok = (
-            not window
+            json_in is None
+            and not window
             and fields.count is None
             and all(_SIMPLE_KEY.match(f) for f in simple)
         )
@@ -198,6 +282,10 @@ class JsonlHandler(LineHandler):
             self._other_keys = [
                 f'"{f}"' for f in (fields.hits, fields.clicks, fields.results, fields.latency) if f
             ] + ['"_source"']
+
+    def used(self) -> dict[str, str]:
+        """The fields read (and, first, where the records are: `json_in`), as given or guessed."""
+        return {"json_in": self.json_in, **self.fields.given()} if self.json_in else self.fields.given()
 
     # -- fast path ---------------------------------------------------------------------
 
@@ -271,14 +359,26 @@ class JsonlHandler(LineHandler):
     # -- one line ----------------------------------------------------------------------
 
     def handle(self, text: str, lineno: int, agg: Aggregate) -> None:
-        try:
-            record = loads_record(text)
-        except JSON_ERRORS:
-            agg.reject("broken JSON", lineno)
-            return
-        if not isinstance(record, dict):
-            agg.reject("not a JSON object", lineno)
-            return
+        record: Any
+        if self.json_in == IN_LINE:
+            record = record_in_line(text)
+            if record is None:
+                agg.reject("no JSON object after the line's prefix", lineno)
+                return
+        else:
+            try:
+                record = loads_record(text)
+            except JSON_ERRORS:
+                agg.reject("broken JSON", lineno)
+                return
+            if not isinstance(record, dict):
+                agg.reject("not a JSON object", lineno)
+                return
+            if self.json_in is not None:
+                record = record_in_field(record, self.json_in)
+                if record is None:
+                    agg.reject(f"no JSON object in {self.json_in!r}", lineno)
+                    return
         source = record.get("_source")
         if isinstance(source, dict):  # an OpenSearch / Elasticsearch hit
             record = source

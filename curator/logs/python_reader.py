@@ -11,8 +11,8 @@ from curator.errors import InputError
 from curator.logs.access import AccessHandler, guess_param, looks_like_access_log
 from curator.logs.aggregate import Aggregate
 from curator.logs.delimited import read_delimited, sniff_delimiter
-from curator.logs.fields import QUERY_FIELDS, UBI, URL_PARAMS, Fields, guess_fields
-from curator.logs.jsonl import JsonlHandler, sniff_records
+from curator.logs.fields import QUERY_FIELDS, UBI, URL_PARAMS, Fields
+from curator.logs.jsonl import JsonlHandler, json_after_prefix, sniff_inner, sniff_records
 from curator.logs.lines import LineHandler, Window
 from curator.logs.sources import (
     BLOCK,
@@ -44,6 +44,8 @@ def detect_format(source: Source, head: bytes) -> str:
         return "tsv"
     if looks_like_access_log(head):
         return "access"
+    if json_after_prefix(head):  # an app's or a container runtime's lines, each ending in JSON
+        return "jsonl"
     if stem.endswith(".txt"):
         return "text"
     header = [c.strip().strip('"').lower() for c in first.decode("utf-8", "replace").replace("\t", ",").split(",")]
@@ -57,9 +59,9 @@ def make_handler(
 ) -> LineHandler:
     if fmt in ("jsonl", "ubi"):
         given = fields.merged(UBI) if fmt == "ubi" else fields
-        records = sniff_records(head)
-        resolved = guess_fields(records, given)
+        json_in, resolved = sniff_inner(head, given)
         if resolved.query is None:
+            records = sniff_records(head)
             keys = sorted({k for r in records for k in r})[:20]
             raise InputError(
                 source.label,
@@ -67,7 +69,7 @@ def make_handler(
                 + (f"the records have: {', '.join(keys)}" if keys else "no line is a JSON object"),
                 hint="Name it with --query-field (dotted paths like request.params.q work).",
             )
-        return JsonlHandler(resolved, window, max_line)
+        return JsonlHandler(resolved, window, max_line, json_in)
     if fmt == "access":
         chosen = param or guess_param(head)
         if chosen is None:
@@ -111,7 +113,7 @@ def read_python(source: Source, fmt: str, head: bytes, fields: Fields, param: st
         handler = make_handler(source, fmt, head, fields, param, window, max_line)
         used = {}
         if isinstance(handler, JsonlHandler):
-            used = handler.fields.given()
+            used = handler.used()
         elif isinstance(handler, AccessHandler):
             used = {"param": handler.param}
         with open_stream(source, hasher, progress) as stream:

@@ -368,3 +368,73 @@ def test_a_time_outside_the_years_python_has_once_in_utc_is_no_time_not_a_crash(
     log.write_text('{"query": "dhl cutoff time", "timestamp": "0001-01-01T00:30:00+01:00"}\n')
     read = read_source(Source("edge.jsonl", log), engine="python")
     assert read.agg.parsed == 1 and read.agg.first == {}
+
+
+def _docker_log(path: Path) -> Path:
+    """Docker's json-file log of a search service: each line an envelope whose `log` is
+    the service's own JSON line, and one line of plain output between them."""
+    lines = []
+    for k, (query, user) in enumerate([("dhl cutoff time", "u1"), ("ups pickup window", "u2"),
+                                       ("dhl cutoff time", "u3")]):
+        if k == 1:
+            lines.append({"log": "server listening on :8080\n", "stream": "stderr", "time": "2026-10-01T07:59:59Z"})
+        inner = {"query": query, "user": user, "hits": ["p1", "p2"]}
+        lines.append({"log": json.dumps(inner) + "\n", "stream": "stdout", "time": f"2026-10-0{k + 1}T08:00:00.1234567Z"})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+@pytest.mark.parametrize("engine", ["auto", "python"])
+def test_a_docker_log_is_read_from_the_json_inside_its_envelope(tmp_path: Path, engine: str) -> None:
+    """The search records are the text of each envelope's `log` (a container's JSON
+    output): their fields are found there, the envelope's time is the line's time, and a
+    line whose `log` holds no JSON object is named. It was 'no query field found'."""
+    read = read_source(Source("docker.log", _docker_log(tmp_path / "docker.log")), engine=engine)
+    assert read.format == "jsonl" and read.engine == "python"
+    assert read.fields == {"json_in": "log", "query": "query", "time": "time", "user": "user", "hits": "hits"}
+    agg = read.agg
+    assert (agg.lines, agg.parsed) == (4, 3)
+    assert dict(agg.counts) == {"dhl cutoff time": 2, "ups pickup window": 1}
+    assert {r: x.lines for r, x in agg.rejected.items()} == {"no JSON object in 'log'": [2]}
+    assert seen(read, "dhl cutoff time") == ("2026-10-01T08:00:00", "2026-10-03T08:00:00")
+    assert agg.users["dhl cutoff time"] == {"u1", "u3"} and agg.hits["ups pickup window"] == {"p1": 1, "p2": 1}
+
+
+def test_the_duckdb_engine_names_json_inside_an_envelope_and_the_engine_that_reads_it(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"cannot read it exactly \(its search records are JSON inside its lines \(json_in=log\)\)") as err:
+        read_source(Source("docker.log", _docker_log(tmp_path / "docker.log")), engine="duckdb")
+    assert "--engine python" in (err.value.hint or "")
+
+
+@pytest.mark.parametrize("prefix", [
+    "{time}.123456789Z stdout F ",  # a container runtime's (CRI) log
+    "{date} {clock},123 INFO search.api ",  # Python logging
+    "[{time}Z] ",
+])
+def test_json_after_a_line_prefix_is_read_with_the_time_the_prefix_starts_with(tmp_path: Path, prefix: str) -> None:
+    """Each line of an app's log ends in the JSON of one search after a prefix: the
+    records are that JSON, the time is the prefix's unless the record has its own, and a
+    line without JSON is named. Every whole line was queued as a query."""
+    log = tmp_path / "app.log"
+    rows = []
+    for day, query in [(1, "dhl cutoff time"), (2, "ups pickup window"), (3, "dhl cutoff time")]:
+        date, clock = f"2026-10-0{day}", "08:00:00"
+        start = prefix.format(time=f"{date}T{clock}", date=date, clock=clock)
+        rows.append(start + json.dumps({"q": query, "session": f"s{day}"}) + "\n")
+    rows.insert(1, prefix.format(time="2026-10-01T08:00:01", date="2026-10-01", clock="08:00:01") + "cache warmed\n")
+    log.write_text("".join(rows))
+    read = read_source(Source("app.log", log))
+    assert read.format == "jsonl"
+    assert read.fields == {"json_in": "line", "query": "q", "time": "line_time", "user": "session"}
+    assert dict(read.agg.counts) == {"dhl cutoff time": 2, "ups pickup window": 1}
+    assert {r: x.lines for r, x in read.agg.rejected.items()} == {"no JSON object after the line's prefix": [2]}
+    assert seen(read, "dhl cutoff time") == ("2026-10-01T08:00:00", "2026-10-03T08:00:00")
+    since = read_source(Source("app.log", log), window=Window(since="2026-10-02T00:00:00"))
+    assert dict(since.agg.counts) == {"ups pickup window": 1, "dhl cutoff time": 1}
+
+
+def test_a_list_of_queries_with_braces_in_some_stays_plain_text(tmp_path: Path) -> None:
+    log = tmp_path / "queries.log"
+    log.write_text('escape {"q": "a b"}\nhow to replay the dlq\nparser.max_retries default\n')
+    read = read_source(Source("queries.log", log))
+    assert read.format == "text" and read.agg.counts['escape {"q": "a b"}'] == 1
