@@ -5,12 +5,23 @@ is far likelier a broken row than a query spanning lines: a line that ends insid
 quote is read as the start of a multi-line row only if that row closes within
 `MAX_SPAN` lines with the header's number of columns. Otherwise the line is rejected
 as `unterminated quote` (with its number) and the next line is read as its own row, so
-one stray quote never swallows the rows after it."""
+one stray quote never swallows the rows after it.
+
+Spreadsheet and analytics exports (Google Analytics' search terms, for one) add what a
+table of rows does not have: `#` comment lines and blank lines before the header, counts
+written with thousands separators (`"1,234"`), the header again where files were joined
+(`cat jan.csv feb.csv`), and a second table after a blank line (`Day Index,Total Unique
+Searches`). The comment lines and the repeated header are ignored and counted; a count
+with separators is its number; a row after a blank line that is a header of another
+table (no cell empty or a number, one of them a column name of this header, not where
+the query goes) is ignored with the rows under it up to the next blank line, so a date
+of that table is no query."""
 
 from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterator
 from typing import IO, Any
 
@@ -21,10 +32,14 @@ from curator.logs.sources import BROKEN_STREAM
 
 MAX_SPAN = 20  # lines a quoted field may span
 UNTERMINATED = "unterminated quote (the line was not read as a row)"
+OTHER_TABLE = "row of another table (after a blank line)"
+# a whole number in groups of three: 1,234 or 1 234 (also the no-break spaces French
+# writes); with `;` between columns (a European spreadsheet) also 1.234
+_GROUPED = {",": re.compile(r"\d{1,3}(?:[,\u00a0\u202f ]\d{3})+"), ";": re.compile(r"\d{1,3}(?:[.\u00a0\u202f ]\d{3})+")}
 
 
 def sniff_delimiter(head: bytes, name: str) -> str:
-    first = head.split(b"\n", 1)[0]
+    first = next((ln for ln in head.split(b"\n") if not _preamble(ln.decode("utf-8", "replace"))), b"")
     if name.endswith(".tsv") or first.count(b"\t") > first.count(b","):
         return "\t"
     if first.count(b";") > first.count(b","):
@@ -75,7 +90,7 @@ def read_delimited(
             raise InputError(
                 label,
                 f"no {column!r} column for the {role}; the header has: {', '.join(header)}",
-                1,
+                lines.number,
                 hint="Name the column with --query-field (or --count-field, --time-field).",
             )
     if fields.query is None:
@@ -83,17 +98,29 @@ def read_delimited(
             label,
             f"no query column (looked for {', '.join(GUESSES['query'])}); "
             f"the header has: {', '.join(header)}",
-            1,
+            lines.number,
             hint="Name it with --query-field COLUMN.",
         )
-    agg.lines += 1
+    agg.lines = lines.number
     agg.ignored["header row"] += 1  # so that lines = parsed + rejected + ignored
     col = {role: index[name] for role, name in fields.given().items()}
+    grouped = _GROUPED.get(delimiter, _GROUPED[","])
+    after_blank = other_table = False
     for row in _rows(reader, lines, agg):
         lineno = lines.number
         agg.lines = lineno
         if not row or all(not c.strip() for c in row):
             agg.ignored["blank line"] += 1
+            after_blank, other_table = True, False
+            continue
+        if after_blank:
+            after_blank = False
+            other_table = _other_header(row, header, col["query"])
+        if other_table:
+            agg.ignored[OTHER_TABLE] += 1
+            continue
+        if [c.strip() for c in row] == header:  # files joined end to end, each with its header
+            agg.ignored["header row"] += 1
             continue
         if not _utf8(row):
             agg.reject("invalid UTF-8", lineno)
@@ -106,7 +133,7 @@ def read_delimited(
             i = col.get(role)
             return row[i] if i is not None and i < len(row) and row[i] != "" else None
 
-        n = line_count(cell("count"), fields.count, lineno, agg) if fields.count else 1
+        n = line_count(_count_text(cell("count"), grouped), fields.count, lineno, agg) if fields.count else 1
         if n is None:
             continue
         ts = parse_time(cell("time")) if "time" in col else None
@@ -125,6 +152,32 @@ def read_delimited(
         )
     agg.lines = max(agg.lines, lines.number)  # rejected lines after the last row count too
     return fields
+
+
+def _preamble(line: str) -> str | None:
+    """What a line before the header is when it is no part of the table (`comment line`,
+    `blank line`), else None."""
+    stripped = line.lstrip("\ufeff").strip()
+    return "blank line" if not stripped else "comment line" if stripped.startswith("#") else None
+
+
+def _count_text(value: str | None, grouped: re.Pattern[str]) -> str | None:
+    """A count's text with its thousands separators taken out (`1,234` is 1234)."""
+    if value is None:
+        return None
+    value = value.strip()
+    return re.sub(r"[^0-9]", "", value) if grouped.fullmatch(value) else value
+
+
+def _other_header(row: list[str], header: list[str], query: int) -> bool:
+    """Is `row`, the first after a blank line, the header of another table: no cell
+    empty or a number, and one of them (not where the query goes) one of the header's
+    names (`Day Index,Total Unique Searches` under `Search Term,Total Unique Searches,...`)?"""
+    cells = [c.strip() for c in row]
+    if len(cells) < 2 or any(not c or as_number(c) is not None for c in cells):
+        return False
+    names = set(header)
+    return any(c in names for i, c in enumerate(cells) if i != query)
 
 
 def _utf8(row: list[str]) -> bool:
@@ -165,6 +218,7 @@ class _Lines:
         self.number = 0
         self._ahead: list[str] = []  # lines read ahead and not yet passed on
         self.broken: Exception | None = None  # what the stream raised when it broke off
+        self._skipped = 0  # comment and blank lines before the header
         self._lines = self._generate()
 
     def __iter__(self) -> _Lines:
@@ -186,6 +240,11 @@ class _Lines:
 
     def _generate(self) -> Iterator[str]:
         while (line := self._next_line()) is not None:
+            if self.columns is None and self.number == self._skipped and (kind := _preamble(line)):
+                self.number += 1
+                self._skipped += 1
+                self.agg.ignored[kind] += 1
+                continue
             if '"' not in line or self.columns is None or not _open_at_end(line, self.delimiter):
                 self.number += 1
                 yield line

@@ -6,7 +6,9 @@ import math
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-QUERY_FIELDS = ("query", "q", "search", "user_query", "search_query", "query_text", "text", "keywords", "term")
+QUERY_FIELDS = ("query", "q", "search", "user_query", "search_query", "query_text", "text", "keywords", "term",
+                # analytics exports: Google Analytics' search terms, Search Console's queries
+                "search_term", "search term", "search terms", "searchterm", "top queries")
 TIME_FIELDS = ("timestamp", "@timestamp", "time", "ts", "datetime", "date", "created_at", "line_time")
 USER_FIELDS = ("user_id", "user", "client_id", "uid", "visitor_id", "session_id", "session")
 HITS_FIELDS = ("hits", "hit_ids", "result_ids", "returned_ids", "doc_ids", "query_response_hit_ids")

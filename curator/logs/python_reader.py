@@ -48,9 +48,11 @@ def detect_format(source: Source, head: bytes) -> str:
         return "jsonl"
     if stem.endswith(".txt"):
         return "text"
-    header = [c.strip().strip('"').lower() for c in first.decode("utf-8", "replace").replace("\t", ",").split(",")]
+    # an export's header row, after any `#` comment lines (Google Analytics writes some)
+    row = next((ln.strip() for ln in head.split(b"\n") if ln.strip() and not ln.strip().startswith(b"#")), b"")
+    header = [c.strip().strip('"').lower() for c in row.decode("utf-8", "replace").replace("\t", ",").split(",")]
     if len(header) > 1 and any(h in QUERY_FIELDS for h in header):
-        return "tsv" if b"\t" in first else "csv"
+        return "tsv" if b"\t" in row else "csv"
     return "text"
 
 

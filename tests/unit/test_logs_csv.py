@@ -1,11 +1,16 @@
 """CSV with a stray quote: the broken line is reported with its number and the rows after
-it are still read; a quoted field that really spans lines is kept."""
+it are still read; a quoted field that really spans lines is kept. Analytics and
+spreadsheet exports: comment lines, grouped counts, joined files, a second table."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from curator.logs.delimited import UNTERMINATED
+import pytest
+
+from curator.errors import InputError
+from curator.logs.delimited import OTHER_TABLE, UNTERMINATED
+from curator.logs.fields import Fields
 from curator.logs.reading import read_source
 from curator.logs.sources import Source
 
@@ -44,3 +49,76 @@ def test_a_quoted_field_that_spans_lines_and_closes_is_one_row(tmp_path: Path) -
     read = _read(log)
     assert set(read.agg.counts) == {"two lines\nof one query", "next query"}
     assert not read.agg.rejected and read.agg.lines == 4
+
+
+GA_EXPORT = (
+    "# ----------------------------------------\n"
+    "# All Web Site Data\n"
+    "# Search Terms\n"
+    "# 20261001-20261031\n"
+    "# ----------------------------------------\n"
+    "\n"
+    "Search Term,Total Unique Searches,Results Pageviews / Search,% Search Exits\n"
+    'carrier e1042 error,"1,234",2.10,12.5%\n'
+    "how to reset password,987,1.50,10.0%\n"
+    '"dhl cutoff time, saturday","12,345,678",1.1,3%\n'
+    "\n"
+    "Day Index,Total Unique Searches\n"
+    "10/1/26,120\n"
+    "10/2/26,98\n"
+)
+
+
+def test_an_analytics_export_is_read_past_its_comments_with_grouped_counts_and_no_second_table(tmp_path: Path) -> None:
+    log = tmp_path / "Analytics Search Terms 20261001-20261031.csv"
+    log.write_text(GA_EXPORT)
+    read = read_source(Source(log.name, log), engine="python", fields=Fields(count="Total Unique Searches"))
+    assert read.fields["query"] == "Search Term"
+    assert dict(read.agg.counts) == {"carrier e1042 error": 1234, "how to reset password": 987,
+                                     "dhl cutoff time, saturday": 12_345_678}
+    assert not read.agg.rejected
+    assert read.agg.ignored == {"comment line": 5, "blank line": 2, "header row": 1, OTHER_TABLE: 3}
+    assert read.agg.lines == 14 == read.agg.parsed + sum(read.agg.ignored.values())
+
+
+def test_a_header_after_comments_is_found_without_an_extension_and_its_line_is_named(tmp_path: Path) -> None:
+    log = tmp_path / "ga4-export"
+    log.write_bytes(
+        b"\xef\xbb\xbf# Search terms\n# Account: Example\n#\n# Start date: 20261001\n"
+        b"Search term\tEvent count\tTotal users\ncarrier e1042 error\t1,234\t900\nreset password\t987\t12\n"
+    )
+    read = read_source(Source(log.name, log), engine="auto", fields=Fields(count="Event count"))
+    assert read.format == "tsv" and read.agg.ignored["comment line"] == 4
+    assert dict(read.agg.counts) == {"carrier e1042 error": 1234, "reset password": 987}
+    with pytest.raises(InputError) as caught:
+        read_source(Source(log.name, log), engine="auto", fields=Fields(count="Searches"))
+    assert caught.value.line == 5 and "'Searches'" in str(caught.value)
+
+
+def test_files_joined_end_to_end_have_their_repeated_header_ignored(tmp_path: Path) -> None:
+    log = tmp_path / "all.csv"
+    log.write_text("query,n\nfoo bar,3\nbaz qux,2\nquery,n\nfoo bar,1\n")
+    read = read_source(Source(log.name, log), engine="python", fields=Fields(count="n"))
+    assert dict(read.agg.counts) == {"foo bar": 4, "baz qux": 2}
+    assert read.agg.ignored["header row"] == 2 and not read.agg.rejected
+
+
+def test_thousands_separators_follow_the_delimiter_and_a_decimal_count_is_still_rejected(tmp_path: Path) -> None:
+    european = tmp_path / "fr.csv"
+    european.write_text("requête;nombre\nmot de passe oublié;1 234\nréinitialiser compte;1.500\nautre;2,5\n")
+    read = read_source(Source(european.name, european), engine="python", fields=Fields(query="requête", count="nombre"))
+    assert dict(read.agg.counts) == {"mot de passe oublié": 1234, "réinitialiser compte": 1500}
+    assert read.agg.rejected["'nombre' is not a whole number up to 10^15"].lines == [4]
+    comma = tmp_path / "en.csv"
+    comma.write_text('query,n\n"a b",1.234\n"c d","1,23"\n"e f","1,234.5"\n')
+    read = read_source(Source(comma.name, comma), engine="python", fields=Fields(count="n"))
+    assert not read.agg.counts  # 1.234 is no whole number, 1,23 and 1,234.5 are no grouped ones
+    assert read.agg.rejected["'n' is not a whole number up to 10^15"].lines == [2, 3, 4]
+
+
+def test_rows_after_a_blank_line_are_still_rows_unless_a_new_header_starts_there(tmp_path: Path) -> None:
+    log = tmp_path / "searches.csv"
+    log.write_text("query,user,hits\nfoo bar,u1,3\n\nshort row,u2\n\nwebhook retry,u3,1\n\nuser,hits\nnot a query,4\n")
+    read = read_source(Source(log.name, log), engine="python")
+    assert set(read.agg.counts) == {"foo bar", "short row", "webhook retry"}
+    assert read.agg.ignored[OTHER_TABLE] == 2  # "user,hits" and the row under it
