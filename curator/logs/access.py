@@ -65,10 +65,10 @@ class AccessHandler(LineHandler):
         if not in_window(self.window, ts, lineno, agg):
             return
         user = m["user"] if m["user"] != "-" else m["host"]  # counted, never stored
-        agg.add(_decoded(values[0]), 1, ts, user)
+        agg.add(decoded(values[0]), 1, ts, user)
 
 
-def _decoded(value: str) -> str:
+def decoded(value: str) -> str:
     """A URL-decoded value: UTF-8, or else what old clients sent, the page's Windows-1252
     (`%E9` for é), not U+FFFD in a queued query."""
     try:

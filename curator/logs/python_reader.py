@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING
 
 from curator.errors import InputError
+from curator.logs import w3c
 from curator.logs.access import AccessHandler, guess_param, looks_like_access_log
 from curator.logs.aggregate import Aggregate
 from curator.logs.delimited import read_delimited, sniff_delimiter
@@ -42,6 +43,8 @@ def detect_format(source: Source, head: bytes) -> str:
         return "csv"
     if stem.endswith(".tsv"):
         return "tsv"
+    if w3c.looks_like_w3c(head):  # IIS, CloudFront
+        return "w3c"
     if looks_like_access_log(head):
         return "access"
     if json_after_prefix(head):  # an app's or a container runtime's lines, each ending in JSON
@@ -81,6 +84,19 @@ def make_handler(
                 hint="Name it with --param NAME.",
             )
         return AccessHandler(chosen, window, max_line)
+    if fmt == "w3c":
+        names = w3c.columns(head)
+        if names is None:
+            raise InputError(source.label, "no #Fields: directive in its first lines (a W3C extended log names its fields there)",
+                             hint="Read it with --format text or access instead.")
+        chosen = param or w3c.guess_param(head)
+        if chosen is None:
+            raise InputError(
+                source.label,
+                f"no search parameter found in cs-uri-query (looked for {', '.join(URL_PARAMS)})",
+                hint="Name it with --param NAME.",
+            )
+        return w3c.W3CHandler(chosen, names, window, max_line)
     return TextHandler(window, max_line)
 
 
@@ -116,7 +132,7 @@ def read_python(source: Source, fmt: str, head: bytes, fields: Fields, param: st
         used = {}
         if isinstance(handler, JsonlHandler):
             used = handler.used()
-        elif isinstance(handler, AccessHandler):
+        elif isinstance(handler, AccessHandler | w3c.W3CHandler):
             used = {"param": handler.param}
         with open_stream(source, hasher, progress) as stream:
             read_lines(stream, handler, agg)

@@ -12,12 +12,13 @@ from curator.logs.fields import Fields
 from curator.logs.lines import MAX_LINE_BYTES, Window
 from curator.logs.python_reader import FileRead, detect_format, read_python
 from curator.logs.sources import Progress, Source, read_head
+from curator.logs.text import timestamped
 
 # Below these sizes (stored), `auto` reads a file with python: DuckDB's start costs more
 # than its speed saves (they break even near 100k lines of the benchmark log)
 DUCKDB_MIN_BYTES = 8 << 20
 DUCKDB_MIN_COMPRESSED_BYTES = 2 << 20
-FORMATS = ("auto", "jsonl", "ubi", "csv", "tsv", "text", "access", "parquet")
+FORMATS = ("auto", "jsonl", "ubi", "csv", "tsv", "text", "access", "w3c", "parquet")
 ENGINES = ("auto", "duckdb", "python")
 
 
@@ -50,6 +51,15 @@ def read_source(
     head = head.removeprefix(b"\xef\xbb\xbf")  # for guessing only: the readers drop a BOM themselves
     if fmt == "auto":
         fmt = detect_format(source, head)
+        if fmt == "text" and timestamped(head):
+            raise InputError(
+                source.label,
+                "its lines start with a date and time: a log of another kind, not one query per line "
+                "(read as text, each whole line would be queued as a query)",
+                hint="A JSON Lines, CSV, access (nginx, Apache) or W3C (IIS, CloudFront) log is read as such; "
+                     "for another, write its queries out one per line (or as JSON Lines); "
+                     "if each line really is a query, say --format text.",
+            )
     if engine == "auto" and fmt != "parquet" and _small(source):
         engine = "python"  # DuckDB's start costs more than it saves on a small file
     if engine != "python" and fmt in duck.FORMATS and source.path is not None:
