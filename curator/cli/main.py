@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from curator import __version__
-from curator.errors import EXIT_INTERRUPTED, CuratorError
+from curator.errors import EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, CuratorError
 
 if TYPE_CHECKING:
     from curator.workspace import Workspace
@@ -29,7 +29,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class CuratorGroup(click.Group):
-    """Prints a CuratorError as a message (and hint) without a traceback."""
+    """Prints a CuratorError as a message (and hint) without a traceback; so too an
+    OSError no command caught, and a bug (with a report, curator/cli/crash.py)."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -42,6 +43,27 @@ class CuratorGroup(click.Group):
         except KeyboardInterrupt:  # Ctrl-C: a word and the shell's code for it, not a traceback
             err_console.print("[yellow]interrupted[/]", highlight=False)
             sys.exit(EXIT_INTERRUPTED)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, BrokenPipeError):
+            raise  # click's own, and a closed pipe (`| head`), which click ends quietly
+        except OSError as exc:  # the disk is full, a folder vanished: said plainly, with its file
+            where = f"{exc.filename}: " if exc.filename else ""
+            err_console.print(f"[bold red]error:[/] {escape(where + (exc.strerror or str(exc)))}", highlight=False)
+            err_console.print("[dim]hint:[/] Check the path and the free space, then run the command again.",
+                              highlight=False)
+            sys.exit(EXIT_FAILED)
+        except Exception as exc:  # a bug: a line and a report, never a traceback (curator/cli/crash.py)
+            from curator.cli import crash
+
+            if crash.debugging():
+                raise
+            report = crash.write_report(exc, ctx.invoked_subcommand or crash.command_name())
+            err_console.print(f"[bold red]error:[/] internal error ({escape(type(exc).__name__)}) in curator "
+                              f"{__version__}: this is a bug, not your input.", highlight=False)
+            where = f"the report is in {report}" if report else "no report could be written"
+            err_console.print(f"[dim]hint:[/] {escape(where)}; please file it with the issue "
+                              "(it holds no arguments, data or secrets). CURATOR_DEBUG=1 shows the traceback.",
+                              highlight=False)
+            sys.exit(EXIT_INTERNAL)
 
 
 class State:

@@ -1,0 +1,83 @@
+"""What the CLI does with an error no command expected (a bug): one line on stderr,
+a report in a file, and exit code 70 (EX_SOFTWARE), never a traceback at the terminal.
+
+The report holds what a developer needs and nothing a log or a corpus put there: the
+curator and Python versions, the command's name (not its arguments, which can name
+files and hold tokens), the exception's type, its message with personal data and
+secrets redacted, and the frames (file, line, function, source line, redacted too; no
+variables).
+It is written to the temporary folder with mode 0600. `CURATOR_DEBUG=1` lets the
+exception through, traceback and all, for a developer at the terminal."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+from curator import __version__
+
+
+def debugging() -> bool:
+    return os.environ.get("CURATOR_DEBUG", "") not in ("", "0")
+
+
+def report_text(exc: BaseException, command: str | None) -> str:
+    """The report of `exc`: versions, command, type, redacted message, frames."""
+    from curator.logs.redact import Redactor
+
+    redact = Redactor().redact
+    lines = [
+        f"curator {__version__}, Python {platform.python_version()} on {platform.system()}",
+        f"command: curator {command or '?'}",
+        f"error: {type(exc).__module__}.{type(exc).__qualname__}: {redact(str(exc))}",
+        "",
+        "frames (most recent call last), the first error first:",
+    ]
+    chain: list[BaseException] = []
+    seen: BaseException | None = exc
+    while seen is not None and seen not in chain and len(chain) < 5:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    for k, error in enumerate(reversed(chain)):
+        if k:
+            lines.append("")
+        lines.append(f"{'then ' if k else ''}{type(error).__qualname__}: {redact(str(error))}")
+        for frame in traceback.extract_tb(error.__traceback__):
+            lines.append(f'  {frame.filename}:{frame.lineno} in {frame.name}')
+            if frame.line:
+                lines.append(f"    {redact(frame.line)}")
+    return "\n".join(lines) + "\n"
+
+
+def write_report(exc: BaseException, command: str | None) -> Path | None:
+    """Write the report to a new file of the temporary folder; None if it cannot be."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = Path(tempfile.gettempdir()) / f"curator-crash-{stamp}-{os.getpid()}.txt"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(report_text(exc, command))
+    except OSError:
+        return None
+    return path
+
+
+def command_name(argv: list[str] | None = None) -> str | None:
+    """The subcommand's name from the command line (the first word that is no option)."""
+    args = sys.argv[1:] if argv is None else argv
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+            continue
+        if arg in ("-w", "--workspace"):
+            skip = True
+            continue
+        if not arg.startswith("-"):
+            return arg
+    return None
