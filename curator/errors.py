@@ -11,7 +11,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1  # verification failed, a gate is red, a command could not do its job
 EXIT_USAGE = 2  # click's own code for bad options
 EXIT_PARTIAL = 3  # the command finished, but some input was skipped (reported)
-EXIT_INTERNAL = 70  # a bug: sysexits' EX_SOFTWARE (a line and a report, curator/cli/crash.py)
+EXIT_INTERNAL = 70  # a bug: sysexits' EX_SOFTWARE (a line and a report, curator/crash.py)
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as shells report it)
 
 

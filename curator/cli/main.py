@@ -30,7 +30,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 class CuratorGroup(click.Group):
     """Prints a CuratorError as a message (and hint) without a traceback; so too an
-    OSError no command caught, and a bug (with a report, curator/cli/crash.py)."""
+    OSError no command caught, and a bug (with a report, curator/crash.py)."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -51,18 +51,14 @@ class CuratorGroup(click.Group):
             err_console.print("[dim]hint:[/] Check the path and the free space, then run the command again.",
                               highlight=False)
             sys.exit(EXIT_FAILED)
-        except Exception as exc:  # a bug: a line and a report, never a traceback (curator/cli/crash.py)
-            from curator.cli import crash
+        except Exception as exc:  # a bug: a line and a report, never a traceback (curator/crash.py)
+            from curator import crash
 
             if crash.debugging():
                 raise
-            report = crash.write_report(exc, ctx.invoked_subcommand or crash.command_name())
-            err_console.print(f"[bold red]error:[/] internal error ({escape(type(exc).__name__)}) in curator "
-                              f"{__version__}: this is a bug, not your input.", highlight=False)
-            where = f"the report is in {report}" if report else "no report could be written"
-            err_console.print(f"[dim]hint:[/] {escape(where)}; please file it with the issue "
-                              "(it holds no arguments, data or secrets). CURATOR_DEBUG=1 shows the traceback.",
-                              highlight=False)
+            message, hint = crash.announce(exc, ctx.invoked_subcommand or crash.command_name())
+            err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+            err_console.print(f"[dim]hint:[/] {escape(hint)}", highlight=False)
             sys.exit(EXIT_INTERNAL)
 
 

@@ -62,8 +62,8 @@ def review(ws: Workspace, set_name: str | None, source: str, slice_name: str | N
 
     app = ReviewApp(ws, set_name=set_name, source=source, slice=slice_name, reviewer=reviewer, session=session)
     app.run()
-    if app.return_code:  # the app crashed (textual printed why): CI and scripts see it
-        raise SystemExit(app.return_code)
+    if app.exit_status():  # the app crashed (it said why): CI and scripts see it
+        raise SystemExit(app.exit_status())
 
 
 def _load_dense(ws: Workspace) -> None:

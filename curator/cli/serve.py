@@ -135,5 +135,5 @@ def serve_session(ws: Workspace, set_name: str | None, source: str, slice_name: 
     app = ReviewApp(ws, set_name=set_name, source=source, slice=slice_name, reviewer=reviewer,
                     ask_reviewer=reviewer is None)
     app.run()
-    if app.return_code:
-        raise SystemExit(app.return_code)
+    if app.exit_status():
+        raise SystemExit(app.exit_status())

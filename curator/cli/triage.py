@@ -64,7 +64,10 @@ def triage(ws: Workspace, run: str | None, show_summary: bool, include_decided: 
         )
     from curator.tui.screens.triage import TriageApp
 
-    TriageApp(ws, artefact, reviewer=reviewer, include_decided=include_decided).run()
+    app = TriageApp(ws, artefact, reviewer=reviewer, include_decided=include_decided)
+    app.run()
+    if app.exit_status():  # the app crashed (it said why): CI and scripts see it
+        raise SystemExit(app.exit_status())
 
 
 SHORT = {"exact_identifier": "exact", "multi_hop": "multi-hop"}

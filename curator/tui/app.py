@@ -6,15 +6,14 @@ import json
 import os
 from pathlib import Path
 
-from textual.app import App
-
 from curator.review import ReviewSession
+from curator.tui.crash import ReportingApp
 from curator.tui.screens.deciding import BREAKPOINTS, VERTICAL_BREAKPOINTS
 from curator.workspace import Workspace
 
 
-class ReviewApp(App[None]):
-    CSS_PATH = "curator.tcss"
+class ReviewApp(ReportingApp):
+    CSS_PATH = Path(__file__).with_name("curator.tcss")  # absolute: a subclass elsewhere finds it too
     TITLE = "curator review"
     ENABLE_COMMAND_PALETTE = False
     HORIZONTAL_BREAKPOINTS = BREAKPOINTS

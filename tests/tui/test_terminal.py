@@ -127,19 +127,75 @@ main()
 """
 
 
-def test_a_crash_inside_the_running_app_exits_non_zero(tmp_path):
+def test_a_crash_inside_the_running_app_exits_70_with_a_report(tmp_path):
     """An unhandled exception inside the running app (a bug, injected into the passage
-    list of the real console entry point) ends it with a non-zero exit code, which
-    `curator review` passes on from `app.return_code`."""
+    list of the real console entry point) ends it with one line, a report and exit 70,
+    which `curator review` passes on; no traceback."""
     root = tmp_path / "ws"
     build_workspace(root).close()
-    env = {**os.environ, "TERM": "xterm-256color", "CURATOR_REVIEWER": "pty-user"}
-    env = {k: v for k, v in env.items() if k not in ("COLUMNS", "LINES")}
+    env = {**os.environ, "TERM": "xterm-256color", "CURATOR_REVIEWER": "pty-user", "TMPDIR": str(tmp_path)}
+    env = {k: v for k, v in env.items() if k not in ("COLUMNS", "LINES", "CURATOR_DEBUG")}
     child = spawn(sys.executable, ["-c", CRASHING], cwd=str(root), env=env, dimensions=(24, 80),
                           encoding="utf-8", codec_errors="replace", timeout=20)
     try:
-        child.expect("a bug in the passage list")  # Textual prints the error as it ends
+        child.expect("internal error")  # the app says so as it ends
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)
-    assert child.exitstatus not in (0, None)
+    assert child.exitstatus == 70
+    assert "Traceback" not in child.before
+    (report,) = tmp_path.glob("curator-crash-*.txt")
+    assert "command: curator review" in report.read_text()
+    assert "RuntimeError: a bug in the passage list" in report.read_text()
+
+
+BUGGY = '''
+import sys
+from curator.tui.app import ReviewApp
+from curator.workspace import Workspace
+
+
+class Buggy(ReviewApp):
+    """The review app with a bug: a look-up that fails once the card is up."""
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.set_timer(1.0, self.look_up)
+
+    def look_up(self) -> None:
+        passage = "a passage that names anna.kowalski@example.com"
+        {}[passage]
+
+
+app = Buggy(Workspace.open(sys.argv[1]), reviewer="pty-user")
+app.run()
+sys.exit(app.exit_status())
+'''
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_a_bug_in_the_app_ends_with_a_report_not_a_traceback_of_its_data(tmp_path, debug: bool) -> None:
+    """Textual prints a crash's traceback with the frames' local variables (here a
+    passage with an e-mail address); the app writes curator's report instead and the
+    command exits 70. CURATOR_DEBUG=1 gives Textual's traceback back."""
+    build_workspace(tmp_path / "ws").close()
+    script = tmp_path / "buggy.py"
+    script.write_text(BUGGY)
+    env = {**os.environ, "TERM": "xterm-256color", "TMPDIR": str(tmp_path), "COLUMNS": "", "LINES": "",
+           "CURATOR_DEBUG": "1" if debug else ""}
+    child = spawn(sys.executable, [str(script), str(tmp_path / "ws")], env={k: v for k, v in env.items() if v},
+                  dimensions=(24, 120), encoding="utf-8", codec_errors="replace", timeout=30)
+    try:
+        child.expect(pexpect.EOF)  # the card was up for a second, then the bug
+        shown = child.before
+    finally:
+        child.close(force=True)
+    reports = list(tmp_path.glob("curator-crash-*.txt"))
+    if debug:
+        assert "Traceback" in shown and "anna.kowalski@example.com" in shown and not reports
+        return
+    assert child.exitstatus == 70
+    assert "internal error (KeyError) in curator review" in shown and "Traceback" not in shown
+    assert "anna.kowalski" not in shown
+    assert len(reports) == 1 and "look_up" in reports[0].read_text()
+    assert "anna.kowalski" not in reports[0].read_text()

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual import on, work
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
@@ -18,6 +18,7 @@ from textual.widgets import Footer, OptionList, Static
 
 from curator.errors import CuratorError
 from curator.triage import CAUSES, TriageItem, TriageSession
+from curator.tui.crash import ReportingApp
 from curator.tui.screens.deciding import (
     APP_KEYS,
     BREAKPOINTS,
@@ -282,11 +283,12 @@ class TriageScreen(DecidingScreen[TriageItem]):
         self._load_preview(index, result.id, result.revision)
 
 
-class TriageApp(App[None]):
+class TriageApp(ReportingApp):
     """The review app's look and keymap, on one run's failures."""
 
-    CSS_PATH = "../curator.tcss"
+    CSS_PATH = Path(__file__).parent.parent / "curator.tcss"
     TITLE = "curator triage"
+    command = "triage"
     ENABLE_COMMAND_PALETTE = False
     HORIZONTAL_BREAKPOINTS = BREAKPOINTS
     CSS = """

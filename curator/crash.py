@@ -1,5 +1,7 @@
-"""What the CLI does with an error no command expected (a bug): one line on stderr,
-a report in a file, and exit code 70 (EX_SOFTWARE), never a traceback at the terminal.
+"""What curator does with an error nothing expected (a bug), in a command or in the
+review and triage apps: one line and a hint on stderr, a report in a file, and exit
+code 70 (EX_SOFTWARE), never a traceback at the terminal (Textual's own shows the
+frames' local variables: passages, queries, whatever they held).
 
 The report holds what a developer needs and nothing a log or a corpus put there: the
 curator and Python versions, the command's name (not its arguments, which can name
@@ -65,6 +67,17 @@ def write_report(exc: BaseException, command: str | None) -> Path | None:
     except OSError:
         return None
     return path
+
+
+def announce(exc: BaseException, command: str | None) -> tuple[str, str]:
+    """Write the report of `exc` and give the message and the hint that say so."""
+    report = write_report(exc, command)
+    message = (f"internal error ({type(exc).__name__}) in curator {command or ''} {__version__}: "
+               "this is a bug, not your input.").replace("  ", " ")
+    where = f"the report is in {report}" if report else "no report could be written"
+    hint = (f"{where}; please file it with the issue (it holds no arguments, data or secrets). "
+            "CURATOR_DEBUG=1 shows the traceback.")
+    return message, hint
 
 
 def command_name(argv: list[str] | None = None) -> str | None:
