@@ -68,14 +68,16 @@ def available() -> bool:
 
 
 def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, max_line: int,
-         progress: Progress, temp: Path | None = None, later: bool = False) -> FileRead:
+         progress: Progress, temp: Path | None = None, later: bool = False, param: str | None = None) -> FileRead:
     """Read one file with DuckDB into a FileRead, hashing it (and counting its lines) in
     a thread after the counting pass; DuckDB spills to `temp` (a private folder) when
     its memory is not enough. `later`: hits and clicks are not counted now but looked
     up for the queries that need them (the FileRead's `ids_of`, duck_ids.py), and so
     are first and last seen, zero results and latency if there is a `temp` to keep them
-    in (`details_of`, duck_details.py). Raises NotForDuckDB for what only the python
-    reader can do exactly."""
+    in (`details_of`, duck_details.py). `param`: a URL parameter to read the query from
+    (--param), which makes a file a JSON access log if it has no query field: those
+    are the python reader's. Raises NotForDuckDB for what only the python reader can
+    do exactly."""
     if source.path is None:
         raise NotForDuckDB("a stream: standard input or a pipe")
     if not available():
@@ -87,10 +89,12 @@ def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, 
         source_sql = lines_source(source.path, source.compression, max_line)
         if not head and source.compression == "zst":
             head = first_lines(source, source_sql, "zstd file")
-    handler = make_handler(source, "jsonl" if fmt == "parquet" else fmt, head, fields, None, window, max_line)
+    handler = make_handler(source, "jsonl" if fmt == "parquet" else fmt, head, fields, param, window, max_line)
     assert isinstance(handler, JsonlHandler)
     if handler.json_in is not None:
         raise NotForDuckDB(f"its search records are JSON inside its lines (json_in={handler.json_in})")
+    if handler.url is not None:
+        raise NotForDuckDB(f"its queries are the URL parameter {handler.url.param!r} of {handler.fields.query!r}")
     # hits exported from OpenSearch / Elasticsearch (UBI's ubi_queries index, for one)
     sql = JsonSql(handler.fields, window, wrapped=b'"_source"' in head)
 

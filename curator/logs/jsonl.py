@@ -21,6 +21,7 @@ from typing import Any
 
 from curator.logs.aggregate import USERS_CAP, Aggregate, parse_time
 from curator.logs.fields import Fields, as_number, get_path, guess_fields, id_list
+from curator.logs.json_access import BOT, NO_PARAM, UrlQuery
 from curator.logs.lines import MAX_LINE_BYTES, LineHandler, Window, in_window, line_count
 
 try:  # optional speed-up; not a dependency
@@ -253,14 +254,18 @@ class JsonlHandler(LineHandler):
     name = "jsonl"
 
     def __init__(self, fields: Fields, window: Window = Window(), max_line_bytes: int = MAX_LINE_BYTES,
-                 json_in: str | None = None):
+                 json_in: str | None = None, url: UrlQuery | None = None):
+        """`json_in`: where the records are (sniff_inner); `url`: the query is a URL
+        parameter of the query field (a JSON access log, json_access.py)."""
         super().__init__(window, max_line_bytes)
         assert fields.query
         self.fields = fields
         self.json_in = json_in
+        self.url = url
         simple = [f for f in (fields.query, fields.time, fields.user) if f]
         self.fast_ok = (
             json_in is None
+            and url is None
             and not window
             and fields.count is None
             and all(_SIMPLE_KEY.match(f) for f in simple)
@@ -284,8 +289,10 @@ class JsonlHandler(LineHandler):
             ] + ['"_source"']
 
     def used(self) -> dict[str, str]:
-        """The fields read (and, first, where the records are: `json_in`), as given or guessed."""
-        return {"json_in": self.json_in, **self.fields.given()} if self.json_in else self.fields.given()
+        """The fields read (and, first, where the records are: `json_in`; last, the URL
+        parameter of a JSON access log), as given or guessed."""
+        used = {"json_in": self.json_in, **self.fields.given()} if self.json_in else self.fields.given()
+        return {**used, "param": self.url.param} if self.url else used
 
     # -- fast path ---------------------------------------------------------------------
 
@@ -391,6 +398,14 @@ class JsonlHandler(LineHandler):
         if not isinstance(query, str):
             agg.reject(f"{f.query!r} is not text", lineno)
             return
+        if self.url is not None:  # a JSON access log: the search parameter of the URL
+            query = self.url.value(query)
+            if query is None:
+                agg.ignored[NO_PARAM] += 1
+                return
+            if self.url.bot(record):
+                agg.ignored[BOT] += 1
+                return
         n = line_count(get_path(record, f.count), f.count, lineno, agg) if f.count else 1
         if n is None:
             return

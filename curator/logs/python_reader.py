@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING
 
 from curator.errors import InputError
-from curator.logs import w3c
+from curator.logs import json_access, w3c
 from curator.logs.access import AccessHandler, guess_param, looks_like_access_log
 from curator.logs.aggregate import Aggregate
 from curator.logs.delimited import read_delimited, sniff_delimiter
@@ -65,6 +65,9 @@ def make_handler(
     if fmt in ("jsonl", "ubi"):
         given = fields.merged(UBI) if fmt == "ubi" else fields
         json_in, resolved = sniff_inner(head, given)
+        url = None
+        if json_in is None and (found := json_access.sniff(sniff_records(head), given, resolved, param)):
+            resolved, url = found  # a JSON access log: the query is a URL parameter
         if resolved.query is None:
             records = sniff_records(head)
             keys = sorted({k for r in records for k in r})[:20]
@@ -74,7 +77,7 @@ def make_handler(
                 + (f"the records have: {', '.join(keys)}" if keys else "no line is a JSON object"),
                 hint="Name it with --query-field (dotted paths like request.params.q work).",
             )
-        return JsonlHandler(resolved, window, max_line, json_in)
+        return JsonlHandler(resolved, window, max_line, json_in, url)
     if fmt == "access":
         chosen = param or guess_param(head)
         if chosen is None:

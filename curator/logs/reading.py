@@ -64,7 +64,7 @@ def read_source(
         engine = "python"  # DuckDB's start costs more than it saves on a small file
     if engine != "python" and fmt in duck.FORMATS and source.path is not None:
         try:
-            return duck.read(source, fmt, head, fields, window, max_line, progress, temp, later)
+            return duck.read(source, fmt, head, fields, window, max_line, progress, temp, later, param)
         except duck.NotForDuckDB as exc:
             if engine == "duckdb" or fmt == "parquet":
                 raise InputError(

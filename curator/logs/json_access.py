@@ -1,0 +1,102 @@
+"""JSON access logs: a web server's or a proxy's request records as JSON (nginx with an
+`escape=json` log_format, as ingress controllers write, Caddy, Traefik, Google Cloud's
+load balancer), where the search is a parameter of the request's URL, not a field of
+its own.
+
+When the records have no query field, the first URL field (`URL_FIELDS`) whose values
+carry a search parameter (`--param`, else the first of URL_PARAMS seen) is read as in
+access logs: the parameter's value, URL-decoded (UTF-8, else Windows-1252). A request
+without it (a page, a script, a health check) and one from an obvious bot are ignored
+and counted. A field given with `--query-field` is read so when `--param` is given and
+its values are URLs with that parameter. The user is the first user field or client
+address with a value (counted, never stored); the time, a usual time field or nginx's
+`time_local` / `time_iso8601`. The python engine reads such logs (DuckDB says so)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from curator.logs.access import BOTS, decoded
+from curator.logs.fields import URL_PARAMS, USER_FIELDS, Fields, get_path
+
+# where the URL is: a request line ("GET /search?q=x HTTP/1.1"), a URL or path with its
+# query string, or the query string alone (nginx's $args)
+URL_FIELDS = ("request", "request_uri", "uri", "url", "request_url", "requestUrl", "RequestPath", "path",
+              "request.uri", "request.url", "httpRequest.requestUrl", "http.url", "args", "query_string")
+CLIENT_FIELDS = ("remote_addr", "client_ip", "remote_ip", "request.remote_ip", "httpRequest.remoteIp", "ClientHost")
+AGENT_FIELDS = ("http_user_agent", "user_agent", "userAgent", "httpRequest.userAgent", "request.headers.User-Agent",
+                "request_User-Agent")
+TIME_FIELDS = ("time_local", "time_iso8601", "StartUTC")
+NO_PARAM = "request without the search parameter"
+BOT = "bot user agent"
+
+
+@dataclass(frozen=True)
+class UrlQuery:
+    """The query is parameter `param` of the URL in the query field; `agent`: the user
+    agent's field, if the records have one."""
+
+    param: str
+    agent: str | None = None
+
+    def value(self, url: Any) -> str | None:
+        """The parameter's decoded value in `url`, or None when it has none."""
+        found = parse_qs(query_string(url) or "", keep_blank_values=True, errors="surrogateescape").get(self.param)
+        return decoded(found[0]) if found else None
+
+    def bot(self, record: dict[str, Any]) -> bool:
+        agent = get_path(record, self.agent) if self.agent else None
+        if isinstance(agent, list):  # Caddy keeps each header as a list
+            agent = " ".join(a for a in agent if isinstance(a, str))
+        return isinstance(agent, str) and BOTS.search(agent) is not None
+
+
+def query_string(value: Any) -> str | None:
+    """The query string of a request line, a URL, a path or a query string, or None."""
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    parts = text.split(" ")
+    if len(parts) in (2, 3) and parts[0].isalpha() and parts[0].isupper():  # GET /search?q=x HTTP/1.1
+        text = parts[1]
+    if "?" in text:
+        return urlsplit(text).query
+    if "=" in text and "/" not in text and " " not in text:  # a query string alone
+        return text
+    return None
+
+
+def sniff(records: list[dict[str, Any]], given: Fields, resolved: Fields,
+          param: str | None) -> tuple[Fields, UrlQuery] | None:
+    """The fields of a JSON access log and its URL query, or None if `records` are not
+    one: records with no query field (`resolved.query` None), or, with `param`, a query
+    field whose values are URLs with it."""
+    if resolved.query is not None and param is None:
+        return None
+    names = [resolved.query] if resolved.query is not None else list(URL_FIELDS)
+    for name in names:
+        seen: set[str] = set()
+        for record in records:
+            seen.update(parse_qs(query_string(get_path(record, name)) or "", keep_blank_values=True))
+        chosen = param or next((p for p in URL_PARAMS if p in seen), None)
+        if chosen is None or chosen not in seen:
+            continue
+        guessed = {"query": name}
+        if given.user is None:  # a user field with a value, else the client's address
+            user = _first_with_value(records, (*USER_FIELDS, *CLIENT_FIELDS))
+            if user:
+                guessed["user"] = user
+        fields = Fields(**{**resolved.given(), **guessed})
+        if fields.time is None and (time := _first_with_value(records, TIME_FIELDS)):
+            fields = fields.merged({"time": time})
+        return fields, UrlQuery(chosen, _first_with_value(records, AGENT_FIELDS))
+    return None
+
+
+def _first_with_value(records: list[dict[str, Any]], names: tuple[str, ...]) -> str | None:
+    for name in names:
+        if any(get_path(r, name) not in (None, "", "-", []) for r in records):
+            return name
+    return None
