@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 from curator import __version__
@@ -30,9 +31,7 @@ def debugging() -> bool:
 
 def report_text(exc: BaseException, command: str | None) -> str:
     """The report of `exc`: versions, command, type, redacted message, frames."""
-    from curator.logs.redact import Redactor
-
-    redact = Redactor().redact
+    redact = _redactor()
     lines = [
         f"curator {__version__}, Python {platform.python_version()} on {platform.system()}",
         f"command: curator {command or '?'}",
@@ -56,15 +55,26 @@ def report_text(exc: BaseException, command: str | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _redactor() -> Callable[[str], str]:
+    """The log redactor, or, if the bug is in what it needs, one that leaves text out."""
+    try:
+        from curator.logs.redact import Redactor
+
+        return Redactor().redact
+    except Exception:  # noqa: BLE001 - the report must be written whatever is broken
+        return lambda _text: "(left out: the redactor could not be loaded)"
+
+
 def write_report(exc: BaseException, command: str | None) -> Path | None:
     """Write the report to a new file of the temporary folder; None if it cannot be."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     path = Path(tempfile.gettempdir()) / f"curator-crash-{stamp}-{os.getpid()}.txt"
     try:
+        text = report_text(exc, command)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(report_text(exc, command))
-    except OSError:
+            fh.write(text)
+    except Exception:  # noqa: BLE001 - no report, but still the line that says so
         return None
     return path
 

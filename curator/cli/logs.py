@@ -46,7 +46,7 @@ def _pairs(values: tuple[str, ...]) -> dict[str, str]:
 @click.argument("paths", nargs=-1, required=True)
 @click.option(
     "--format", "fmt", default="auto", show_default=True,
-    type=click.Choice(["auto", "jsonl", "ubi", "csv", "tsv", "text", "access", "w3c", "parquet"]),
+    type=click.Choice(["auto", "jsonl", "ubi", "csv", "tsv", "text", "access", "elb", "w3c", "parquet"]),
     help="Log format (auto: from the name and the first lines).",
 )
 @click.option("--query-field", help="Field or column with the query; dotted paths (request.params.q) work [logs.query_field].")

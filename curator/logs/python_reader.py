@@ -9,7 +9,15 @@ from typing import IO, TYPE_CHECKING
 
 from curator.errors import InputError
 from curator.logs import json_access, w3c
-from curator.logs.access import AccessHandler, guess_param, looks_like_access_log
+from curator.logs.access import (
+    ELB_LINE,
+    LINE,
+    AccessHandler,
+    ElbHandler,
+    guess_param,
+    looks_like_access_log,
+    looks_like_elb_log,
+)
 from curator.logs.aggregate import Aggregate
 from curator.logs.delimited import read_delimited, sniff_delimiter
 from curator.logs.fields import QUERY_FIELDS, UBI, URL_PARAMS, Fields
@@ -47,6 +55,8 @@ def detect_format(source: Source, head: bytes) -> str:
         return "w3c"
     if looks_like_access_log(head):
         return "access"
+    if looks_like_elb_log(head):  # AWS ALB, classic ELB
+        return "elb"
     if json_after_prefix(head):  # an app's or a container runtime's lines, each ending in JSON
         return "jsonl"
     if stem.endswith(".txt"):
@@ -78,15 +88,15 @@ def make_handler(
                 hint="Name it with --query-field (dotted paths like request.params.q work).",
             )
         return JsonlHandler(resolved, window, max_line, json_in, url)
-    if fmt == "access":
-        chosen = param or guess_param(head)
+    if fmt in ("access", "elb"):
+        chosen = param or guess_param(head, LINE if fmt == "access" else ELB_LINE)
         if chosen is None:
             raise InputError(
                 source.label,
                 f"no search parameter found in the request URLs (looked for {', '.join(URL_PARAMS)})",
                 hint="Name it with --param NAME.",
             )
-        return AccessHandler(chosen, window, max_line)
+        return (AccessHandler if fmt == "access" else ElbHandler)(chosen, window, max_line)
     if fmt == "w3c":
         names = w3c.columns(head)
         if names is None:

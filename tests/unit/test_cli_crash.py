@@ -29,6 +29,9 @@ SCRIPT = textwrap.dedent("""
                 {}["anna.kowalski@example.com"]
             if how == "disk":
                 raise OSError(errno.ENOSPC, "No space left on device", "/ws/datasets/support.jsonl")
+            if how == "broken":  # the bug is in what the redactor needs: a module that cannot load
+                sys.modules["curator.logs.redact"] = None
+                raise ValueError("no passage for anna.kowalski@example.com")
             if how == "pipe":
                 for k in range(200_000):
                     click.echo(f"line {k}")
@@ -89,3 +92,11 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
                           shell=True, capture_output=True, text=True, env=env, cwd=tmp_path)
     assert proc.stdout == "line 0\n" and "Traceback" not in proc.stderr and "error" not in proc.stderr
     assert not list(tmp_path.glob("curator-crash-*.txt"))
+
+
+def test_a_bug_where_the_redactor_cannot_load_still_ends_in_one_line_and_a_report(tmp_path: Path) -> None:
+    proc = _run(tmp_path, "broken")
+    assert proc.returncode == EXIT_INTERNAL and "Traceback" not in proc.stderr
+    assert "internal error (ValueError)" in proc.stderr
+    (report,) = tmp_path.glob("curator-crash-*.txt")
+    assert "anna.kowalski" not in report.read_text() and "left out" in report.read_text()

@@ -1,0 +1,59 @@
+"""Access logs as servers really write them (a virtual host first, fields after, IPv6,
+a space or an escaped quote in the request, an empty request) and AWS load balancer
+logs (ALB, classic ELB, tests/data/logs/alb.log): the search parameter is read from each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from curator.logs.reading import read_source
+from curator.logs.sources import Source
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "logs"
+
+VARIANTS = (
+    'www.example.com:443 203.0.113.9 - - [01/Oct/2026:10:00:01 +0200] "GET /search?q=vhost+prefix HTTP/1.1" '
+    '200 512 "-" "Mozilla/5.0"\n'
+    '2001:db8::1 - - [01/Oct/2026:10:00:02 +0200] "GET /search?q=ipv6+client HTTP/1.1" 200 512 "-" "Mozilla/5.0"\n'
+    '203.0.113.9 - - [01/Oct/2026:10:00:03 +0200] "GET /search?q=extra+fields HTTP/1.1" 200 512 "-" "Mozilla/5.0" '
+    '"198.51.100.7" 0.031\n'
+    '203.0.113.9 - - [01/Oct/2026:10:00:04 +0200] "GET /search?q=space inside HTTP/1.1" 200 512 "-" "Mozilla/5.0"\n'
+    '203.0.113.9 - - [01/Oct/2026:10:00:05 +0200] "-" 400 0 "-" "-"\n'
+    '203.0.113.9 - - [01/Oct/2026:10:00:06 +0200] "GET /search?q=apache+\\"quoted\\"+and+\\\\ HTTP/1.1" 200 512 '
+    '"-" "Mozilla/5.0 \\"x\\""\n'
+    '203.0.113.9 - - [01/Oct/2026:10:00:07 +0200] "GET /search?q=nginx+\\x22quoted\\x22+caf\\xC3\\xA9 HTTP/1.1" '
+    '200 512 "-" "Mozilla/5.0"\n'
+    '203.0.113.9 - - [01/Oct/2026:10:00:08 +0200] "GET /search?q=old+caf\\xE9 HTTP/1.0" 200 512 "-" "Mozilla/4.0"\n'
+    'www.example.com:443 203.0.113.9 - - [01/Oct/2026:10:00:09 +0200] "GET /search?q=crawl HTTP/1.1" '
+    '200 512 "-" "Mozilla/5.0 (compatible; Googlebot/2.1)"\n'
+)
+
+
+def test_access_log_lines_as_servers_write_them_are_all_read(tmp_path: Path) -> None:
+    log = tmp_path / "access.log"
+    log.write_text(VARIANTS)
+    read = read_source(Source(log.name, log))
+    assert read.format == "access"
+    assert set(read.agg.counts) == {"vhost prefix", "ipv6 client", "extra fields", "space inside",
+                                    'apache "quoted" and \\', 'nginx "quoted" café', "old café"}
+    assert not read.agg.rejected
+    assert read.agg.ignored == {"request without the search parameter": 1, "bot user agent": 1}
+    assert read.agg.first["vhost prefix"] == "2026-10-01T08:00:01"
+    assert read.agg.users["ipv6 client"] == {"2001:db8::1"}
+
+
+def test_load_balancer_logs_are_read_for_their_search_parameter() -> None:
+    read = read_source(Source("alb.log", DATA / "alb.log"))
+    assert read.format == "elb" and read.fields == {"param": "q"}
+    assert dict(read.agg.counts) == {"reset password": 1, "carrier e1042": 1, "classic elb": 1}
+    assert read.agg.ignored == {"bot user agent": 1, "request without the search parameter": 1}  # curl, health
+    assert read.agg.first["reset password"] == "2026-10-01T08:00:01"
+    assert read.agg.first["classic elb"] == "2026-10-01T08:00:05"
+    assert read.agg.users["reset password"] == {"203.0.113.9"} == read.agg.users["carrier e1042"]  # no port
+
+
+def test_a_line_of_neither_kind_is_rejected_with_its_number(tmp_path: Path) -> None:
+    log = tmp_path / "alb.log"
+    log.write_text((DATA / "alb.log").read_text() + "this is not a load balancer line\n")
+    read = read_source(Source(log.name, log))
+    assert read.agg.rejected["not a load balancer log line"].lines == [6]
