@@ -186,7 +186,7 @@ def clf_time(stamp: str) -> str | None:
             except (ValueError, OverflowError):  # 31 February, hour 24: strptime's word below
                 pass
     try:
-        return datetime.strptime(stamp, "%d/%b/%Y:%H:%M:%S %z").astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        return datetime.strptime(stamp, "%d/%b/%Y:%H:%M:%S %z").astimezone(UTC).replace(tzinfo=None).isoformat()
     except (ValueError, OverflowError):  # OverflowError: out of Python's years once in UTC
         return None
 

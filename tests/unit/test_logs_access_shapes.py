@@ -57,3 +57,37 @@ def test_a_line_of_neither_kind_is_rejected_with_its_number(tmp_path: Path) -> N
     log.write_text((DATA / "alb.log").read_text() + "this is not a load balancer line\n")
     read = read_source(Source(log.name, log))
     assert read.agg.rejected["not a load balancer log line"].lines == [6]
+
+
+def test_a_tls_handshake_sent_to_the_http_port_is_no_search_and_no_broken_line(tmp_path: Path) -> None:
+    log = tmp_path / "access.log"
+    log.write_text('203.0.113.9 - - [01/Oct/2026:10:00:01 +0200] "\\x16\\x03\\x01\\x00\\xF1\\x01\\x00" 400 157 "-" "-"\n'
+                   '203.0.113.9 - - [01/Oct/2026:10:00:02 +0200] "GET /search?q=vpn HTTP/1.1" 200 5 "-" "Mozilla/5.0"\n')
+    read = read_source(Source(log.name, log))
+    assert dict(read.agg.counts) == {"vpn": 1} and not read.agg.rejected
+    assert read.agg.ignored == {"request without the search parameter": 1}
+
+
+def test_access_times_read_by_position_agree_with_strptime() -> None:
+    """clf_time reads the usual stamp by position and leaves the rest to strptime: on
+    stamps of every part in and out of range, the UTC time strptime gives (or none)."""
+    import random
+    from datetime import UTC, datetime
+
+    from curator.logs.access import clf_time
+
+    def reference(stamp: str) -> str | None:
+        try:
+            return datetime.strptime(stamp, "%d/%b/%Y:%H:%M:%S %z").astimezone(UTC).isoformat()[:19]
+        except (ValueError, OverflowError):
+            return None
+
+    draw = random.Random(7)
+    months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec", "oct", "Foo"]
+    stamps = ["1/Oct/2026:10:00:03 +0200", "01/Oct/2026:10:00:03 +02:00", "01/Oct/2026:10:00:03 Z",
+              "01/Jan/0001:00:30:00 +0100", "31/Dec/9999:23:30:00 -0100", "\u0661\u0661/Oct/2026:10:00:03 +0200"]
+    stamps += [f"{draw.randint(0, 32):02d}/{draw.choice(months)}/{draw.randint(1, 9999):04d}:{draw.randint(0, 25):02d}:"
+               f"{draw.randint(0, 61):02d}:{draw.randint(0, 61):02d} {draw.choice('+-')}{draw.randint(0, 25):02d}"
+               f"{draw.randint(0, 61):02d}" for _ in range(20_000)]
+    assert [s for s in stamps if clf_time(s) != reference(s)] == []
+    assert sum(reference(s) is not None for s in stamps) > 10_000  # most are times: both ways are tried
