@@ -46,7 +46,7 @@ def _pairs(values: tuple[str, ...]) -> dict[str, str]:
 @click.argument("paths", nargs=-1, required=True)
 @click.option(
     "--format", "fmt", default="auto", show_default=True,
-    type=click.Choice(["auto", "jsonl", "ubi", "csv", "tsv", "text", "access", "elb", "w3c", "parquet"]),
+    type=click.Choice(["auto", "jsonl", "ubi", "csv", "tsv", "text", "access", "elb", "w3c", "solr", "parquet"]),
     help="Log format (auto: from the name and the first lines).",
 )
 @click.option("--query-field", help="Field or column with the query; dotted paths (request.params.q) work [logs.query_field].")
@@ -55,7 +55,7 @@ def _pairs(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--user-field", help="Field with the user or session id (counted, never stored) [logs.user_field].")
 @click.option("--hits-field", help="Field with the returned passage ids [logs.hits_field].")
 @click.option("--clicks-field", help="Field with the clicked passage ids [logs.clicks_field].")
-@click.option("--param", help="Access and W3C (IIS, CloudFront) logs: the URL parameter that holds the query (default: q, query, search, ...) [logs.param].")
+@click.option("--param", help="Access, load balancer, W3C (IIS, CloudFront), Solr and JSON access logs: the URL parameter that holds the query (default: q, query, search, ...) [logs.param].")
 @click.option("--since", help="Only lines at or after this time (2026-10-01 or an ISO time).")
 @click.option("--until", help="Only lines before this time.")
 @click.option("--similarity", type=click.FloatRange(0, 100), help="Fuzzy score that joins a cluster [logs.similarity].")
@@ -90,11 +90,12 @@ def import_logs_cmd(ws: Workspace, paths: tuple[str, ...], fmt: str, query_field
                     no_verify: bool) -> None:
     """Mine real queries from search logs into the review queue.
 
-    Reads JSON Lines (any field, auto-detected), CSV/TSV with a header, plain text
-    (one query per line), nginx/Apache access logs, IIS and CloudFront (W3C) logs,
-    analytics exports, OpenSearch UBI query records and Parquet; gzip (and zstd),
-    globs, folders, and `-` for stdin. JSON Lines and Parquet files are counted by
-    DuckDB (--engine), everything else by the python readers.
+    Reads JSON Lines (any field, auto-detected; JSON access logs too), CSV/TSV with a
+    header (analytics exports too), plain text (one query per line), nginx/Apache access
+    logs, AWS load balancer, IIS and CloudFront (W3C) and Solr logs, OpenSearch UBI query
+    records and Parquet; gzip (and zstd), globs, folders, and `-` for stdin. JSON Lines
+    and Parquet files are counted by DuckDB (--engine), everything else by the python
+    readers.
     Queries are counted, redacted (e-mails, phones, IPs, cards, keys and tokens become
     <EMAIL>, <PHONE>, ...), grouped with their typos and word-order variants, filtered,
     de-duplicated against the queue and every set, sampled to --limit and queued with
@@ -108,6 +109,7 @@ def import_logs_cmd(ws: Workspace, paths: tuple[str, ...], fmt: str, query_field
         curator import-logs 'logs/*.jsonl.gz' --since 2026-10-01 --limit 200 --sample pps --seed 7
         curator import-logs access.log --param q --dry-run
         curator import-logs 'iis/u_ex*.log'
+        curator import-logs /var/solr/logs/solr.log
         curator import-logs "Analytics Search Terms.csv" --count-field "Total Unique Searches"
         curator import-logs export.csv --query-field search_term --count-field n
         curator import-logs lake/queries.parquet --count-field n --engine duckdb

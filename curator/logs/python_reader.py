@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING
 
 from curator.errors import InputError
-from curator.logs import json_access, w3c
+from curator.logs import json_access, solr, w3c
 from curator.logs.access import (
     ELB_LINE,
     LINE,
@@ -57,6 +57,8 @@ def detect_format(source: Source, head: bytes) -> str:
         return "access"
     if looks_like_elb_log(head):  # AWS ALB, classic ELB
         return "elb"
+    if solr.looks_like_solr_log(head):
+        return "solr"
     if json_after_prefix(head):  # an app's or a container runtime's lines, each ending in JSON
         return "jsonl"
     if stem.endswith(".txt"):
@@ -97,6 +99,8 @@ def make_handler(
                 hint="Name it with --param NAME.",
             )
         return (AccessHandler if fmt == "access" else ElbHandler)(chosen, window, max_line)
+    if fmt == "solr":
+        return solr.SolrHandler(param or "q", window, max_line)
     if fmt == "w3c":
         names = w3c.columns(head)
         if names is None:
@@ -145,7 +149,7 @@ def read_python(source: Source, fmt: str, head: bytes, fields: Fields, param: st
         used = {}
         if isinstance(handler, JsonlHandler):
             used = handler.used()
-        elif isinstance(handler, AccessHandler | w3c.W3CHandler):
+        elif isinstance(handler, AccessHandler | w3c.W3CHandler | solr.SolrHandler):
             used = {"param": handler.param}
         with open_stream(source, hasher, progress) as stream:
             read_lines(stream, handler, agg)

@@ -18,7 +18,7 @@ from curator.logs.text import timestamped
 # than its speed saves (they break even near 100k lines of the benchmark log)
 DUCKDB_MIN_BYTES = 8 << 20
 DUCKDB_MIN_COMPRESSED_BYTES = 2 << 20
-FORMATS = ("auto", "jsonl", "ubi", "csv", "tsv", "text", "access", "elb", "w3c", "parquet")
+FORMATS = ("auto", "jsonl", "ubi", "csv", "tsv", "text", "access", "elb", "w3c", "solr", "parquet")
 ENGINES = ("auto", "duckdb", "python")
 
 
