@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from curator.logs.aggregate import Aggregate, parse_time
 from curator.logs.fields import URL_PARAMS
@@ -78,6 +78,37 @@ def guess_param(head: bytes, pattern: re.Pattern[str] = LINE) -> str | None:
     return None
 
 
+def first_value(query: str, param: str) -> str | None:
+    """The first value of `param` in a query string, decoded (bytes that are not UTF-8
+    kept by surrogateescape), exactly as `parse_qs(query, keep_blank_values=True)`
+    gives it, or None; without decoding the other parameters (a third of a line's time)."""
+    for part in query.split("&"):
+        if not part:
+            continue
+        name, _, value = part.partition("=")
+        if "+" in name or "%" in name:
+            name = unquote(name.replace("+", " "), errors="surrogateescape")
+        if name == param:
+            return unquote(value.replace("+", " "), errors="surrogateescape")
+    return None
+
+
+class BotCheck:
+    """Is a user agent an obvious bot's? Remembered per distinct agent: a log has a few
+    thousand agents in millions of lines, and the pattern took a line's 7 µs."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, bool] = {}
+
+    def __call__(self, agent: str) -> bool:
+        bot = self._known.get(agent)
+        if bot is None:
+            bot = BOTS.search(agent) is not None
+            if len(self._known) < 100_000:
+                self._known[agent] = bot
+        return bot
+
+
 def unescaped(text: str) -> str:
     r"""A request line as written before the server escaped it for its log: `\xHH`,
     `\"` and `\\` become the percent-escapes of those bytes, which URL-decoding reads."""
@@ -98,7 +129,7 @@ class AccessHandler(LineHandler):
     def __init__(self, param: str, window: Window = Window(), max_line_bytes: int = MAX_LINE_BYTES):
         super().__init__(window, max_line_bytes)
         self.param = param
-        self._bots: dict[str, bool] = {}
+        self.bot = BotCheck()
         self._stamp: tuple[str | None, str | None] = (None, None)  # the last time's text, and it in UTC
 
     def request(self, text: str) -> Request | None:
@@ -118,21 +149,13 @@ class AccessHandler(LineHandler):
             agg.reject(f"not {self.what} line", lineno)
             return
         query = request.url.partition("?")[2].partition("#")[0] if request.url else ""
-        values = (parse_qs(unescaped(query), keep_blank_values=True, errors="surrogateescape").get(self.param)
-                  if query else None)
-        if not values:
+        value = first_value(unescaped(query), self.param) if query else None
+        if value is None:
             agg.ignored["request without the search parameter"] += 1
             return
-        agent = request.agent
-        if agent:
-            bot = self._bots.get(agent)
-            if bot is None:
-                bot = BOTS.search(agent) is not None
-                if len(self._bots) < 100_000:
-                    self._bots[agent] = bot
-            if bot:
-                agg.ignored["bot user agent"] += 1
-                return
+        if request.agent and self.bot(request.agent):
+            agg.ignored["bot user agent"] += 1
+            return
         ts = None
         if request.time is not None:
             if request.time == self._stamp[0]:
@@ -142,7 +165,7 @@ class AccessHandler(LineHandler):
                 self._stamp = (request.time, ts)
         if not in_window(self.window, ts, lineno, agg):
             return
-        agg.add(decoded(values[0]), 1, ts, request.user)
+        agg.add(decoded(value), 1, ts, request.user)
 
 
 class ElbHandler(AccessHandler):

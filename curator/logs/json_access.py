@@ -14,11 +14,11 @@ address with a value (counted, never stored); the time, a usual time field or ng
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from curator.logs.access import BOTS, decoded
+from curator.logs.access import BotCheck, decoded, first_value
 from curator.logs.fields import URL_PARAMS, USER_FIELDS, Fields, get_path
 
 # where the URL is: a request line ("GET /search?q=x HTTP/1.1"), a URL or path with its
@@ -41,16 +41,18 @@ class UrlQuery:
     param: str
     agent: str | None = None
 
+    checked: BotCheck = field(default_factory=BotCheck, compare=False)
+
     def value(self, url: Any) -> str | None:
         """The parameter's decoded value in `url`, or None when it has none."""
-        found = parse_qs(query_string(url) or "", keep_blank_values=True, errors="surrogateescape").get(self.param)
-        return decoded(found[0]) if found else None
+        found = first_value(query_string(url) or "", self.param)
+        return decoded(found) if found is not None else None
 
     def bot(self, record: dict[str, Any]) -> bool:
         agent = get_path(record, self.agent) if self.agent else None
         if isinstance(agent, list):  # Caddy keeps each header as a list
             agent = " ".join(a for a in agent if isinstance(a, str))
-        return isinstance(agent, str) and BOTS.search(agent) is not None
+        return isinstance(agent, str) and self.checked(agent)
 
 
 def query_string(value: Any) -> str | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from curator.logs.access import BOTS, decoded
+from curator.logs.access import BotCheck, decoded, first_value
 from curator.logs.aggregate import Aggregate, parse_time
 from curator.logs.fields import URL_PARAMS, as_number
 from curator.logs.lines import MAX_LINE_BYTES, LineHandler, Window, in_window
@@ -59,6 +59,8 @@ class W3CHandler(LineHandler):
                  max_line_bytes: int = MAX_LINE_BYTES) -> None:
         super().__init__(window, max_line_bytes)
         self.param = param
+        self.bot = BotCheck()
+        self._stamp: tuple[str | None, str | None] = (None, None)  # the last time's text, and it read
         self._use(names)
 
     def _use(self, names: list[str]) -> None:
@@ -97,19 +99,24 @@ class W3CHandler(LineHandler):
         if values is None:
             agg.reject("not a line of its #Fields directive (another number of values)", lineno)
             return
-        found = parse_qs(self._query(values) or "", keep_blank_values=True, errors="surrogateescape").get(self.param)
-        if not found:
+        found = first_value(self._query(values) or "", self.param)
+        if found is None:
             agg.ignored["request without the search parameter"] += 1
             return
         agent = self._get(values, "cs(User-Agent)")
-        if agent and BOTS.search(agent.replace("+", " ")):
+        if agent and self.bot(agent.replace("+", " ")):
             agg.ignored["bot user agent"] += 1
             return
         day, clock = self._get(values, "date"), self._get(values, "time")
-        ts = parse_time(f"{day}T{clock}Z") if day and clock else None
+        ts = None
+        if day and clock:
+            stamp = f"{day}T{clock}Z"
+            if stamp != self._stamp[0]:  # a busy second has many lines
+                self._stamp = (stamp, parse_time(stamp))
+            ts = self._stamp[1]
         if not in_window(self.window, ts, lineno, agg):
             return
         user = self._get(values, "cs-username") or self._get(values, "c-ip")  # counted, never stored
         taken = as_number(self._get(values, "time-taken"))
         latency = None if taken is None else taken * 1000 if self.cloudfront else taken
-        agg.add(decoded(found[0]), 1, ts, user, latency=latency)
+        agg.add(decoded(found), 1, ts, user, latency=latency)

@@ -91,3 +91,22 @@ def test_access_times_read_by_position_agree_with_strptime() -> None:
                f"{draw.randint(0, 61):02d}" for _ in range(20_000)]
     assert [s for s in stamps if clf_time(s) != reference(s)] == []
     assert sum(reference(s) is not None for s in stamps) > 10_000  # most are times: both ways are tried
+
+
+def test_the_first_value_of_a_parameter_is_what_parse_qs_gives() -> None:
+    """first_value reads one parameter without decoding the others: on query strings
+    of every awkward kind (encoded names and values, `+`, empty parts, a name alone,
+    repeats, bytes that are not UTF-8), the first value parse_qs gives, or none."""
+    import random
+    from urllib.parse import parse_qs
+
+    from curator.logs.access import first_value
+
+    draw = random.Random(11)
+    pieces = ["q", "q", "qq", "%71", "q+", "page", "", "=", "&", "+", "%20", "%E9", "%C3%A9", "%", "%2", "a=b", "x"]
+    queries = ["".join(draw.choice(pieces) for _ in range(draw.randint(0, 8))) for _ in range(20_000)]
+    queries += ["q=reset+password&page=2", "page=2&q=", "q", "&&q=a&q=b", "%71=encoded", "q+=name+with+space"]
+    for param in ("q", "qq", "q "):
+        for query in queries:
+            found = parse_qs(query, keep_blank_values=True, errors="surrogateescape").get(param)
+            assert first_value(query, param) == (found[0] if found else None), (query, param)
