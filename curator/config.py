@@ -104,6 +104,7 @@ class LogsConfig(_Section):
     results_field: str | None = None
     latency_field: str | None = None
     param: str | None = None  # access logs: the URL parameter with the query
+    search_paths: list[str] = Field(default_factory=list)  # request logs: the paths searches go to (prefixes)
 
 
 class Gate(_Section):
@@ -331,6 +332,7 @@ max_length = 300
 # user_field = "session_id"      # counted, never stored
 # count_field = "n"              # pre-aggregated logs
 # hits_field, clicks_field, results_field, latency_field, param (access logs) likewise
+# search_paths = ["/search"]     # logs of requests: only these paths (autocomplete stays out)
 # [logs.redact_patterns]
 # TICKET = "INC-\\\\d{6}"
 

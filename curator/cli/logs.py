@@ -56,6 +56,9 @@ def _pairs(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--hits-field", help="Field with the returned passage ids [logs.hits_field].")
 @click.option("--clicks-field", help="Field with the clicked passage ids [logs.clicks_field].")
 @click.option("--param", help="Access, load balancer, W3C (IIS, CloudFront), Solr and JSON access logs: the URL parameter that holds the query (default: q, query, search, ...) [logs.param].")
+@click.option("--path", "search_paths", multiple=True, metavar="PATH",
+              help="Request logs: only requests to this path (a prefix; repeatable), e.g. /search, so that "
+                   "autocomplete requests stay out [logs.search_paths].")
 @click.option("--since", help="Only lines at or after this time (2026-10-01 or an ISO time).")
 @click.option("--until", help="Only lines before this time.")
 @click.option("--similarity", type=click.FloatRange(0, 100), help="Fuzzy score that joins a cluster [logs.similarity].")
@@ -82,9 +85,10 @@ def _pairs(values: tuple[str, ...]) -> dict[str, str]:
 @pass_ws
 def import_logs_cmd(ws: Workspace, paths: tuple[str, ...], fmt: str, query_field: str | None,
                     count_field: str | None, time_field: str | None, user_field: str | None,
-                    hits_field: str | None, clicks_field: str | None, param: str | None, since: str | None,
-                    until: str | None, similarity: float | None, min_count: int | None,
-                    min_length: int | None, max_length: int | None, noise: tuple[str, ...],
+                    hits_field: str | None, clicks_field: str | None, param: str | None,
+                    search_paths: tuple[str, ...], since: str | None, until: str | None,
+                    similarity: float | None, min_count: int | None, min_length: int | None,
+                    max_length: int | None, noise: tuple[str, ...],
                     redact: tuple[str, ...], redact_names: str | None, sample: str | None, limit: int | None,
                     seed: int | None, dry_run: bool, force: bool, engine: str | None, as_json: bool,
                     no_verify: bool) -> None:
@@ -107,7 +111,7 @@ def import_logs_cmd(ws: Workspace, paths: tuple[str, ...], fmt: str, query_field
     Example:
         curator import-logs logs/search.jsonl
         curator import-logs 'logs/*.jsonl.gz' --since 2026-10-01 --limit 200 --sample pps --seed 7
-        curator import-logs access.log --param q --dry-run
+        curator import-logs access.log --param q --path /search --dry-run
         curator import-logs 'iis/u_ex*.log'
         curator import-logs /var/solr/logs/solr.log
         curator import-logs "Analytics Search Terms.csv" --count-field "Total Unique Searches"
@@ -121,6 +125,7 @@ def import_logs_cmd(ws: Workspace, paths: tuple[str, ...], fmt: str, query_field
     options = ImportOptions(
         format=fmt, query_field=query_field, count_field=count_field, time_field=time_field,
         user_field=user_field, hits_field=hits_field, clicks_field=clicks_field, param=param,
+        search_paths=list(search_paths) or None,
         since=since, until=until, similarity=similarity, min_count=min_count, min_length=min_length,
         max_length=max_length, noise=list(noise), redact=_pairs(redact),
         redact_names=str(Path(redact_names).resolve()) if redact_names else None, sample=sample, limit=limit,

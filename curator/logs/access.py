@@ -93,6 +93,27 @@ def first_value(query: str, param: str) -> str | None:
     return None
 
 
+OTHER_PATH = "request to another path (--path)"
+
+
+class SearchPaths:
+    """The paths a log's searches go to (`--path /search`), as prefixes; requests to
+    others are ignored and counted, so a site's autocomplete (`/api/suggest?q=re`, a
+    request per letter typed) stays out. Empty: every path."""
+
+    search_paths: tuple[str, ...] = ()
+
+    def elsewhere(self, path: str | None) -> bool:
+        return bool(self.search_paths) and not (path or "").startswith(self.search_paths)
+
+
+def url_path(url: str) -> str:
+    """The path of a request's URL (`/search` of `/search?q=x` or of `https://host/search?q=x`)."""
+    if "://" in url[:12]:
+        return urlsplit(url).path
+    return url.partition("?")[0].partition("#")[0]
+
+
 class BotCheck:
     """Is a user agent an obvious bot's? Remembered per distinct agent: a log has a few
     thousand agents in millions of lines, and the pattern took a line's 7 µs."""
@@ -117,7 +138,7 @@ def unescaped(text: str) -> str:
     return _ESCAPED.sub(lambda m: "%" + (m[1][1:] if m[1][0] == "x" else f"{ord(m[1]):02X}"), text)
 
 
-class AccessHandler(LineHandler):
+class AccessHandler(SearchPaths, LineHandler):
     """An access log's lines. What repeats from line to line is worked out once: the
     bot check per distinct user agent (a log has a few thousand in millions of lines),
     the time per distinct stamp (a busy second has many lines); times are read by
@@ -152,6 +173,9 @@ class AccessHandler(LineHandler):
         value = first_value(unescaped(query), self.param) if query else None
         if value is None:
             agg.ignored["request without the search parameter"] += 1
+            return
+        if self.search_paths and self.elsewhere(url_path(request.url or "")):
+            agg.ignored[OTHER_PATH] += 1
             return
         if request.agent and self.bot(request.agent):
             agg.ignored["bot user agent"] += 1

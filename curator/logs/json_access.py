@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from curator.logs.access import BotCheck, decoded, first_value
+from curator.logs.access import BotCheck, decoded, first_value, url_path
 from curator.logs.fields import URL_PARAMS, USER_FIELDS, Fields, get_path
 
 # where the URL is: a request line ("GET /search?q=x HTTP/1.1"), a URL or path with its
@@ -53,6 +53,17 @@ class UrlQuery:
         if isinstance(agent, list):  # Caddy keeps each header as a list
             agent = " ".join(a for a in agent if isinstance(a, str))
         return isinstance(agent, str) and self.checked(agent)
+
+
+def request_path(value: Any) -> str | None:
+    """The path of a request line, URL or path (None for a query string alone)."""
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    parts = text.split(" ")
+    if len(parts) in (2, 3) and parts[0].isalpha() and parts[0].isupper():
+        text = parts[1]
+    return url_path(text) if "/" in text else None
 
 
 def query_string(value: Any) -> str | None:

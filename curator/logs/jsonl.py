@@ -19,9 +19,10 @@ from itertools import compress
 from operator import not_
 from typing import Any
 
+from curator.logs.access import OTHER_PATH, SearchPaths
 from curator.logs.aggregate import USERS_CAP, Aggregate, parse_time
 from curator.logs.fields import Fields, as_number, get_path, guess_fields, id_list
-from curator.logs.json_access import BOT, NO_PARAM, UrlQuery
+from curator.logs.json_access import BOT, NO_PARAM, UrlQuery, request_path
 from curator.logs.lines import MAX_LINE_BYTES, LineHandler, Window, in_window, line_count
 
 try:  # optional speed-up; not a dependency
@@ -250,7 +251,7 @@ def _has_query(records: list[dict[str, Any]], fields: Fields) -> bool:
     return fields.query is not None and any(isinstance(get_path(r, fields.query), str) for r in records)
 
 
-class JsonlHandler(LineHandler):
+class JsonlHandler(SearchPaths, LineHandler):
     name = "jsonl"
 
     def __init__(self, fields: Fields, window: Window = Window(), max_line_bytes: int = MAX_LINE_BYTES,
@@ -399,9 +400,13 @@ class JsonlHandler(LineHandler):
             agg.reject(f"{f.query!r} is not text", lineno)
             return
         if self.url is not None:  # a JSON access log: the search parameter of the URL
-            query = self.url.value(query)
+            url = query
+            query = self.url.value(url)
             if query is None:
                 agg.ignored[NO_PARAM] += 1
+                return
+            if self.search_paths and self.elsewhere(request_path(url)):
+                agg.ignored[OTHER_PATH] += 1
                 return
             if self.url.bot(record):
                 agg.ignored[BOT] += 1

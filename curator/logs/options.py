@@ -32,6 +32,7 @@ class ImportOptions:
     results_field: str | None = None
     latency_field: str | None = None
     param: str | None = None
+    search_paths: list[str] | None = None  # request logs: the paths searches go to (prefixes; [] every path)
     since: str | None = None
     until: str | None = None
     similarity: float | None = None
@@ -126,6 +127,9 @@ def settle(opts: ImportOptions, cfg: LogsConfig) -> Settings:
         raise CuratorError(f"unknown sampler {opts.sample!r}; expected one of {', '.join(SAMPLERS)}")
     if opts.limit is None or opts.limit < 0:
         raise CuratorError("--limit must be 0 (no limit) or more")
+    for path in opts.search_paths or ():
+        if not path.startswith("/"):
+            raise CuratorError(f"--path {path!r}: expected the path searches go to, such as /search")
     if opts.sample != "top" and opts.seed is None:
         opts = replace(opts, seed=random.SystemRandom().randrange(1 << 31))
     return Settings(

@@ -157,6 +157,7 @@ def _read_all(ws: Workspace, sources: list[Source], settings: Settings, summary:
             read = read_source(
                 source, opts.format, settings.fields, opts.param, settings.window, opts.max_line_bytes,
                 progress or (lambda _n: None), opts.engine or "auto", temp, later=True,
+                search_paths=tuple(opts.search_paths or ()),
             )
             _require_found(read)
         except InputError as exc:

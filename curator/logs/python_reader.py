@@ -14,6 +14,7 @@ from curator.logs.access import (
     LINE,
     AccessHandler,
     ElbHandler,
+    SearchPaths,
     guess_param,
     looks_like_access_log,
     looks_like_elb_log,
@@ -136,7 +137,7 @@ class FileRead:
 
 
 def read_python(source: Source, fmt: str, head: bytes, fields: Fields, param: str | None, window: Window,
-                max_line: int, progress: Progress) -> FileRead:
+                max_line: int, progress: Progress, search_paths: tuple[str, ...] = ()) -> FileRead:
     """Read one source completely with the python readers, hashing it on the way."""
     hasher = BlockHasher()
     agg = Aggregate()
@@ -146,6 +147,8 @@ def read_python(source: Source, fmt: str, head: bytes, fields: Fields, param: st
             used = read_delimited(stream, delimiter, fields, agg, source.label, window, max_line).given()
     else:
         handler = make_handler(source, fmt, head, fields, param, window, max_line)
+        if isinstance(handler, SearchPaths):
+            handler.search_paths = search_paths
         used = {}
         if isinstance(handler, JsonlHandler):
             used = handler.used()

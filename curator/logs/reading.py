@@ -33,6 +33,7 @@ def read_source(
     engine: str = "auto",
     temp: Path | None = None,
     later: bool = False,
+    search_paths: tuple[str, ...] = (),
 ) -> FileRead:
     """Read one source completely into a FileRead: with DuckDB (JSON Lines and Parquet
     files, see curator/logs/duck.py) or with the python readers; `auto` takes DuckDB
@@ -42,7 +43,8 @@ def read_source(
     DuckDB may spill to (see duck_sql.spill_folder); without one it keeps to memory.
     `later`: DuckDB leaves hits and clicks to a look-up (`FileRead.ids_of`) for
     the queries that need them, and, given `temp`, first and last seen, zero results
-    and latency too (`FileRead.details_of`); the python readers count them all the same."""
+    and latency too (`FileRead.details_of`); the python readers count them all the same.
+    `search_paths`: a request log's searches are the requests to these paths (--path)."""
     head = read_head(source)
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # PowerShell's `>` writes UTF-16
         raise InputError(source.label, "is UTF-16 text; logs are read as UTF-8",
@@ -79,7 +81,7 @@ def read_source(
         )
     if fmt == "parquet":
         raise InputError(source.label, "Parquet files are read by the duckdb engine", hint="Drop --engine python.")
-    return read_python(source, fmt, head, fields, param, window, max_line, progress)
+    return read_python(source, fmt, head, fields, param, window, max_line, progress, search_paths)
 
 
 def _small(source: Source) -> bool:

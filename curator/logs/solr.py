@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qs
 
-from curator.logs.access import decoded
+from curator.logs.access import OTHER_PATH, SearchPaths, decoded
 from curator.logs.aggregate import Aggregate, parse_time
 from curator.logs.lines import MAX_LINE_BYTES, LineHandler, Window, in_window
 
@@ -38,7 +38,7 @@ def looks_like_solr_log(head: bytes) -> bool:
     return requests >= min(3, max(1, len(lines) // 10))
 
 
-class SolrHandler(LineHandler):
+class SolrHandler(SearchPaths, LineHandler):
     name = "solr"
 
     def __init__(self, param: str = "q", window: Window = Window(), max_line_bytes: int = MAX_LINE_BYTES) -> None:
@@ -57,6 +57,9 @@ class SolrHandler(LineHandler):
         values = params.get(self.param)
         if not values:
             agg.ignored[NO_PARAM] += 1
+            return
+        if self.elsewhere(m["path"]):  # /suggest, /terms beside /select
+            agg.ignored[OTHER_PATH] += 1
             return
         query = _LOCAL_PARAMS.sub("", decoded(values[0]))
         if query.strip() in ("*:*", "*", ""):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from curator.logs.access import BotCheck, decoded, first_value
+from curator.logs.access import OTHER_PATH, BotCheck, SearchPaths, decoded, first_value, url_path
 from curator.logs.aggregate import Aggregate, parse_time
 from curator.logs.fields import URL_PARAMS, as_number
 from curator.logs.lines import MAX_LINE_BYTES, LineHandler, Window, in_window
@@ -52,7 +52,7 @@ def guess_param(head: bytes) -> str | None:
     return next((name for name in URL_PARAMS if name in seen), None)
 
 
-class W3CHandler(LineHandler):
+class W3CHandler(SearchPaths, LineHandler):
     name = "w3c"
 
     def __init__(self, param: str, names: list[str], window: Window = Window(),
@@ -103,6 +103,11 @@ class W3CHandler(LineHandler):
         if found is None:
             agg.ignored["request without the search parameter"] += 1
             return
+        if self.search_paths:
+            uri = self._get(values, "cs-uri")
+            if self.elsewhere(self._get(values, "cs-uri-stem") or (url_path(uri) if uri else None)):
+                agg.ignored[OTHER_PATH] += 1
+                return
         agent = self._get(values, "cs(User-Agent)")
         if agent and self.bot(agent.replace("+", " ")):
             agg.ignored["bot user agent"] += 1

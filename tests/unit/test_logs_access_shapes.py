@@ -110,3 +110,43 @@ def test_the_first_value_of_a_parameter_is_what_parse_qs_gives() -> None:
         for query in queries:
             found = parse_qs(query, keep_blank_values=True, errors="surrogateescape").get(param)
             assert first_value(query, param) == (found[0] if found else None), (query, param)
+
+
+def test_path_keeps_the_search_page_and_leaves_autocomplete_out(tmp_path: Path, ws) -> None:
+    """`--path /search` (a prefix): requests to other paths (an autocomplete endpoint, a
+    request per letter typed) are ignored and counted, in every log of requests."""
+    from curator.logs import import_logs
+
+    access = tmp_path / "access.log"
+    access.write_text("".join(
+        f'203.0.113.9 - - [01/Oct/2026:10:00:0{k} +0200] "GET {url} HTTP/1.1" 200 51 "-" "Mozilla/5.0"\n'
+        for k, url in enumerate(["/api/suggest?q=re", "/api/suggest?q=rese", "/search?q=reset+password",
+                                 "/search/advanced?q=reset+password+admin", "http://docs.example.com/search?q=vpn"])))
+    read = read_source(Source(access.name, access), search_paths=("/search",))
+    assert set(read.agg.counts) == {"reset password", "reset password admin", "vpn"}
+    assert read.agg.ignored == {"request to another path (--path)": 2}
+    alb = read_source(Source("alb.log", DATA / "alb.log"), search_paths=("/search",))
+    assert set(alb.agg.counts) == {"reset password", "carrier e1042", "classic elb"}  # full URLs' paths
+    solr = read_source(Source("solr.log", DATA / "solr.log"), search_paths=("/suggest",))
+    assert not solr.agg.counts and solr.agg.ignored["request to another path (--path)"] == 3  # *:* too
+    ws.config.logs.search_paths = ["/search"]  # [logs] search_paths in curator.toml, as --path
+    summary = import_logs(ws, [access], dry_run=True)
+    assert summary.files[0].ignored == {"request to another path (--path)": 2}
+    summary = import_logs(ws, [access], dry_run=True, search_paths=[])  # [] (the flag absent: None) is every path
+    assert not summary.files[0].ignored
+
+
+def test_path_in_w3c_and_json_access_logs(tmp_path: Path) -> None:
+    import json
+
+    iis = tmp_path / "u_ex.log"
+    iis.write_text("#Fields: date time cs-uri-stem cs-uri-query c-ip\n"
+                   "2026-10-01 08:00:01 /search.aspx q=vpn 203.0.113.1\n"
+                   "2026-10-01 08:00:02 /_api/suggest q=vp 203.0.113.1\n")
+    assert dict(read_source(Source(iis.name, iis), search_paths=("/search",)).agg.counts) == {"vpn": 1}
+    nginx = tmp_path / "ingress.jsonl"
+    nginx.write_text("".join(json.dumps({"time_local": "01/Oct/2026:10:00:01 +0000", "remote_addr": "203.0.113.9",
+                                         "request": f"GET {url} HTTP/1.1"}) + "\n"
+                             for url in ["/search?q=vpn+setup", "/suggest?q=vpn+s"]))
+    read = read_source(Source(nginx.name, nginx), search_paths=("/search",))
+    assert dict(read.agg.counts) == {"vpn setup": 1} and read.agg.ignored == {"request to another path (--path)": 1}
