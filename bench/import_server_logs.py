@@ -28,7 +28,7 @@ from urllib.parse import quote_plus
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA, SHARED, alternate, machine, median, record, today  # noqa: E402
+from common import DATA, SHARED, alternate, machine, median, record, time_process, today  # noqa: E402
 from log_shapes import SEED, _head, _zipf_draws  # noqa: E402
 
 BIN = Path(sys.executable).parent
@@ -111,15 +111,6 @@ def log_file(shape: str, lines: int) -> Path:
     return path
 
 
-def timed(cmd: list[str], **kwargs) -> tuple[float, int]:
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, **kwargs)
-    _, status, usage = os.wait4(proc.pid, 0)
-    if os.waitstatus_to_exitcode(status) not in (0, 3):
-        raise RuntimeError(f"{cmd[:3]} exited {os.waitstatus_to_exitcode(status)}")
-    return time.perf_counter() - start, usage.ru_maxrss
-
-
 def main() -> int:
     if not SHARED.exists():
         print(f"skipped: {SHARED} is not here (benchmarks run on a dev machine)")
@@ -138,15 +129,15 @@ def main() -> int:
                 ws = work / f"ws-{len(rss)}"
                 subprocess.run([str(BIN / "curator"), "init", str(ws)], check=True, capture_output=True)
                 with (ws / "summary.json").open("w") as fh:
-                    seconds, peak = timed([str(BIN / "curator"), "-w", str(ws), "import-logs", str(log),
-                                           "--dry-run", "--json"], stdout=fh)
+                    seconds, peak = time_process([str(BIN / "curator"), "-w", str(ws), "import-logs", str(log),
+                                                  "--dry-run", "--json"], ok=(0, 3), stdout=fh)
                 summary.update(json.loads((ws / "summary.json").read_text()))
                 rss.append(peak)
                 shutil.rmtree(ws)
                 return seconds
 
             def grep(log: Path = log) -> float:
-                return timed(["sh", "-c", GREP % log])[0]
+                return time_process(["sh", "-c", GREP % log])[0]
 
             times = alternate({"curator": curator, "grep": grep}, repeat=REPEAT, warmup=0)
             ratio = median([c / g for c, g in zip(times["curator"], times["grep"], strict=True)])
