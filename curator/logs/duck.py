@@ -48,7 +48,7 @@ from curator.logs.duck_sql import (
 )
 from curator.logs.duck_users import Counted, UsersOf, hash_users
 from curator.logs.fields import Fields
-from curator.logs.jsonl import JsonlHandler, loads
+from curator.logs.jsonl import LOGFMT, JsonlHandler, loads
 from curator.logs.lines import Window
 from curator.logs.python_reader import FileRead, make_handler
 from curator.logs.sources import BROKEN_STREAM, BlockHasher, Progress, Source, combine, open_stream
@@ -91,6 +91,8 @@ def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, 
             head = first_lines(source, source_sql, "zstd file")
     handler = make_handler(source, "jsonl" if fmt == "parquet" else fmt, head, fields, param, window, max_line)
     assert isinstance(handler, JsonlHandler)
+    if handler.json_in == LOGFMT:
+        raise NotForDuckDB("its records are logfmt lines (key=value pairs)")
     if handler.json_in is not None:
         raise NotForDuckDB(f"its search records are JSON inside its lines (json_in={handler.json_in})")
     if handler.url is not None:

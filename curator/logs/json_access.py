@@ -19,16 +19,17 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from curator.logs.access import BotCheck, decoded, first_value, url_path
-from curator.logs.fields import URL_PARAMS, USER_FIELDS, Fields, get_path
+from curator.logs.fields import TIME_FIELDS, URL_PARAMS, USER_FIELDS, Fields, get_path
 
 # where the URL is: a request line ("GET /search?q=x HTTP/1.1"), a URL or path with its
 # query string, or the query string alone (nginx's $args)
 URL_FIELDS = ("request", "request_uri", "uri", "url", "request_url", "requestUrl", "RequestPath", "path",
               "request.uri", "request.url", "httpRequest.requestUrl", "http.url", "args", "query_string")
-CLIENT_FIELDS = ("remote_addr", "client_ip", "remote_ip", "request.remote_ip", "httpRequest.remoteIp", "ClientHost")
+CLIENT_FIELDS = ("remote_addr", "client_ip", "remote_ip", "request.remote_ip", "httpRequest.remoteIp", "ClientHost",
+                 "fwd")  # Heroku's router
 AGENT_FIELDS = ("http_user_agent", "user_agent", "userAgent", "httpRequest.userAgent", "request.headers.User-Agent",
                 "request_User-Agent")
-TIME_FIELDS = ("time_local", "time_iso8601", "StartUTC")
+ACCESS_TIME_FIELDS = ("time_local", "time_iso8601", "StartUTC")
 NO_PARAM = "request without the search parameter"
 BOT = "bot user agent"
 
@@ -102,7 +103,7 @@ def sniff(records: list[dict[str, Any]], given: Fields, resolved: Fields,
             if user:
                 guessed["user"] = user
         fields = Fields(**{**resolved.given(), **guessed})
-        if fields.time is None and (time := _first_with_value(records, TIME_FIELDS)):
+        if fields.time is None and (time := _first_with_value(records, (*TIME_FIELDS, *ACCESS_TIME_FIELDS))):
             fields = fields.merged({"time": time})
         return fields, UrlQuery(chosen, _first_with_value(records, AGENT_FIELDS))
     return None

@@ -15,6 +15,7 @@ import json
 import math
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 from itertools import compress
 from operator import not_
 from typing import Any
@@ -199,6 +200,47 @@ def record_in_line(text: str) -> dict[str, Any] | None:
     return record
 
 
+# logfmt (`time=2026-10-01T08:00:00Z level=info msg="search" query="reset password"
+# user=u1 hits=3`: Go's logfmt and logrus, Heroku's router, Grafana Loki): a line of
+# key=value pairs, a value quoted when it holds spaces; the pairs are the record.
+LOGFMT = "logfmt"
+_PAIR = re.compile(r'(?<![^\s\[(,])([A-Za-z_][\w.@/-]*)=("(?:[^"\\]|\\.)*"|[^\s"]*)(?=\s|$)')
+
+
+def record_in_logfmt(text: str) -> dict[str, Any] | None:
+    """The key=value pairs of a logfmt line as a record (None if it has fewer than two),
+    values as text (a quoted one unescaped), the first of a key repeated winning, and
+    the time a prefix starts with as LINE_TIME."""
+    pairs = _PAIR.findall(text)
+    if len(pairs) < 2:
+        return None
+    record: dict[str, Any] = {}
+    for key, value in pairs:
+        if value.startswith('"'):
+            try:
+                value = json.loads(value)
+            except ValueError:  # an escape JSON has not (Go's \x..): the text between the quotes
+                value = value[1:-1]
+        record.setdefault(key, value)
+    stamp = _PREFIX_TIME.match(text.lstrip("[ "))
+    if stamp and LINE_TIME not in record:
+        record[LINE_TIME] = stamp.group().replace(",", ".")
+    return record
+
+
+def logfmt_records(head: bytes, limit: int = 200) -> list[dict[str, Any]]:
+    """The first logfmt records of a block (lines that are not JSON), for guessing."""
+    lines = (ln.decode("utf-8", "replace") for ln in head.split(b"\n")[:2000] if ln.strip())
+    return [r for r in (record_in_logfmt(ln) for ln in lines if not ln.startswith("{")) if r is not None][:limit]
+
+
+def logfmt_lines(head: bytes) -> bool:
+    """Are most of the first lines logfmt, three pairs or more each?"""
+    lines = [ln.decode("utf-8", "replace") for ln in head.split(b"\n")[:200] if ln.strip()][:50]
+    found = sum(1 for ln in lines if not ln.lstrip().startswith("{") and len(_PAIR.findall(ln)) >= 3)
+    return bool(found) and 2 * found >= len(lines)
+
+
 def record_in_field(record: dict[str, Any], field: str) -> dict[str, Any] | None:
     """The JSON object held as text in `record[field]` (None if it holds none), with the
     envelope's other fields (its time, say) under its own."""
@@ -226,7 +268,7 @@ def json_after_prefix(head: bytes) -> bool:
 
 def sniff_inner(head: bytes, given: Fields) -> tuple[str | None, Fields]:
     """Where a log's search records are (`json_in`: None for the lines themselves, an
-    envelope's field, or IN_LINE) and their fields, guessed from the first lines. The
+    envelope's field, IN_LINE or LOGFMT) and their fields, guessed from the first lines. The
     lines themselves win when they hold the query field; if nothing holds one, the
     fields are the lines' own (whose query, if any, is then None)."""
     records = sniff_records(head)
@@ -240,11 +282,25 @@ def sniff_inner(head: bytes, given: Fields) -> tuple[str | None, Fields]:
     lines = [ln.decode("utf-8", "replace") for ln in head.split(b"\n")[:2000] if ln.strip()]
     candidates.append((IN_LINE, [r for r in (record_in_line(ln) for ln in lines if not ln.startswith("{"))
                                  if r is not None][:200]))
+    candidates.append((LOGFMT, logfmt_records(head)))
     for json_in, inner in candidates:
         fields = guess_fields(inner, given)
+        if json_in == LOGFMT:
+            fields = _counted_hits(inner, fields, given)
         if inner and _has_query(inner, fields):
             return json_in, fields
     return None, resolved
+
+
+def _counted_hits(records: list[dict[str, Any]], fields: Fields, given: Fields) -> Fields:
+    """In logfmt every value is text: a guessed `hits` whose values are all whole numbers
+    (`hits=3`) counts results, it names no ids."""
+    if given.hits or not fields.hits or fields.results:
+        return fields
+    values = [get_path(r, fields.hits) for r in records]
+    if values and all(isinstance(v, str) and v.isdigit() for v in values if v is not None):
+        return replace(fields, hits=None, results=fields.hits)
+    return fields
 
 
 def _has_query(records: list[dict[str, Any]], fields: Fields) -> bool:
@@ -372,6 +428,12 @@ class JsonlHandler(SearchPaths, LineHandler):
             record = record_in_line(text)
             if record is None:
                 agg.reject("no JSON object after the line's prefix", lineno)
+                return
+        elif self.json_in == LOGFMT:
+            record = record_in_logfmt(text)
+            if record is None or get_path(record, self.fields.query or "") is None:
+                # an app's other messages (`level=info msg="started"`) sit among its searches
+                agg.ignored[f"line without {self.fields.query!r} (another message)"] += 1
                 return
         else:
             try:

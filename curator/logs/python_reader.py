@@ -22,7 +22,15 @@ from curator.logs.access import (
 from curator.logs.aggregate import Aggregate
 from curator.logs.delimited import read_delimited, sniff_delimiter
 from curator.logs.fields import QUERY_FIELDS, UBI, URL_PARAMS, Fields
-from curator.logs.jsonl import JsonlHandler, json_after_prefix, sniff_inner, sniff_records
+from curator.logs.jsonl import (
+    LOGFMT,
+    JsonlHandler,
+    json_after_prefix,
+    logfmt_lines,
+    logfmt_records,
+    sniff_inner,
+    sniff_records,
+)
 from curator.logs.lines import LineHandler, Window
 from curator.logs.sources import (
     BLOCK,
@@ -62,6 +70,8 @@ def detect_format(source: Source, head: bytes) -> str:
         return "solr"
     if json_after_prefix(head):  # an app's or a container runtime's lines, each ending in JSON
         return "jsonl"
+    if logfmt_lines(head):  # key=value pairs: read as records, like JSON
+        return "jsonl"
     if stem.endswith(".txt"):
         return "text"
     # an export's header row, after any `#` comment lines (Google Analytics writes some)
@@ -81,6 +91,9 @@ def make_handler(
         url = None
         if json_in is None and (found := json_access.sniff(sniff_records(head), given, resolved, param)):
             resolved, url = found  # a JSON access log: the query is a URL parameter
+        elif json_in is None and logfmt_lines(head) and (
+                found := json_access.sniff(logfmt_records(head), given, resolved, param)):
+            json_in, (resolved, url) = LOGFMT, found  # logfmt requests (Heroku's router: path="/search?q=...")
         if resolved.query is None:
             records = sniff_records(head)
             keys = sorted({k for r in records for k in r})[:20]
