@@ -95,7 +95,7 @@ def make_handler(
                 found := json_access.sniff(logfmt_records(head), given, resolved, param)):
             json_in, (resolved, url) = LOGFMT, found  # logfmt requests (Heroku's router: path="/search?q=...")
         if resolved.query is None:
-            records = sniff_records(head)
+            records = sniff_records(head) or (logfmt_records(head) if logfmt_lines(head) else [])
             keys = sorted({k for r in records for k in r})[:20]
             raise InputError(
                 source.label,
