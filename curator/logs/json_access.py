@@ -1,7 +1,7 @@
 """JSON access logs: a web server's or a proxy's request records as JSON (nginx with an
 `escape=json` log_format, as ingress controllers write, Caddy, Traefik, Google Cloud's
-load balancer), where the search is a parameter of the request's URL, not a field of
-its own.
+load balancer, Vespa's access log), where the search is a parameter of the request's
+URL, not a field of its own.
 
 When the records have no query field, the first URL field (`URL_FIELDS`) whose values
 carry a search parameter (`--param`, else the first of URL_PARAMS seen) is read as in
@@ -26,9 +26,10 @@ from curator.logs.fields import TIME_FIELDS, URL_PARAMS, USER_FIELDS, Fields, ge
 URL_FIELDS = ("request", "request_uri", "uri", "url", "request_url", "requestUrl", "RequestPath", "path",
               "request.uri", "request.url", "httpRequest.requestUrl", "http.url", "args", "query_string")
 CLIENT_FIELDS = ("remote_addr", "client_ip", "remote_ip", "request.remote_ip", "httpRequest.remoteIp", "ClientHost",
-                 "fwd")  # Heroku's router
+                 "fwd", "ip")  # Heroku's router, Vespa
 AGENT_FIELDS = ("http_user_agent", "user_agent", "userAgent", "httpRequest.userAgent", "request.headers.User-Agent",
-                "request_User-Agent")
+                "request_User-Agent", "agent")
+RESULT_FIELDS = ("search.totalhits",)  # Vespa's access log: the search's total hits
 ACCESS_TIME_FIELDS = ("time_local", "time_iso8601", "StartUTC")
 NO_PARAM = "request without the search parameter"
 BOT = "bot user agent"
@@ -105,6 +106,8 @@ def sniff(records: list[dict[str, Any]], given: Fields, resolved: Fields,
         fields = Fields(**{**resolved.given(), **guessed})
         if fields.time is None and (time := _first_with_value(records, (*TIME_FIELDS, *ACCESS_TIME_FIELDS))):
             fields = fields.merged({"time": time})
+        if fields.results is None and (results := _first_with_value(records, RESULT_FIELDS)):
+            fields = fields.merged({"results": results})
         return fields, UrlQuery(chosen, _first_with_value(records, AGENT_FIELDS))
     return None
 

@@ -90,3 +90,21 @@ def test_a_big_json_access_log_goes_to_the_python_engine_and_duckdb_says_why(tmp
     assert sum(read.agg.counts.values()) == len(records) and len(read.agg.counts) == 97
     with pytest.raises(InputError, match="its queries are the URL parameter 'q' of 'request'"):
         read_source(Source(log.name, log), engine="duckdb")
+
+
+def test_a_vespa_access_log_gives_users_and_zero_results(tmp_path: Path) -> None:
+    log = _write(tmp_path / "access.json.log", [
+        {"ip": "203.0.113.9", "time": 1790841601.123, "duration": 0.012, "code": 200, "method": "GET",
+         "uri": "/search/?query=reset+password&hits=10", "agent": "Mozilla/5.0", "search": {"totalhits": 42}},
+        {"ip": "203.0.113.10", "time": 1790841602.123, "duration": 0.02, "code": 200, "method": "GET",
+         "uri": "/search/?query=carrier+e1042&hits=10", "agent": "Mozilla/5.0", "search": {"totalhits": 0}},
+        {"ip": "203.0.113.11", "time": 1790841603.1, "code": 200, "method": "GET", "uri": "/search/?query=vpn",
+         "agent": "python-requests/2.31"},
+        {"ip": "203.0.113.11", "time": 1790841603.2, "code": 200, "method": "GET", "uri": "/state/v1/health",
+         "agent": "curl/8.0"},
+    ])
+    read = read_source(Source(log.name, log), fmt="jsonl")
+    assert read.fields == {"query": "uri", "time": "time", "user": "ip", "results": "search.totalhits",
+                           "param": "query"}
+    assert dict(read.agg.counts) == {"reset password": 1, "carrier e1042": 1}
+    assert read.agg.zero_results == {"carrier e1042": 1} and read.agg.ignored == {NO_PARAM: 1, BOT: 1}
