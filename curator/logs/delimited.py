@@ -240,6 +240,8 @@ class _Lines:
 
     def _generate(self) -> Iterator[str]:
         while (line := self._next_line()) is not None:
+            if self.number == 0 and line.startswith("\ufeff"):  # a BOM (Excel's): before the header's quotes
+                line = line[1:]
             if self.columns is None and self.number == self._skipped and (kind := _preamble(line)):
                 self.number += 1
                 self._skipped += 1

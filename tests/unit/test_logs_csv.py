@@ -122,3 +122,14 @@ def test_rows_after_a_blank_line_are_still_rows_unless_a_new_header_starts_there
     read = read_source(Source(log.name, log), engine="python")
     assert set(read.agg.counts) == {"foo bar", "short row", "webhook retry"}
     assert read.agg.ignored[OTHER_TABLE] == 2  # "user,hits" and the row under it
+
+
+def test_an_excel_csv_with_a_bom_before_a_quoted_header_is_read(tmp_path: Path) -> None:
+    log = tmp_path / "export.csv"
+    log.write_bytes('\ufeff"Suchbegriff";"Anzahl"\r\n"passwort zurücksetzen";"1.234"\r\n"versand dhl";"56"\r\n'
+                    .encode())
+    read = read_source(Source(log.name, log), engine="python", fields=Fields(query="Suchbegriff", count="Anzahl"))
+    assert dict(read.agg.counts) == {"passwort zurücksetzen": 1234, "versand dhl": 56}
+    guessed = tmp_path / "guessed.csv"
+    guessed.write_bytes(b'\xef\xbb\xbf"query","n"\r\n"vpn setup","3"\r\n')
+    assert read_source(Source(guessed.name, guessed), engine="python").fields["query"] == "query"
