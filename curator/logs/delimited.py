@@ -58,6 +58,23 @@ def guess_columns(header: list[str], given: Fields) -> Fields:
     return given.merged(guessed)
 
 
+# a valid UTF-8 sequence of two bytes or more: one in a file's head says it is UTF-8
+_UTF8_SEQUENCE = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
+
+
+def sniff_encoding(head: bytes) -> str:
+    """`utf-8`, or `cp1252` for a file its head shows to be Windows-1252 (what Excel's
+    "CSV (Comma delimited)" writes in Western Europe): not UTF-8, and not one valid
+    UTF-8 sequence beyond ASCII in it, so no UTF-8 file with a stray byte is taken for one."""
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start >= len(head) - 3:  # a character cut at the end of the head
+            return "utf-8"
+        return "utf-8" if _UTF8_SEQUENCE.search(head) else "cp1252"
+    return "utf-8"
+
+
 def read_delimited(
     stream: IO[bytes],
     delimiter: str,
@@ -66,13 +83,14 @@ def read_delimited(
     label: str,
     window: Window = Window(),
     max_line_bytes: int = MAX_LINE_BYTES,
+    encoding: str = "utf-8",
 ) -> Fields:
     """Read every row into `agg`; returns the fields used. Raises InputError when the
-    query column is missing."""
+    query column is missing. `encoding`: the file's (sniff_encoding)."""
     from curator.errors import InputError
 
     csv.field_size_limit(max(max_line_bytes, 1024))
-    text = io.TextIOWrapper(stream, encoding="utf-8", errors="surrogateescape", newline="")
+    text = io.TextIOWrapper(stream, encoding=encoding, errors="surrogateescape", newline="")
     lines = _Lines(text, delimiter, agg)
     reader = csv.reader(lines, delimiter=delimiter)
     try:

@@ -20,7 +20,7 @@ from curator.logs.access import (
     looks_like_elb_log,
 )
 from curator.logs.aggregate import Aggregate
-from curator.logs.delimited import read_delimited, sniff_delimiter
+from curator.logs.delimited import read_delimited, sniff_delimiter, sniff_encoding
 from curator.logs.fields import QUERY_FIELDS, UBI, URL_PARAMS, Fields
 from curator.logs.jsonl import (
     LOGFMT,
@@ -156,8 +156,11 @@ def read_python(source: Source, fmt: str, head: bytes, fields: Fields, param: st
     agg = Aggregate()
     if fmt in ("csv", "tsv"):
         delimiter = "\t" if fmt == "tsv" else sniff_delimiter(head, source.stem)
+        encoding = sniff_encoding(head)
         with open_stream(source, hasher, progress) as stream:
-            used = read_delimited(stream, delimiter, fields, agg, source.label, window, max_line).given()
+            used = read_delimited(stream, delimiter, fields, agg, source.label, window, max_line, encoding).given()
+        if encoding != "utf-8":
+            used["encoding"] = encoding
     else:
         handler = make_handler(source, fmt, head, fields, param, window, max_line)
         if isinstance(handler, SearchPaths):

@@ -133,3 +133,18 @@ def test_an_excel_csv_with_a_bom_before_a_quoted_header_is_read(tmp_path: Path) 
     guessed = tmp_path / "guessed.csv"
     guessed.write_bytes(b'\xef\xbb\xbf"query","n"\r\n"vpn setup","3"\r\n')
     assert read_source(Source(guessed.name, guessed), engine="python").fields["query"] == "query"
+
+
+def test_a_windows_1252_csv_is_read_as_such_and_a_utf8_one_with_a_stray_byte_is_not(tmp_path: Path) -> None:
+    """Excel's "CSV (Comma delimited)" writes Windows-1252 in Western Europe: every row
+    with an umlaut was rejected as invalid UTF-8."""
+    legacy = tmp_path / "export.csv"
+    legacy.write_bytes(b"Suchbegriff;Anzahl\r\npasswort zur\xfccksetzen;12\r\nstra\xdfe \x80 preis;3\r\nvpn;1\r\n")
+    read = read_source(Source(legacy.name, legacy), engine="python", fields=Fields(query="Suchbegriff", count="Anzahl"))
+    assert dict(read.agg.counts) == {"passwort zurücksetzen": 12, "straße € preis": 3, "vpn": 1}
+    assert read.fields["encoding"] == "cp1252" and not read.agg.rejected
+    utf8 = tmp_path / "utf8.csv"
+    utf8.write_bytes("query\ncafé menu\n".encode() + b"broken \xff byte\n" + "straße\n".encode())
+    read = read_source(Source(utf8.name, utf8), engine="python")
+    assert set(read.agg.counts) == {"café menu", "straße"} and "encoding" not in read.fields
+    assert read.agg.rejected["invalid UTF-8"].lines == [3]
