@@ -7,8 +7,10 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 QUERY_FIELDS = ("query", "q", "search", "user_query", "search_query", "query_text", "text", "keywords", "term",
-                # analytics exports: Google Analytics' search terms, Search Console's queries
-                "search_term", "search term", "search terms", "searchterm", "top queries")
+                # analytics exports: Google Analytics' search terms, Search Console's queries,
+                # Bing's and Matomo's keywords, Adobe's internal search terms
+                "search_term", "search term", "search terms", "searchterm", "top queries", "keyword",
+                "search keyword", "internal search term", "internal search terms")
 TIME_FIELDS = ("timestamp", "@timestamp", "time", "ts", "datetime", "date", "created_at", "line_time")
 USER_FIELDS = ("user_id", "user", "client_id", "uid", "visitor_id", "session_id", "session")
 HITS_FIELDS = ("hits", "hit_ids", "result_ids", "returned_ids", "doc_ids", "query_response_hit_ids")

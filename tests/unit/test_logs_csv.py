@@ -148,3 +148,15 @@ def test_a_windows_1252_csv_is_read_as_such_and_a_utf8_one_with_a_stray_byte_is_
     read = read_source(Source(utf8.name, utf8), engine="python")
     assert set(read.agg.counts) == {"café menu", "straße"} and "encoding" not in read.fields
     assert read.agg.rejected["invalid UTF-8"].lines == [3]
+
+
+def test_search_console_and_bing_exports_have_their_query_column_guessed(tmp_path: Path) -> None:
+    console = tmp_path / "Queries.csv"
+    console.write_text("Top queries,Clicks,Impressions,CTR,Position\nreset password,12,340,3.5%,4.2\nvpn setup,3,90,3.3%,7.9\n")
+    read = read_source(Source(console.name, console), engine="python", fields=Fields(count="Impressions"))
+    assert read.fields["query"] == "Top queries" and dict(read.agg.counts) == {"reset password": 340, "vpn setup": 90}
+    bing = tmp_path / "bing.csv"
+    bing.write_text("Keyword,Impressions,Clicks\ncarrier e1042,"
+                    '"1,204",33\n')
+    read = read_source(Source(bing.name, bing), engine="python", fields=Fields(count="Impressions"))
+    assert read.fields["query"] == "Keyword" and dict(read.agg.counts) == {"carrier e1042": 1204}
