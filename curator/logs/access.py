@@ -8,11 +8,11 @@ from obvious bots. A request line as the server escaped it (Apache's `\"`, nginx
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import NamedTuple
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from curator.logs.aggregate import Aggregate, parse_time
+from curator.logs.aggregate import Aggregate, clf_by_position, parse_time
 from curator.logs.fields import URL_PARAMS
 from curator.logs.lines import MAX_LINE_BYTES, LineHandler, Window, in_window
 
@@ -210,28 +210,14 @@ class ElbHandler(AccessHandler):
         return parse_time(stamp)
 
 
-_MONTHS = {m: k for k, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov",
-                                       "Dec"), 1)}
-
-
 def clf_time(stamp: str) -> str | None:
     """`01/Oct/2026:10:00:03 +0200` (the common log format's time) in UTC as
     `2026-10-01T08:00:03`, read by position; what `strptime` reads beside (`1/oct/2026`,
     `+02:00`) by it; None when it is no time. (A year before 1000 is written with four
     digits, as every other time is: strftime wrote `502-06-05`.)"""
-    if (len(stamp) == 26 and stamp[2] == "/" and stamp[6] == "/" and stamp[11] == ":" and stamp[14] == ":"
-            and stamp[17] == ":" and stamp[20] == " " and stamp[21] in "+-"):
-        month = _MONTHS.get(stamp[3:6])
-        digits = stamp[0:2] + stamp[7:11] + stamp[12:14] + stamp[15:17] + stamp[18:20] + stamp[22:26]
-        if (month is not None and digits.isascii() and digits.isdigit() and stamp[22:24] < "24"
-                and stamp[24:26] < "60"):
-            try:
-                local = datetime(int(stamp[7:11]), month, int(stamp[0:2]), int(stamp[12:14]), int(stamp[15:17]),
-                                 int(stamp[18:20]))
-                offset = timedelta(hours=int(stamp[22:24]), minutes=int(stamp[24:26]))
-                return (local - offset if stamp[21] == "+" else local + offset).isoformat()
-            except (ValueError, OverflowError):  # 31 February, hour 24: strptime's word below
-                pass
+    fast = clf_by_position(stamp)
+    if fast is not None:
+        return fast
     try:
         return datetime.strptime(stamp, "%d/%b/%Y:%H:%M:%S %z").astimezone(UTC).replace(tzinfo=None).isoformat()
     except (ValueError, OverflowError):  # OverflowError: out of Python's years once in UTC

@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 USERS_CAP = 100  # distinct users remembered per query; more is reported as "100+"
 IDS_CAP = 50  # distinct hit/click ids remembered per query
@@ -149,6 +149,8 @@ def parse_time(value: object) -> str | None:
         return None
     if text.replace(".", "", 1).isdigit():
         return parse_time(float(text))
+    if len(text) == 26 and text[2] == "/" and (fast := clf_by_position(text)) is not None:
+        return fast  # nginx's $time_local, without strptime (a JSON access log's every line)
     parsed: datetime | None
     try:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
@@ -162,6 +164,30 @@ def parse_time(value: object) -> str | None:
         except OverflowError:  # 0001-01-01T00:30+01:00 is before the year 1 in UTC
             return None
     return parsed.replace(tzinfo=None, microsecond=0).isoformat()
+
+
+_MONTHS = {m: k for k, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov",
+                                       "Dec"), 1)}
+
+
+def clf_by_position(stamp: str) -> str | None:
+    """`01/Oct/2026:10:00:03 +0200` (the common log format's time, nginx's $time_local)
+    in UTC as `2026-10-01T08:00:03`, read by position, or None when it is not exactly
+    that form (then strptime decides): the same time strptime gives, at a tenth of its cost."""
+    if not (len(stamp) == 26 and stamp[2] == "/" and stamp[6] == "/" and stamp[11] == ":" and stamp[14] == ":"
+            and stamp[17] == ":" and stamp[20] == " " and stamp[21] in "+-"):
+        return None
+    month = _MONTHS.get(stamp[3:6])
+    digits = stamp[0:2] + stamp[7:11] + stamp[12:14] + stamp[15:17] + stamp[18:20] + stamp[22:26]
+    if month is None or not (digits.isascii() and digits.isdigit()) or stamp[22:24] >= "24" or stamp[24:26] >= "60":
+        return None
+    try:
+        local = datetime(int(stamp[7:11]), month, int(stamp[0:2]), int(stamp[12:14]), int(stamp[15:17]),
+                         int(stamp[18:20]))
+        offset = timedelta(hours=int(stamp[22:24]), minutes=int(stamp[24:26]))
+        return (local - offset if stamp[21] == "+" else local + offset).isoformat()
+    except (ValueError, OverflowError):  # 31 February, hour 24: strptime's word
+        return None
 
 
 # four-digit years from 1000 on: email.utils reads `0001` as 2001 (RFC 2822's old two-digit years)

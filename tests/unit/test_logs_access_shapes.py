@@ -69,12 +69,15 @@ def test_a_tls_handshake_sent_to_the_http_port_is_no_search_and_no_broken_line(t
 
 
 def test_access_times_read_by_position_agree_with_strptime() -> None:
-    """clf_time reads the usual stamp by position and leaves the rest to strptime: on
-    stamps of every part in and out of range, the UTC time strptime gives (or none)."""
+    """clf_time (and parse_time, for JSON logs' time_local) reads the usual stamp by
+    position and leaves the rest to strptime: on stamps of every part in and out of
+    range, the UTC time strptime gives (or none)."""
     import random
+    import re
     from datetime import UTC, datetime
 
     from curator.logs.access import clf_time
+    from curator.logs.aggregate import parse_time
 
     def reference(stamp: str) -> str | None:
         try:
@@ -90,6 +93,9 @@ def test_access_times_read_by_position_agree_with_strptime() -> None:
                f"{draw.randint(0, 61):02d}:{draw.randint(0, 61):02d} {draw.choice('+-')}{draw.randint(0, 25):02d}"
                f"{draw.randint(0, 61):02d}" for _ in range(20_000)]
     assert [s for s in stamps if clf_time(s) != reference(s)] == []
+    # a JSON log's time_local: parse_time takes the strict form (two-digit day, `Oct`, `+0200`) the same way
+    strict = re.compile(r"\d\d/[A-Z][a-z]{2}/\d{4}:\d\d:\d\d:\d\d [+-]\d{4}")
+    assert [s for s in stamps if parse_time(s) != (reference(s) if strict.fullmatch(s) else None)] == []
     assert sum(reference(s) is not None for s in stamps) > 10_000  # most are times: both ways are tried
 
 
