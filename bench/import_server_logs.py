@@ -9,8 +9,10 @@ average, several lines a second at peaks):
   elb     AWS ALB lines with the full URL
   w3c     IIS W3C extended lines under their #Fields directive
   solr    Solr's request lines, each search once per shard beside it (two shards)
+  json    nginx's JSON access log (an ingress controller's `escape=json` format)
 No goal was set for these shapes; the table gives µs a line and the ratio to grep.
-Environment: BENCH_SERVER_LOG_LINES (default 1000000), BENCH_REPEAT (default 3).
+Environment: BENCH_SERVER_LOG_LINES (default 1000000), BENCH_REPEAT (default 3),
+BENCH_SERVER_SHAPES (default all: access,elb,w3c,solr,json).
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ from log_shapes import SEED, _head, _zipf_draws  # noqa: E402
 BIN = Path(sys.executable).parent
 LINES = int(os.environ.get("BENCH_SERVER_LOG_LINES", 1_000_000))
 REPEAT = int(os.environ.get("BENCH_REPEAT", 3))
-SHAPES = ("access", "elb", "w3c", "solr")
+SHAPES = ("access", "elb", "w3c", "solr", "json")
+WANTED = [s for s in os.environ.get("BENCH_SERVER_SHAPES", ",".join(SHAPES)).split(",") if s in SHAPES]
 GREP = r"""grep -oE '[?& {]q=[^& "}]*' '%s' | LC_ALL=C sort | uniq -c > /dev/null"""
 _T0 = 1759276800  # 2025-10-01T00:00:00Z
 AGENTS = ["Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36",
@@ -80,6 +83,12 @@ def generate(shape: str, lines: int, path: Path) -> None:
                 stem, _, query = path_q.partition("?")
                 out.append(f"{day} {clock} 10.0.0.1 GET {stem} {query or '-'} 443 - {ip} "
                            f"{agent.replace(' ', '+')} - 200 0 0 {5 + i % 400}")
+            elif shape == "json":
+                stamp = time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(t))
+                out.append(json.dumps({"time_local": stamp, "remote_addr": ip, "remote_user": "",
+                                       "request": f"GET {path_q} HTTP/1.1", "status": 200,
+                                       "body_bytes_sent": 512 + i % 9000, "http_referer": "https://docs.example.com/",
+                                       "http_user_agent": agent, "request_time": round(0.001 * (i % 900), 3)}))
             else:
                 stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t)) + f".{i % 1000:03d}"
                 prefix = f"{stamp} INFO  (qtp1234-{i % 200}) [c:docs s:shard1 r:core_node2 x:docs_shard1_replica_n1] "
@@ -102,7 +111,7 @@ def generate(shape: str, lines: int, path: Path) -> None:
 
 
 def log_file(shape: str, lines: int) -> Path:
-    path = DATA / f"server-{shape}-{lines}.log"
+    path = DATA / f"server-{shape}-{lines}.{'jsonl' if shape == 'json' else 'log'}"
     if not path.exists():
         print(f"generating {path.name} ...", flush=True)
         # in a child: Linux keeps a process's peak RSS across fork and exec, so a big
@@ -120,7 +129,7 @@ def main() -> int:
     rows = ["| shape | lines | MB | format read | searches counted | curator s | grep anchor s | curator ÷ grep "
             "| µs a line | peak RSS MB |", "|---|---|---|---|---|---|---|---|---|---|"]
     try:
-        for shape in SHAPES:
+        for shape in WANTED:
             log = log_file(shape, LINES)
             rss: list[int] = []
             summary: dict = {}
