@@ -134,8 +134,9 @@ def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, 
     ids_of = IdsOf(source_sql, sql, source.label, counted, trusted, temp, left_ids) if with_ids and later else None
     users_of = UsersOf(source_sql, sql, source.label, counted, trusted, temp, ids_of) if sql.fields.user else None
     details_of = DetailsOf(details, counted) if details else None
-    return FileRead(source, fmt, fingerprint.result(agg.lines), agg, handler.used(), "duckdb", users_of,
-                    ids_of, details_of)
+    content, stored = fingerprint.result(agg.lines)
+    return FileRead(source, fmt, content, agg, handler.used(), "duckdb", users_of, ids_of, details_of,
+                    also_known_as=stored)
 
 
 def first_lines(source: Source, source_sql: str, what: str, rows: int = 2000) -> bytes:
@@ -291,6 +292,8 @@ class _Fingerprint:
     def __init__(self, source: Source, fmt: str) -> None:
         self.source, self.fmt = source, fmt
         self.hasher = BlockHasher()
+        # a compressed file's fingerprint is of its decompressed content (sources.open_stream)
+        self.content = BlockHasher() if source.compression and fmt != "parquet" else None
         self.lines: int | None = None
         self.damaged = False
         self.stopped = threading.Event()
@@ -302,16 +305,19 @@ class _Fingerprint:
         if self.thread.is_alive():
             self.thread.join()
 
-    def result(self, lines_read: int) -> str:
-        """The fingerprint, once DuckDB read `lines_read` lines; NotForDuckDB if it
-        could not have read them all."""
+    def result(self, lines_read: int) -> tuple[str, str | None]:
+        """The fingerprint and (a compressed file) that of its stored bytes, once DuckDB
+        read `lines_read` lines; NotForDuckDB if it could not have read them all."""
         self.thread.join()
         if self.damaged:
             raise NotForDuckDB("it cannot be read to the end")
         if self.lines is not None and self.lines != lines_read:
             # DuckDB's reader drops a line longer than its buffer without a word
             raise NotForDuckDB(f"DuckDB read {lines_read:,} of its {self.lines:,} lines")
-        return combine(self.hasher.finish())
+        stored = combine(self.hasher.finish())
+        if self.content is None or self.lines is None:  # hashed as stored only (zstd DuckDB decodes itself)
+            return stored, None
+        return combine(self.content.finish()), stored
 
     def _run(self) -> None:
         """Hash the file and count its (decompressed) lines; a Parquet file, or zstd with
@@ -327,7 +333,7 @@ class _Fingerprint:
             return
         newlines, last = 0, b"\n"
         try:
-            with open_stream(source, self.hasher, lambda _n: None) as stream:
+            with open_stream(source, self.hasher, lambda _n: None, self.content) as stream:
                 while not self.stopped.is_set() and (block := stream.read(_CHUNK)):
                     newlines += int(np.count_nonzero(np.frombuffer(block, np.uint8) == 10))  # bytes.count holds the GIL
                     last = block[-1:]

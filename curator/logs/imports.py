@@ -1,7 +1,9 @@
 """Which log files a workspace imported, and for which time windows.
 
 A file is known by its content fingerprint (and, to skip even the reading, by its path,
-size and mtime). An import with `--since/--until` read only the lines of its window,
+size and mtime). A compressed file's is that of its decompressed content, so a log and
+its rotated, compressed copy are one file; builds before 2026-12-04 recorded the
+fingerprint of its stored bytes, which is still recognised (`FileRead.also_known_as`). An import with `--since/--until` read only the lines of its window,
 so the file counts as imported for that window alone: importing it again for a window
 inside what was imported is skipped (`already imported`), while a new window (November
 after October, or the whole file) reads it. Clusters already queued or in a set are
@@ -82,14 +84,19 @@ class KnownImports:
             if row["path"]:
                 self.quick[f"{row['path']}|{row['size']}|{row['mtime_ns']}"] = row["fingerprint"]
 
-    def imported(self, fingerprint: str, window: Window) -> bool:
-        """Was the file imported for all of `window` (or more)?"""
-        spans = self.windows.get(fingerprint)
+    def imported(self, fingerprint: str, window: Window, alias: str | None = None) -> bool:
+        """Was the file imported for all of `window` (or more)? `alias`: another
+        fingerprint it was known by (a compressed file's stored bytes, FileRead.also_known_as)."""
+        spans = self._spans(fingerprint, alias)
         return spans is not None and covers(spans, (window.since, window.until))
 
-    def windows_of(self, fingerprint: str) -> list[list[str | None]]:
+    def windows_of(self, fingerprint: str, alias: str | None = None) -> list[list[str | None]]:
         """The windows the file was imported for, as JSON has them."""
-        return [list(span) for span in self.windows.get(fingerprint, [])]
+        return [list(span) for span in self._spans(fingerprint, alias) or []]
+
+    def _spans(self, fingerprint: str, alias: str | None) -> list[Span] | None:
+        found = [self.windows[fp] for fp in (fingerprint, alias) if fp is not None and fp in self.windows]
+        return merged([span for spans in found for span in spans]) if found else None
 
     def imported_unread(self, key: str | None, window: Window) -> str | None:
         """The fingerprint of the file of quick `key`, if it was imported for `window`."""
@@ -145,7 +152,7 @@ def record(ws: Workspace, reads: list[FileRead], window: Window, queued: int) ->
     imported for before (in the caller's transaction, or its own)."""
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     span = (window.since, window.until)
-    wanted = [read.fingerprint for read in reads]
+    wanted = [fp for read in reads for fp in (read.fingerprint, read.also_known_as) if fp]
     with ws.lock:
         before = {
             row["fingerprint"]: _spans(row["windows"])
@@ -169,7 +176,8 @@ def record(ws: Workspace, reads: list[FileRead], window: Window, queued: int) ->
                     "parsed": read.agg.parsed,
                     "imported_at": now,
                     "queued": queued,
-                    "windows": json.dumps(merged([*before.get(read.fingerprint, []), span])),
+                    "windows": json.dumps(merged([*before.get(read.fingerprint, []),
+                                                  *before.get(read.also_known_as or "", []), span])),
                 }
             )
         ws.db.table("log_imports").upsert_all(rows, pk="fingerprint")

@@ -178,10 +178,10 @@ def _read_all(ws: Workspace, sources: list[Source], settings: Settings, summary:
         )
         summary.files.append(fs)
         if read.fingerprint in seen_fingerprints:
-            fs.status = "listed twice"
+            fs.status = "listed twice"  # the same content: a log and its compressed copy too
             continue
-        if not opts.force and known.imported(read.fingerprint, settings.window):
-            fs.status, fs.windows = "already imported", known.windows_of(read.fingerprint)
+        if not opts.force and known.imported(read.fingerprint, settings.window, read.also_known_as):
+            fs.status, fs.windows = "already imported", known.windows_of(read.fingerprint, read.also_known_as)
             continue
         seen_fingerprints.add(read.fingerprint)
         reads.append(read)

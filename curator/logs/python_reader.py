@@ -147,17 +147,21 @@ class FileRead:
     ids_of: IdsOf | None = None
     # ... and (given a spill folder) first and last seen, zero results and latency
     details_of: DetailsOf | None = None
+    # a compressed file: the fingerprint of its stored bytes, which builds before
+    # 2026-12-04 recorded (`fingerprint` is of the decompressed content)
+    also_known_as: str | None = None
 
 
 def read_python(source: Source, fmt: str, head: bytes, fields: Fields, param: str | None, window: Window,
                 max_line: int, progress: Progress, search_paths: tuple[str, ...] = ()) -> FileRead:
     """Read one source completely with the python readers, hashing it on the way."""
     hasher = BlockHasher()
+    content = BlockHasher() if source.compression else None
     agg = Aggregate()
     if fmt in ("csv", "tsv"):
         delimiter = "\t" if fmt == "tsv" else sniff_delimiter(head, source.stem)
         encoding = sniff_encoding(head)
-        with open_stream(source, hasher, progress) as stream:
+        with open_stream(source, hasher, progress, content) as stream:
             used = read_delimited(stream, delimiter, fields, agg, source.label, window, max_line, encoding).given()
         if encoding != "utf-8":
             used["encoding"] = encoding
@@ -170,9 +174,12 @@ def read_python(source: Source, fmt: str, head: bytes, fields: Fields, param: st
             used = handler.used()
         elif isinstance(handler, AccessHandler | w3c.W3CHandler | solr.SolrHandler):
             used = {"param": handler.param}
-        with open_stream(source, hasher, progress) as stream:
+        with open_stream(source, hasher, progress, content) as stream:
             read_lines(stream, handler, agg)
-    return FileRead(source, fmt, combine(hasher.finish()), agg, used)
+    stored = combine(hasher.finish())
+    if content is None:
+        return FileRead(source, fmt, stored, agg, used)
+    return FileRead(source, fmt, combine(content.finish()), agg, used, also_known_as=stored)
 
 
 def read_lines(stream: IO[bytes], handler: LineHandler, agg: Aggregate) -> None:

@@ -204,24 +204,61 @@ class _HashingReader(io.RawIOBase):
         return n or 0
 
 
-def open_stream(source: Source, hasher: BlockHasher, progress: Progress) -> IO[bytes]:
-    """The decompressed bytes of a source, hashing the stored bytes on the way."""
+def open_stream(source: Source, hasher: BlockHasher, progress: Progress,
+                content: BlockHasher | None = None) -> IO[bytes]:
+    """The decompressed bytes of a source, hashing the stored bytes on the way, and the
+    decompressed ones into `content` (a compressed source's content fingerprint: the
+    same as the file's uncompressed, so `access.log.1` and `access.log.2.gz` are one)."""
     if source.path is None:
         raw: io.BufferedIOBase | io.RawIOBase = _Prefixed(source.stream_head or b"", source.stream())
     else:
         raw = source.path.open("rb")
     counted = io.BufferedReader(_HashingReader(raw, hasher, progress), buffer_size=1 << 20)
+    if source.compression is None:
+        return counted
     if source.compression == "gz":
-        return gzip.GzipFile(fileobj=counted, mode="rb")  # type: ignore[return-value]
-    if source.compression == "zst":
+        plain: io.BufferedIOBase | io.RawIOBase = gzip.GzipFile(fileobj=counted, mode="rb")
+    else:
         if not _has_zstandard():
             raise InputError(
                 source.label,
                 "is zstd-compressed and the `zstandard` package is not installed",
                 hint="pip install zstandard, or decompress it first (zstd -d).",
             )
-        return io.BufferedReader(_Unzstd(counted), buffer_size=1 << 20)
-    return counted
+        plain = io.BufferedReader(_Unzstd(counted), buffer_size=1 << 20)
+    if content is None:
+        return plain  # type: ignore[return-value]
+    return _Hashed(plain, content)  # type: ignore[return-value]
+
+
+class _Hashed(io.BufferedIOBase):
+    """A decompressed stream, hashing what is read from it; no buffer of its own, so
+    that a cut-off stream still gives every byte before the cut, as it does unwrapped."""
+
+    def __init__(self, plain: io.BufferedIOBase | io.RawIOBase, hasher: BlockHasher) -> None:
+        self.plain, self.hasher = plain, hasher
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        data = self.plain.read(-1 if size is None else size) or b""
+        self.hasher.update(data)
+        return data
+
+    def read1(self, size: int = -1) -> bytes:
+        data = self.plain.read1(size)  # type: ignore[union-attr]  # GzipFile and BufferedReader have it
+        self.hasher.update(data)
+        return data
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]  # io's stub: a WriteableBuffer
+        n = self.plain.readinto(buffer) or 0
+        self.hasher.update(memoryview(buffer)[:n])
+        return n
+
+    def close(self) -> None:
+        self.plain.close()
+        super().close()
 
 
 def _has_zstandard() -> bool:

@@ -673,3 +673,37 @@ def test_control_codes_and_invisible_characters_in_queries_are_neither_stored_no
     assert not [q for q in stored for ch in q if unicodedata.category(ch) == "Cc" or unicodedata.bidirectional(ch)
                 in ("LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI")]
     assert "\x1b" not in _db_text(cws) and "\x00" not in _db_text(cws)
+
+
+@pytest.mark.parametrize("engine", ["python", "duckdb"])
+def test_a_rotated_log_compressed_later_is_the_same_file(cws, tmp_path: Path, engine: str) -> None:
+    """logrotate's `compress delaycompress` (Debian's nginx default) keeps yesterday's log
+    as `search.log.1` and compresses it a day later to `search.log.2.gz`: importing the
+    folder each day counted it twice, the .gz being other bytes. A compressed file is
+    known by its content now; a record an older build made (the .gz's stored bytes) too."""
+    from curator.logs.sources import BlockHasher, combine
+
+    rotated = tmp_path / "search.jsonl.1"
+    shutil.copy(DATA / "search.jsonl", rotated)
+    first = import_logs(cws, [rotated], engine=engine)
+    assert first.files[0].status == "imported" and first.queued
+    compressed = tmp_path / "search.jsonl.2.gz"
+    compressed.write_bytes(gzip.compress(rotated.read_bytes()))
+    rotated.unlink()
+    again = import_logs(cws, [compressed], engine=engine)
+    assert [f.status for f in again.files] == ["already imported"] and not again.queued
+    both = import_logs(cws, [DATA / "search.jsonl", compressed], engine=engine, force=True, dry_run=True)
+    assert [f.status for f in both.files] == ["imported", "listed twice"]
+    # a workspace an older build wrote: the .gz known by its stored bytes, under another path
+    hasher = BlockHasher()
+    hasher.update(compressed.read_bytes())
+    stored = combine(hasher.finish())
+    cws.db.execute("DELETE FROM log_imports")
+    cws.db.execute("INSERT INTO log_imports (fingerprint, label, windows) VALUES (?, 'old', ?)",
+                   [stored, json.dumps([[None, None]])])
+    cws.db.conn.commit()
+    moved = tmp_path / "archive" / "search.jsonl.2.gz"
+    moved.parent.mkdir()
+    shutil.copy(compressed, moved)
+    legacy = import_logs(cws, [moved], engine=engine)
+    assert [f.status for f in legacy.files] == ["already imported"]
