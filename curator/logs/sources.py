@@ -203,6 +203,10 @@ class _HashingReader(io.RawIOBase):
             self.progress(n)
         return n or 0
 
+    def close(self) -> None:  # the file too (it was left for the garbage collector)
+        self.raw.close()
+        super().close()
+
 
 def open_stream(source: Source, hasher: BlockHasher, progress: Progress,
                 content: BlockHasher | None = None) -> IO[bytes]:
@@ -226,17 +230,17 @@ def open_stream(source: Source, hasher: BlockHasher, progress: Progress,
                 hint="pip install zstandard, or decompress it first (zstd -d).",
             )
         plain = io.BufferedReader(_Unzstd(counted), buffer_size=1 << 20)
-    if content is None:
-        return plain  # type: ignore[return-value]
-    return _Hashed(plain, content)  # type: ignore[return-value]
+    return _Hashed(plain, content, counted)  # type: ignore[return-value]
 
 
 class _Hashed(io.BufferedIOBase):
-    """A decompressed stream, hashing what is read from it; no buffer of its own, so
-    that a cut-off stream still gives every byte before the cut, as it does unwrapped."""
+    """A decompressed stream, hashing what is read from it (given a `hasher`); no buffer
+    of its own, so that a cut-off stream still gives every byte before the cut, as it
+    does unwrapped. Closing it closes the stored stream under it too (GzipFile does not)."""
 
-    def __init__(self, plain: io.BufferedIOBase | io.RawIOBase, hasher: BlockHasher) -> None:
-        self.plain, self.hasher = plain, hasher
+    def __init__(self, plain: io.BufferedIOBase | io.RawIOBase, hasher: BlockHasher | None,
+                 stored: io.BufferedIOBase) -> None:
+        self.plain, self.hasher, self.stored = plain, hasher or _NO_HASH, stored
 
     def readable(self) -> bool:
         return True
@@ -258,7 +262,16 @@ class _Hashed(io.BufferedIOBase):
 
     def close(self) -> None:
         self.plain.close()
+        self.stored.close()
         super().close()
+
+
+class _NoHash(BlockHasher):
+    def update(self, data: bytes | memoryview) -> None:
+        pass
+
+
+_NO_HASH = _NoHash()
 
 
 def _has_zstandard() -> bool:

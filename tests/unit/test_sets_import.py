@@ -50,9 +50,9 @@ def test_export_import_export_gives_the_same_qrels(demo_ws, tmp_path: Path, run_
     elif fmt == "ranx":
         assert read_qrels_json(second) == read_qrels_json(out)
     else:
-        assert ({c["query_id"]: [(r["id"], r["grade"]) for r in c["relevant"]] for c in map(json.loads, out.open())}
+        assert ({c["query_id"]: [(r["id"], r["grade"]) for r in c["relevant"]] for c in map(json.loads, out.read_text().splitlines())}
                 == {c["query_id"]: [(r["id"], r["grade"]) for r in c["relevant"]]
-                    for c in map(json.loads, second.open())})
+                    for c in map(json.loads, second.read_text().splitlines())})
     assert run_cli(["verify", "copy"], cwd=demo_ws.root).exit_code == 0
 
 
