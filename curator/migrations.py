@@ -16,6 +16,9 @@ the end of this file. They run in file order, which is not the order of their nu
    file was imported for.
 7. `m008_identifier_search`: passages.ident_terms and passages.path_terms (identifier
    parts, path words); `passages_fts` and its vocabulary rebuilt with those columns.
+8. `m009_second_judgments`.
+9. `m010_log_import_blocks`: log_imports.blocks and content_bytes, so a log that grew
+   since it was imported is read from where that import ended.
 """
 
 from __future__ import annotations
@@ -310,3 +313,12 @@ def m009_second_judgments(db: Database) -> None:
         pk="id", not_null={"set_name", "line_hash"},
     )
     db.table("judgments").create_index(["set_name", "line_hash"])
+
+
+@migrations()
+def m010_log_import_blocks(db: Database) -> None:
+    # A log file's block digests (JSON: the hex SHA-256 of each 8 MiB block of its
+    # content, the last one partial) and its length in bytes: a file that begins with
+    # them is the imported one grown (KnownImports.grown). NULL: not known (older rows).
+    db.table("log_imports").add_column("blocks", str)
+    db.table("log_imports").add_column("content_bytes", int)

@@ -209,8 +209,9 @@ def _print(s: ImportSummary) -> None:
             continue
         fields = ", ".join(f"{k}={v}" for k, v in f.fields.items())
         read_as = f"{f.format}, {f.engine}" + (f"; {fields}" if fields else "")  # a text file has no fields
+        after = f" after the {f.after_line:,} imported before (it grew)" if f.after_line else ""
         console.print(f"[bold]{escape(f.path)}[/] ({escape(read_as)}): "
-                      f"{f.lines:,} line{'' if f.lines == 1 else 's'}, {f.parsed:,} parsed")
+                      f"{f.lines:,} line{'' if f.lines == 1 else 's'}{after}, {f.parsed:,} parsed")
         for reason, info in f.rejected.items():
             where = ", ".join(str(n) for n in info["lines"])
             more = " ..." if info["count"] > len(info["lines"]) else ""

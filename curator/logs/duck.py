@@ -134,9 +134,9 @@ def read(source: Source, fmt: str, head: bytes, fields: Fields, window: Window, 
     ids_of = IdsOf(source_sql, sql, source.label, counted, trusted, temp, left_ids) if with_ids and later else None
     users_of = UsersOf(source_sql, sql, source.label, counted, trusted, temp, ids_of) if sql.fields.user else None
     details_of = DetailsOf(details, counted) if details else None
-    content, stored = fingerprint.result(agg.lines)
+    content, stored, blocks, length = fingerprint.result(agg.lines)
     return FileRead(source, fmt, content, agg, handler.used(), "duckdb", users_of, ids_of, details_of,
-                    also_known_as=stored)
+                    also_known_as=stored, blocks=[d.hex() for d in blocks], content_bytes=length)
 
 
 def first_lines(source: Source, source_sql: str, what: str, rows: int = 2000) -> bytes:
@@ -305,19 +305,21 @@ class _Fingerprint:
         if self.thread.is_alive():
             self.thread.join()
 
-    def result(self, lines_read: int) -> tuple[str, str | None]:
-        """The fingerprint and (a compressed file) that of its stored bytes, once DuckDB
-        read `lines_read` lines; NotForDuckDB if it could not have read them all."""
+    def result(self, lines_read: int) -> tuple[str, str | None, list[bytes], int]:
+        """The fingerprint, (a compressed file) that of its stored bytes, the content's
+        block digests and length, once DuckDB read `lines_read` lines; NotForDuckDB if it
+        could not have read them all."""
         self.thread.join()
         if self.damaged:
             raise NotForDuckDB("it cannot be read to the end")
         if self.lines is not None and self.lines != lines_read:
             # DuckDB's reader drops a line longer than its buffer without a word
             raise NotForDuckDB(f"DuckDB read {lines_read:,} of its {self.lines:,} lines")
-        stored = combine(self.hasher.finish())
+        stored = self.hasher.finish()
         if self.content is None or self.lines is None:  # hashed as stored only (zstd DuckDB decodes itself)
-            return stored, None
-        return combine(self.content.finish()), stored
+            return combine(stored), None, stored, self.hasher.length
+        content = self.content.finish()
+        return combine(content), combine(stored), content, self.content.length
 
     def _run(self) -> None:
         """Hash the file and count its (decompressed) lines; a Parquet file, or zstd with

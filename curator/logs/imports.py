@@ -3,7 +3,10 @@
 A file is known by its content fingerprint (and, to skip even the reading, by its path,
 size and mtime). A compressed file's is that of its decompressed content, so a log and
 its rotated, compressed copy are one file; builds before 2026-12-04 recorded the
-fingerprint of its stored bytes, which is still recognised (`FileRead.also_known_as`). An import with `--since/--until` read only the lines of its window,
+fingerprint of its stored bytes, which is still recognised (`FileRead.also_known_as`).
+A log that grew since it was imported (the live `access.log`) begins with the imported
+file's bytes: its row's block digests say so (`grown`), and only the lines after them are
+read; the new row is the whole file's. An import with `--since/--until` read only the lines of its window,
 so the file counts as imported for that window alone: importing it again for a window
 inside what was imported is skipped (`already imported`), while a new window (November
 after October, or the whole file) reads it. Clusters already queued or in a set are
@@ -25,10 +28,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from curator.logs.candidates import merged_provenance
 from curator.logs.lines import Window
+from curator.logs.sources import Resume, Source, prefix_hasher
 from curator.models import CandidateIn
 
 if TYPE_CHECKING:
@@ -79,10 +83,15 @@ class KnownImports:
     def __init__(self, ws: Workspace) -> None:
         self.windows: dict[str, list[Span]] = {}  # fingerprint -> merged windows
         self.quick: dict[str, str] = {}  # quick key -> fingerprint
-        for row in ws.db.table("log_imports").rows_where(select="fingerprint, path, size, mtime_ns, windows"):
+        self.by_path: dict[str, list[dict[str, Any]]] = {}  # path -> its rows with block digests
+        rows = ws.db.table("log_imports").rows_where(
+            select="fingerprint, path, size, mtime_ns, windows, lines, blocks, content_bytes")
+        for row in rows:
             self.windows[row["fingerprint"]] = _spans(row["windows"])
             if row["path"]:
                 self.quick[f"{row['path']}|{row['size']}|{row['mtime_ns']}"] = row["fingerprint"]
+                if row["blocks"] and row["content_bytes"] and row["lines"] is not None:
+                    self.by_path.setdefault(row["path"], []).append(row)
 
     def imported(self, fingerprint: str, window: Window, alias: str | None = None) -> bool:
         """Was the file imported for all of `window` (or more)? `alias`: another
@@ -97,6 +106,32 @@ class KnownImports:
     def _spans(self, fingerprint: str, alias: str | None) -> list[Span] | None:
         found = [self.windows[fp] for fp in (fingerprint, alias) if fp is not None and fp in self.windows]
         return merged([span for spans in found for span in spans]) if found else None
+
+    def grown(self, source: Source, window: Window) -> Resume | None:
+        """Where to read on, if `source` is a file imported (for `window`) that has grown
+        since: the same path, longer, and its first bytes the imported file's, to the
+        last block digest and ending a line. None for anything else (read it whole)."""
+        path = source.path
+        if path is None or source.compression is not None or path.name == "-":
+            return None
+        try:
+            size = path.stat().st_size
+            rows = [r for r in self.by_path.get(str(path.resolve()), ())
+                    if r["content_bytes"] < size and self.imported(r["fingerprint"], window)]
+            if not rows:
+                return None
+            row = max(rows, key=lambda r: r["content_bytes"])
+            length = row["content_bytes"]
+            with path.open("rb") as fh:
+                fh.seek(length - 1)
+                if fh.read(1) != b"\n":  # the import ended inside a line being written
+                    return None
+            hasher = prefix_hasher(path, length)
+        except OSError:  # gone or unreadable since: the read says so
+            return None
+        if [d.hex() for d in hasher.peek()] != json.loads(row["blocks"]):
+            return None  # rewritten, not grown
+        return Resume(length, row["lines"], hasher)
 
     def imported_unread(self, key: str | None, window: Window) -> str | None:
         """The fingerprint of the file of quick `key`, if it was imported for `window`."""
@@ -172,12 +207,14 @@ def record(ws: Workspace, reads: list[FileRead], window: Window, queued: int) ->
                     "size": st.st_size if st else None,
                     "mtime_ns": st.st_mtime_ns if st else None,
                     "format": read.format,
-                    "lines": read.agg.lines,
+                    "lines": (read.after_lines or 0) + read.agg.lines,  # a grown log's too
                     "parsed": read.agg.parsed,
                     "imported_at": now,
                     "queued": queued,
                     "windows": json.dumps(merged([*before.get(read.fingerprint, []),
                                                   *before.get(read.also_known_as or "", []), span])),
+                    "blocks": json.dumps(read.blocks) if read.blocks is not None else None,
+                    "content_bytes": read.content_bytes,
                 }
             )
         ws.db.table("log_imports").upsert_all(rows, pk="fingerprint")

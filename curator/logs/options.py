@@ -66,6 +66,7 @@ class FileSummary:
     # already imported: the windows it was imported for ([since, until], None for an open end)
     windows: list[list[str | None]] | None = None
     reason: str | None = None  # skipped: why (a dangling symlink, a symlink loop)
+    after_line: int | None = None  # a log grown since its import: read from the line after this one
 
 
 @dataclass

@@ -158,6 +158,7 @@ def _read_all(ws: Workspace, sources: list[Source], settings: Settings, summary:
                 source, opts.format, settings.fields, opts.param, settings.window, opts.max_line_bytes,
                 progress or (lambda _n: None), opts.engine or "auto", temp, later=True,
                 search_paths=tuple(opts.search_paths or ()),
+                resume=None if opts.force else known.grown(source, settings.window),
             )
             _require_found(read)
         except InputError as exc:
@@ -175,6 +176,7 @@ def _read_all(ws: Workspace, sources: list[Source], settings: Settings, summary:
             # copies: the total takes in the other files' lines when they are merged
             {r: {"count": x.count, "lines": list(x.lines)} for r, x in sorted(agg.rejected.items())},
             dict(agg.ignored),
+            after_line=read.after_lines,
         )
         summary.files.append(fs)
         if read.fingerprint in seen_fingerprints:

@@ -37,6 +37,7 @@ from curator.logs.sources import (
     BROKEN_STREAM,
     BlockHasher,
     Progress,
+    Resume,
     Source,
     combine,
     open_stream,
@@ -150,12 +151,22 @@ class FileRead:
     # a compressed file: the fingerprint of its stored bytes, which builds before
     # 2026-12-04 recorded (`fingerprint` is of the decompressed content)
     also_known_as: str | None = None
+    # the content's block digests (hex) and length, for knowing the file once it grew
+    blocks: list[str] | None = None
+    content_bytes: int | None = None
+    # read from there on: the lines before were imported (a grown log, sources.Resume)
+    after_lines: int | None = None
 
 
 def read_python(source: Source, fmt: str, head: bytes, fields: Fields, param: str | None, window: Window,
-                max_line: int, progress: Progress, search_paths: tuple[str, ...] = ()) -> FileRead:
-    """Read one source completely with the python readers, hashing it on the way."""
-    hasher = BlockHasher()
+                max_line: int, progress: Progress, search_paths: tuple[str, ...] = (),
+                resume: Resume | None = None) -> FileRead:
+    """Read one source completely with the python readers, hashing it on the way; a
+    grown log (`resume`, not a CSV: its header is at the start) from where its import ended."""
+    if resume is not None and (fmt in ("csv", "tsv") or source.compression):
+        resume = None
+    hasher = resume.hasher if resume else BlockHasher()
+    start, first_line = (resume.offset, resume.lines + 1) if resume else (0, 1)
     content = BlockHasher() if source.compression else None
     agg = Aggregate()
     if fmt in ("csv", "tsv"):
@@ -174,19 +185,22 @@ def read_python(source: Source, fmt: str, head: bytes, fields: Fields, param: st
             used = handler.used()
         elif isinstance(handler, AccessHandler | w3c.W3CHandler | solr.SolrHandler):
             used = {"param": handler.param}
-        with open_stream(source, hasher, progress, content) as stream:
-            read_lines(stream, handler, agg)
-    stored = combine(hasher.finish())
-    if content is None:
-        return FileRead(source, fmt, stored, agg, used)
-    return FileRead(source, fmt, combine(content.finish()), agg, used, also_known_as=stored)
+        with open_stream(source, hasher, progress, content, start) as stream:
+            read_lines(stream, handler, agg, first_line)
+    stored = hasher.finish()
+    whole = content.finish() if content is not None else stored
+    return FileRead(source, fmt, combine(whole), agg, used,
+                    also_known_as=combine(stored) if content is not None else None,
+                    blocks=[d.hex() for d in whole], content_bytes=(content or hasher).length,
+                    after_lines=resume.lines if resume else None)
 
 
-def read_lines(stream: IO[bytes], handler: LineHandler, agg: Aggregate) -> None:
-    """Every line of `stream` through `handler` into `agg`, a block at a time. A line
-    longer than the handler's limit is rejected without being held whole; a stream that
-    breaks off (a truncated gzip member) keeps what came before, and says where."""
-    lineno = 1
+def read_lines(stream: IO[bytes], handler: LineHandler, agg: Aggregate, first_line: int = 1) -> None:
+    """Every line of `stream` through `handler` into `agg`, a block at a time, numbered
+    from `first_line`. A line longer than the handler's limit is rejected without being
+    held whole; a stream that breaks off (a truncated gzip member) keeps what came
+    before, and says where."""
+    lineno = first_line
     pending = b""
     skipping = False  # inside an over-long line: drop bytes up to its newline
     read = getattr(stream, "read1", stream.read)

@@ -11,7 +11,7 @@ from curator.logs import duck
 from curator.logs.fields import Fields
 from curator.logs.lines import MAX_LINE_BYTES, Window
 from curator.logs.python_reader import FileRead, detect_format, read_python
-from curator.logs.sources import Progress, Source, read_head
+from curator.logs.sources import Progress, Resume, Source, read_head
 from curator.logs.text import timestamped
 
 # Below these sizes (stored), `auto` reads a file with python: DuckDB's start costs more
@@ -34,6 +34,7 @@ def read_source(
     temp: Path | None = None,
     later: bool = False,
     search_paths: tuple[str, ...] = (),
+    resume: Resume | None = None,
 ) -> FileRead:
     """Read one source completely into a FileRead: with DuckDB (JSON Lines and Parquet
     files, see curator/logs/duck.py) or with the python readers; `auto` takes DuckDB
@@ -44,7 +45,9 @@ def read_source(
     `later`: DuckDB leaves hits and clicks to a look-up (`FileRead.ids_of`) for
     the queries that need them, and, given `temp`, first and last seen, zero results
     and latency too (`FileRead.details_of`); the python readers count them all the same.
-    `search_paths`: a request log's searches are the requests to these paths (--path)."""
+    `search_paths`: a request log's searches are the requests to these paths (--path).
+    `resume`: a log that grew since it was imported is read from where that import
+    ended, by the python reader (DuckDB cannot start inside a file), CSV and Parquet whole."""
     head = read_head(source)
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # PowerShell's `>` writes UTF-16
         raise InputError(source.label, "is UTF-16 text; logs are read as UTF-8",
@@ -64,6 +67,10 @@ def read_source(
             )
     if engine == "auto" and fmt != "parquet" and _small(source):
         engine = "python"  # DuckDB's start costs more than it saves on a small file
+    if resume is not None and fmt not in ("csv", "tsv", "parquet"):
+        engine = "python"  # only the lines after the imported ones: where DuckDB cannot start
+    else:
+        resume = None
     if engine != "python" and fmt in duck.FORMATS and source.path is not None:
         try:
             return duck.read(source, fmt, head, fields, window, max_line, progress, temp, later, param)
@@ -81,7 +88,7 @@ def read_source(
         )
     if fmt == "parquet":
         raise InputError(source.label, "Parquet files are read by the duckdb engine", hint="Drop --engine python.")
-    return read_python(source, fmt, head, fields, param, window, max_line, progress, search_paths)
+    return read_python(source, fmt, head, fields, param, window, max_line, progress, search_paths, resume)
 
 
 def _small(source: Source) -> bool:

@@ -162,9 +162,11 @@ class BlockHasher:
         self.digests: list[bytes] = []
         self._h = hashlib.sha256()
         self._filled = 0
+        self.length = 0  # bytes hashed
 
     def update(self, data: bytes | memoryview) -> None:
         view = memoryview(data)
+        self.length += len(view)
         while view:
             take = min(len(view), BLOCK - self._filled)
             self._h.update(view[:take])
@@ -175,12 +177,38 @@ class BlockHasher:
                 self._h = hashlib.sha256()
                 self._filled = 0
 
+    def peek(self) -> list[bytes]:
+        """What `finish` would give now, without finishing: hashing can go on."""
+        return [*self.digests, self._h.copy().digest()] if self._filled else list(self.digests)
+
     def finish(self) -> list[bytes]:
         if self._filled:
             self.digests.append(self._h.digest())
             self._h = hashlib.sha256()
             self._filled = 0
         return self.digests
+
+
+@dataclass(frozen=True)
+class Resume:
+    """A log that grew since it was imported (the live `access.log`): its first `offset`
+    bytes, `lines` lines, are the file imported then, hashed into `hasher` already;
+    only what follows is read (KnownImports.grown)."""
+
+    offset: int
+    lines: int
+    hasher: BlockHasher
+
+
+def prefix_hasher(path: Path, length: int) -> BlockHasher:
+    """A BlockHasher fed the first `length` bytes of `path`."""
+    hasher = BlockHasher()
+    with path.open("rb") as fh:
+        left = length
+        while left and (block := fh.read(min(left, 1 << 22))):
+            hasher.update(block)
+            left -= len(block)
+    return hasher
 
 
 def combine(digests: list[bytes]) -> str:
@@ -209,14 +237,19 @@ class _HashingReader(io.RawIOBase):
 
 
 def open_stream(source: Source, hasher: BlockHasher, progress: Progress,
-                content: BlockHasher | None = None) -> IO[bytes]:
+                content: BlockHasher | None = None, start: int = 0) -> IO[bytes]:
     """The decompressed bytes of a source, hashing the stored bytes on the way, and the
     decompressed ones into `content` (a compressed source's content fingerprint: the
-    same as the file's uncompressed, so `access.log.1` and `access.log.2.gz` are one)."""
+    same as the file's uncompressed, so `access.log.1` and `access.log.2.gz` are one).
+    `start`: an uncompressed file's bytes from there on (`hasher` has the ones before)."""
     if source.path is None:
         raw: io.BufferedIOBase | io.RawIOBase = _Prefixed(source.stream_head or b"", source.stream())
     else:
         raw = source.path.open("rb")
+        if start:
+            assert source.compression is None
+            raw.seek(start)
+            progress(start)
     counted = io.BufferedReader(_HashingReader(raw, hasher, progress), buffer_size=1 << 20)
     if source.compression is None:
         return counted

@@ -707,3 +707,56 @@ def test_a_rotated_log_compressed_later_is_the_same_file(cws, tmp_path: Path, en
     shutil.copy(compressed, moved)
     legacy = import_logs(cws, [moved], engine=engine)
     assert [f.status for f in legacy.files] == ["already imported"]
+
+
+def _counts(ws) -> dict[str, int]:
+    return {c.query: c.count for c in ws.candidates()}
+
+
+@pytest.mark.parametrize("engine", ["python", "duckdb"])
+def test_a_log_that_grew_is_read_from_where_its_import_ended(tmp_path: Path, engine: str) -> None:
+    """Today's search.log, imported, then imported again once it grew: the earlier
+    lines were read and counted again. Only the lines after them are read now (by the
+    python reader, numbered as in the file), and the counts are the whole log's once."""
+    from curator.workspace import Workspace
+
+    lines = (DATA / "search.jsonl").read_bytes().splitlines(keepends=True)
+    live = tmp_path / "search.log"
+    live.write_bytes(b"".join(lines[:8]))
+    grown = Workspace.init(tmp_path / "grown")
+    once = Workspace.init(tmp_path / "once")
+    try:
+        first = import_logs(grown, [live], engine=engine, format="jsonl", limit=0)
+        assert first.files[0].after_line is None and first.files[0].lines == 8
+        with live.open("ab") as fh:
+            fh.write(b"".join(lines[8:]))
+        second = import_logs(grown, [live], engine=engine, format="jsonl", limit=0)
+        f = second.files[0]
+        assert (f.status, f.after_line, f.lines, f.engine) == ("imported", 8, len(lines) - 8, "python")
+        assert all(n > 8 for r in f.rejected.values() for n in r["lines"])  # the file's own line numbers
+        import_logs(once, [live], engine=engine, format="jsonl", limit=0)
+        assert _counts(grown) == _counts(once) and sum(_counts(once).values()) > 10
+        third = import_logs(grown, [live], engine=engine, format="jsonl", limit=0)
+        assert third.files[0].status == "already imported"
+    finally:
+        grown.close()
+        once.close()
+
+
+def test_a_log_rewritten_or_cut_inside_a_line_is_read_whole(ws, tmp_path: Path) -> None:
+    lines = (DATA / "search.jsonl").read_bytes().splitlines(keepends=True)
+    live = tmp_path / "search.log"
+    live.write_bytes(b"".join(lines[:6]))
+    import_logs(ws, [live], format="jsonl")
+    live.write_bytes(b"".join(lines[1:]))  # rotated and rewritten: other first bytes, longer
+    assert import_logs(ws, [live], format="jsonl").files[0].after_line is None
+    cut = tmp_path / "cut.log"
+    cut.write_bytes(b"".join(lines[:6]) + lines[6][:20])  # the writer was inside a line
+    import_logs(ws, [cut], format="jsonl")
+    cut.write_bytes(b"".join(lines[:10]))
+    assert import_logs(ws, [cut], format="jsonl").files[0].after_line is None
+    windowed = tmp_path / "windowed.log"
+    windowed.write_bytes(b"".join(lines[:6]))
+    import_logs(ws, [windowed], format="jsonl", since="2026-10-02")  # its start imported for a window
+    windowed.write_bytes(b"".join(lines[:10]))
+    assert import_logs(ws, [windowed], format="jsonl").files[0].after_line is None  # the whole file wanted
