@@ -163,8 +163,8 @@ def read_python(source: Source, fmt: str, head: bytes, fields: Fields, param: st
                 resume: Resume | None = None) -> FileRead:
     """Read one source completely with the python readers, hashing it on the way; a
     grown log (`resume`, not a CSV: its header is at the start) from where its import ended."""
-    if resume is not None and (fmt in ("csv", "tsv") or source.compression):
-        resume = None
+    if resume is not None and (fmt in ("csv", "tsv", "w3c") or source.compression):
+        resume = None  # reading.WHOLE_FORMATS
     hasher = resume.hasher if resume else BlockHasher()
     start, first_line = (resume.offset, resume.lines + 1) if resume else (0, 1)
     content = BlockHasher() if source.compression else None

@@ -22,6 +22,11 @@ FORMATS = ("auto", "jsonl", "ubi", "csv", "tsv", "text", "access", "elb", "w3c",
 ENGINES = ("auto", "duckdb", "python")
 
 
+# read whole even once grown: what the start of the file says how to read (a CSV's
+# header, a W3C log's latest #Fields directive), and Parquet
+WHOLE_FORMATS = ("csv", "tsv", "w3c", "parquet")
+
+
 def read_source(
     source: Source,
     fmt: str = "auto",
@@ -47,7 +52,7 @@ def read_source(
     and latency too (`FileRead.details_of`); the python readers count them all the same.
     `search_paths`: a request log's searches are the requests to these paths (--path).
     `resume`: a log that grew since it was imported is read from where that import
-    ended, by the python reader (DuckDB cannot start inside a file), CSV and Parquet whole."""
+    ended, by the python reader (DuckDB cannot start inside a file); WHOLE_FORMATS whole."""
     head = read_head(source)
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # PowerShell's `>` writes UTF-16
         raise InputError(source.label, "is UTF-16 text; logs are read as UTF-8",
@@ -67,7 +72,7 @@ def read_source(
             )
     if engine == "auto" and fmt != "parquet" and _small(source):
         engine = "python"  # DuckDB's start costs more than it saves on a small file
-    if resume is not None and fmt not in ("csv", "tsv", "parquet"):
+    if resume is not None and fmt not in WHOLE_FORMATS:
         engine = "python"  # only the lines after the imported ones: where DuckDB cannot start
     else:
         resume = None
