@@ -90,6 +90,27 @@ def announce(exc: BaseException, command: str | None) -> tuple[str, str]:
     return message, hint
 
 
+def database_trouble(exc: BaseException) -> tuple[str, str] | None:
+    """The message and hint for SQLite's word that the workspace database is busy, full
+    or damaged (the machine's or the file's trouble, not a bug), else None."""
+    sqlite3 = sys.modules.get("sqlite3")
+    if sqlite3 is None or not isinstance(exc, sqlite3.DatabaseError):
+        return None
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return ("the workspace database is busy: another curator command is writing to it",
+                "Run this one again when that one is done.")
+    if "full" in text:
+        return ("the disk is full: the workspace database (.curator/workspace.db) cannot grow",
+                "Free some space, then run the command again; nothing half-written was kept.")
+    if "malformed" in text or "not a database" in text or "disk I/O" in text:
+        return (f"the workspace database (.curator/workspace.db) cannot be read: {text}",
+                "Restore it from a backup, or move it aside: the next command makes a new, empty one "
+                "(add the corpus and the logs again); the question sets in datasets/ are plain files "
+                "and stay as they are.")
+    return None
+
+
 def command_name(argv: list[str] | None = None) -> str | None:
     """The subcommand's name from the command line (the first word that is no option)."""
     args = sys.argv[1:] if argv is None else argv

@@ -56,6 +56,11 @@ class CuratorGroup(click.Group):
 
             if crash.debugging():
                 raise
+            database = crash.database_trouble(exc)
+            if database is not None:  # the workspace's SQLite file: busy, full or damaged, no bug
+                err_console.print(f"[bold red]error:[/] {escape(database[0])}", highlight=False)
+                err_console.print(f"[dim]hint:[/] {escape(database[1])}", highlight=False)
+                sys.exit(EXIT_FAILED)
             message, hint = crash.announce(exc, ctx.invoked_subcommand or crash.command_name())
             err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
             err_console.print(f"[dim]hint:[/] {escape(hint)}", highlight=False)

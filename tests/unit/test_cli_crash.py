@@ -100,3 +100,15 @@ def test_a_bug_where_the_redactor_cannot_load_still_ends_in_one_line_and_a_repor
     assert "internal error (ValueError)" in proc.stderr
     (report,) = tmp_path.glob("curator-crash-*.txt")
     assert "anna.kowalski" not in report.read_text() and "left out" in report.read_text()
+
+
+def test_a_damaged_workspace_database_is_said_so_not_called_a_bug(tmp_path: Path) -> None:
+    curator = str(Path(sys.executable).parent / "curator")
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    env.pop("CURATOR_DEBUG", None)
+    subprocess.run([curator, "init", str(tmp_path / "ws")], check=True, capture_output=True, env=env)
+    (tmp_path / "ws" / ".curator" / "workspace.db").write_bytes(b"not a database, but the words of a disk error " * 4)
+    proc = subprocess.run([curator, "-w", str(tmp_path / "ws"), "status"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "the workspace database (.curator/workspace.db) cannot be read" in proc.stderr
+    assert "datasets/ are plain files" in proc.stderr and not list(tmp_path.glob("curator-crash-*.txt"))
