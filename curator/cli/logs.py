@@ -212,6 +212,8 @@ def _print(s: ImportSummary) -> None:
         after = f" after the {f.after_line:,} imported before (it grew)" if f.after_line else ""
         console.print(f"[bold]{escape(f.path)}[/] ({escape(read_as)}): "
                       f"{f.lines:,} line{'' if f.lines == 1 else 's'}{after}, {f.parsed:,} parsed")
+        if f.hint:
+            console.print(f"  [dim]hint:[/] {escape(f.hint)}")
         for reason, info in f.rejected.items():
             where = ", ".join(str(n) for n in info["lines"])
             more = " ..." if info["count"] > len(info["lines"]) else ""

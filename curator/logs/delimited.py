@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from curator.logs.aggregate import Aggregate, parse_time
-from curator.logs.fields import GUESSES, Fields, as_number, id_list
+from curator.logs.fields import GUESSES, Fields, as_count, as_number, id_list
 from curator.logs.lines import MAX_LINE_BYTES, Window, in_window, line_count
 from curator.logs.sources import BROKEN_STREAM
 
@@ -58,6 +58,11 @@ def guess_columns(header: list[str], given: Fields) -> Fields:
     return given.merged(guessed)
 
 
+# column names that say "how often" (an export of counts: Google Analytics' Total Unique
+# Searches, Search Console's Impressions, a `count` or `n`)
+_COUNTISH = re.compile(r"search(?:es)?\b|count|impressions|sessions|events|visits|volume|frequency|total|^n$|^num")
+COUNTISH_ROWS = 1000  # rows whose values a count-like column must hold whole numbers in
+
 # a valid UTF-8 sequence of two bytes or more: one in a file's head says it is UTF-8
 _UTF8_SEQUENCE = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
 
@@ -84,9 +89,12 @@ def read_delimited(
     window: Window = Window(),
     max_line_bytes: int = MAX_LINE_BYTES,
     encoding: str = "utf-8",
+    hints: list[str] | None = None,
 ) -> Fields:
     """Read every row into `agg`; returns the fields used. Raises InputError when the
-    query column is missing. `encoding`: the file's (sniff_encoding)."""
+    query column is missing. `encoding`: the file's (sniff_encoding). `hints` gets a
+    word for the user where the file looks like an export of counts read without
+    --count-field (each query once, a column of whole numbers named like a count)."""
     from curator.errors import InputError
 
     csv.field_size_limit(max(max_line_bytes, 1024))
@@ -124,6 +132,9 @@ def read_delimited(
     col = {role: index[name] for role, name in fields.given().items()}
     grouped = _GROUPED.get(delimiter, _GROUPED[","])
     after_blank = other_table = False
+    # without a count column: the columns that might be one, while their first rows hold whole numbers
+    countish = {} if fields.count else {
+        i: h for i, h in enumerate(header) if i not in col.values() and _COUNTISH.search(h.lower())}
     for row in _rows(reader, lines, agg):
         lineno = lines.number
         agg.lines = lineno
@@ -152,6 +163,9 @@ def read_delimited(
             return row[i] if i is not None and i < len(row) and row[i] != "" else None
 
         n = line_count(_count_text(cell("count"), grouped), fields.count, lineno, agg) if fields.count else 1
+        if countish and agg.parsed < COUNTISH_ROWS:
+            for i in [i for i in countish if i >= len(row) or as_count(_count_text(row[i], grouped)) is None]:
+                del countish[i]
         if n is None:
             continue
         ts = parse_time(cell("time")) if "time" in col else None
@@ -169,6 +183,10 @@ def read_delimited(
             as_number(cell("latency")),
         )
     agg.lines = max(agg.lines, lines.number)  # rejected lines after the last row count too
+    if countish and hints is not None and agg.parsed >= 2 and max(agg.counts.values()) == 1:
+        name = next(iter(countish.values()))
+        hints.append(f"each query is in it once, beside a column of whole numbers ({name!r}): if that is how "
+                     f"often it was asked, import it with --count-field {name!r} (each row counted once now)")
     return fields
 
 

@@ -67,6 +67,7 @@ class FileSummary:
     windows: list[list[str | None]] | None = None
     reason: str | None = None  # skipped: why (a dangling symlink, a symlink loop)
     after_line: int | None = None  # a log grown since its import: read from the line after this one
+    hint: str | None = None  # how the file may be meant to be read (an export of counts: --count-field)
 
 
 @dataclass

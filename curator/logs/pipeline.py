@@ -176,7 +176,7 @@ def _read_all(ws: Workspace, sources: list[Source], settings: Settings, summary:
             # copies: the total takes in the other files' lines when they are merged
             {r: {"count": x.count, "lines": list(x.lines)} for r, x in sorted(agg.rejected.items())},
             dict(agg.ignored),
-            after_line=read.after_lines,
+            after_line=read.after_lines, hint=read.hint,
         )
         summary.files.append(fs)
         if read.fingerprint in seen_fingerprints:

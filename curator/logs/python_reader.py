@@ -156,6 +156,7 @@ class FileRead:
     content_bytes: int | None = None
     # read from there on: the lines before were imported (a grown log, sources.Resume)
     after_lines: int | None = None
+    hint: str | None = None  # a word for the user on how the file may be meant to be read
 
 
 def read_python(source: Source, fmt: str, head: bytes, fields: Fields, param: str | None, window: Window,
@@ -169,11 +170,13 @@ def read_python(source: Source, fmt: str, head: bytes, fields: Fields, param: st
     start, first_line = (resume.offset, resume.lines + 1) if resume else (0, 1)
     content = BlockHasher() if source.compression else None
     agg = Aggregate()
+    hints: list[str] = []
     if fmt in ("csv", "tsv"):
         delimiter = "\t" if fmt == "tsv" else sniff_delimiter(head, source.stem)
         encoding = sniff_encoding(head)
         with open_stream(source, hasher, progress, content) as stream:
-            used = read_delimited(stream, delimiter, fields, agg, source.label, window, max_line, encoding).given()
+            used = read_delimited(stream, delimiter, fields, agg, source.label, window, max_line, encoding,
+                                  hints).given()
         if encoding != "utf-8":
             used["encoding"] = encoding
     else:
@@ -192,7 +195,7 @@ def read_python(source: Source, fmt: str, head: bytes, fields: Fields, param: st
     return FileRead(source, fmt, combine(whole), agg, used,
                     also_known_as=combine(stored) if content is not None else None,
                     blocks=[d.hex() for d in whole], content_bytes=(content or hasher).length,
-                    after_lines=resume.lines if resume else None)
+                    after_lines=resume.lines if resume else None, hint="; ".join(hints) or None)
 
 
 def read_lines(stream: IO[bytes], handler: LineHandler, agg: Aggregate, first_line: int = 1) -> None:

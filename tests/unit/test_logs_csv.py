@@ -160,3 +160,19 @@ def test_search_console_and_bing_exports_have_their_query_column_guessed(tmp_pat
                     '"1,204",33\n')
     read = read_source(Source(bing.name, bing), engine="python", fields=Fields(count="Impressions"))
     assert read.fields["query"] == "Keyword" and dict(read.agg.counts) == {"carrier e1042": 1204}
+
+
+def test_an_export_of_counts_read_without_count_field_gets_a_hint_and_a_log_does_not(ws, tmp_path: Path) -> None:
+    from curator.logs import import_logs
+
+    export = tmp_path / "Analytics Search Terms.csv"
+    export.write_text(GA_EXPORT)
+    summary = import_logs(ws, [export], dry_run=True)
+    assert "--count-field 'Total Unique Searches'" in (summary.files[0].hint or "")
+    assert import_logs(ws, [export], dry_run=True, count_field="Total Unique Searches").files[0].hint is None
+    log = tmp_path / "searches.csv"  # a raw log: a query asked twice, its result count in a column
+    log.write_text("query,result_count,user\nvpn setup,3,u1\nreset password,0,u2\nvpn setup,3,u3\n")
+    assert import_logs(ws, [log], dry_run=True).files[0].hint is None
+    once = tmp_path / "once.csv"  # every query once, but no column says how often
+    once.write_text("query,user\nvpn setup,u1\nreset password,u2\n")
+    assert import_logs(ws, [once], dry_run=True).files[0].hint is None
