@@ -66,9 +66,10 @@ def read_source(
                 source.label,
                 "its lines start with a date and time: a log of another kind, not one query per line "
                 "(read as text, each whole line would be queued as a query)",
-                hint="A JSON Lines, CSV, access (nginx, Apache) or W3C (IIS, CloudFront) log is read as such; "
-                     "for another, write its queries out one per line (or as JSON Lines); "
-                     "if each line really is a query, say --format text.",
+                hint="JSON Lines (also after a prefix), logfmt, CSV, access (nginx, Apache), load balancer "
+                     "(ALB), W3C (IIS, CloudFront) and Solr logs are read as such; for another, write its "
+                     "queries out one per line (or as JSON Lines); if each line really is a query, say "
+                     "--format text.",
             )
     if engine == "auto" and fmt != "parquet" and _small(source):
         engine = "python"  # DuckDB's start costs more than it saves on a small file
