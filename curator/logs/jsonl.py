@@ -178,6 +178,7 @@ def _value_re(key: str, value: str) -> re.Pattern[str]:
 # INFO search {...}`). `json_in` names the envelope's field, or IN_LINE.
 ENVELOPE_FIELDS = ("log", "message", "msg", "MESSAGE")
 IN_LINE = "line"
+OTHER_MESSAGE = "line without a JSON record (another message)"
 LINE_TIME = "line_time"  # the time a prefix starts with, as a field of the record
 _PREFIX_TIME = re.compile(r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)?(?=[\s\]|])")
 
@@ -426,8 +427,11 @@ class JsonlHandler(SearchPaths, LineHandler):
         record: Any
         if self.json_in == IN_LINE:
             record = record_in_line(text)
-            if record is None:
-                agg.reject("no JSON object after the line's prefix", lineno)
+            if record is None:  # an app's other message (`INFO cache warmed`), or JSON cut short
+                if "{" in text:
+                    agg.reject("broken JSON after the line's prefix", lineno)
+                else:
+                    agg.ignored[OTHER_MESSAGE] += 1
                 return
         elif self.json_in == LOGFMT:
             record = record_in_logfmt(text)
@@ -445,9 +449,13 @@ class JsonlHandler(SearchPaths, LineHandler):
                 agg.reject("not a JSON object", lineno)
                 return
             if self.json_in is not None:
-                record = record_in_field(record, self.json_in)
-                if record is None:
-                    agg.reject(f"no JSON object in {self.json_in!r}", lineno)
+                envelope, record = record, record_in_field(record, self.json_in)
+                if record is None:  # a container's plain output, or JSON cut short
+                    value = envelope.get(self.json_in)
+                    if isinstance(value, str) and value.lstrip().startswith("{"):
+                        agg.reject(f"broken JSON in {self.json_in!r}", lineno)
+                    else:
+                        agg.ignored[f"{self.json_in!r} without a JSON record (another message)"] += 1
                     return
         source = record.get("_source")
         if isinstance(source, dict):  # an OpenSearch / Elasticsearch hit

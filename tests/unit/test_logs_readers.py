@@ -388,16 +388,22 @@ def _docker_log(path: Path) -> Path:
 def test_a_docker_log_is_read_from_the_json_inside_its_envelope(tmp_path: Path, engine: str) -> None:
     """The search records are the text of each envelope's `log` (a container's JSON
     output): their fields are found there, the envelope's time is the line's time, and a
-    line whose `log` holds no JSON object is named. It was 'no query field found'."""
+    line whose `log` holds no JSON object (the container's other output) is ignored and
+    counted, one whose JSON is cut short rejected. It was 'no query field found'."""
     read = read_source(Source("docker.log", _docker_log(tmp_path / "docker.log")), engine=engine)
     assert read.format == "jsonl" and read.engine == "python"
     assert read.fields == {"json_in": "log", "query": "query", "time": "time", "user": "user", "hits": "hits"}
     agg = read.agg
     assert (agg.lines, agg.parsed) == (4, 3)
     assert dict(agg.counts) == {"dhl cutoff time": 2, "ups pickup window": 1}
-    assert {r: x.lines for r, x in agg.rejected.items()} == {"no JSON object in 'log'": [2]}
+    assert not agg.rejected and agg.ignored == {"'log' without a JSON record (another message)": 1}
     assert seen(read, "dhl cutoff time") == ("2026-10-01T08:00:00", "2026-10-03T08:00:00")
     assert agg.users["dhl cutoff time"] == {"u1", "u3"} and agg.hits["ups pickup window"] == {"p1": 1, "p2": 1}
+    cut = tmp_path / "cut.log"
+    cut.write_text((tmp_path / "docker.log").read_text()
+                   + json.dumps({"log": '{"query": "cut sho', "stream": "stdout", "time": "2026-10-04T08:00:00Z"}) + "\n")
+    read = read_source(Source("cut.log", cut), engine=engine)
+    assert {r: x.lines for r, x in read.agg.rejected.items()} == {"broken JSON in 'log'": [5]}
 
 
 def test_the_duckdb_engine_names_json_inside_an_envelope_and_the_engine_that_reads_it(tmp_path: Path) -> None:
@@ -413,8 +419,9 @@ def test_the_duckdb_engine_names_json_inside_an_envelope_and_the_engine_that_rea
 ])
 def test_json_after_a_line_prefix_is_read_with_the_time_the_prefix_starts_with(tmp_path: Path, prefix: str) -> None:
     """Each line of an app's log ends in the JSON of one search after a prefix: the
-    records are that JSON, the time is the prefix's unless the record has its own, and a
-    line without JSON is named. Every whole line was queued as a query."""
+    records are that JSON, the time is the prefix's unless the record has its own, a line
+    without JSON (the app's other messages) is ignored and counted, one whose JSON is cut
+    short is rejected. Every whole line was queued as a query."""
     log = tmp_path / "app.log"
     rows = []
     for day, query in [(1, "dhl cutoff time"), (2, "ups pickup window"), (3, "dhl cutoff time")]:
@@ -427,10 +434,14 @@ def test_json_after_a_line_prefix_is_read_with_the_time_the_prefix_starts_with(t
     assert read.format == "jsonl"
     assert read.fields == {"json_in": "line", "query": "q", "time": "line_time", "user": "session"}
     assert dict(read.agg.counts) == {"dhl cutoff time": 2, "ups pickup window": 1}
-    assert {r: x.lines for r, x in read.agg.rejected.items()} == {"no JSON object after the line's prefix": [2]}
+    assert not read.agg.rejected and read.agg.ignored == {"line without a JSON record (another message)": 1}
     assert seen(read, "dhl cutoff time") == ("2026-10-01T08:00:00", "2026-10-03T08:00:00")
     since = read_source(Source("app.log", log), window=Window(since="2026-10-02T00:00:00"))
     assert dict(since.agg.counts) == {"ups pickup window": 1, "dhl cutoff time": 1}
+    with log.open("a") as fh:
+        fh.write(prefix.format(time="2026-10-04T08:00:00", date="2026-10-04", clock="08:00:00") + '{"q": "cut sh\n')
+    assert {r: x.lines for r, x in read_source(Source("app.log", log)).agg.rejected.items()} == {
+        "broken JSON after the line's prefix": [5]}
 
 
 def test_a_list_of_queries_with_braces_in_some_stays_plain_text(tmp_path: Path) -> None:
