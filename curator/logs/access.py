@@ -8,6 +8,7 @@ from obvious bots. A request line as the server escaped it (Apache's `\"`, nginx
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import NamedTuple
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -70,7 +71,7 @@ def guess_param(head: bytes, pattern: re.Pattern[str] = LINE) -> str | None:
         m = pattern.match(raw.decode("utf-8", "replace"))
         url = request_url(m["request"]) if m else None
         if url:
-            for key in parse_qs(urlsplit(unescaped(url)).query):
+            for key in parse_qs(url_query(unescaped(url))):
                 seen[key] = seen.get(key, 0) + 1
     for name in URL_PARAMS:
         if name in seen:
@@ -94,6 +95,8 @@ def first_value(query: str, param: str) -> str | None:
 
 
 OTHER_PATH = "request to another path (--path)"
+NO_PARAM = "request without the search parameter"
+BOT = "bot user agent"
 
 
 class SearchPaths:
@@ -112,6 +115,30 @@ def url_path(url: str) -> str:
     if "://" in url[:12]:
         return urlsplit(url).path
     return url.partition("?")[0].partition("#")[0]
+
+
+def url_query(url: str) -> str:
+    """The query string of a URL or path, as `urlsplit` gives it: without its cost
+    where a partition gives the same (no fragment, nothing urlsplit takes out first)."""
+    if "?" not in url:
+        return ""
+    if "#" in url or "\t" in url or "\r" in url or "\n" in url:
+        return urlsplit(url).query
+    return url.partition("?")[2]
+
+
+class LastStamp:
+    """A log's time read once per distinct stamp running (a busy second has many lines)."""
+
+    def __init__(self, read: Callable[[str], str | None]) -> None:
+        self.read = read
+        self.stamp: str | None = None
+        self.value: str | None = None
+
+    def __call__(self, stamp: str) -> str | None:
+        if stamp != self.stamp:
+            self.stamp, self.value = stamp, self.read(stamp)
+        return self.value
 
 
 class BotCheck:
@@ -151,7 +178,7 @@ class AccessHandler(SearchPaths, LineHandler):
         super().__init__(window, max_line_bytes)
         self.param = param
         self.bot = BotCheck()
-        self._stamp: tuple[str | None, str | None] = (None, None)  # the last time's text, and it in UTC
+        self.time = LastStamp(self.utc)
 
     def request(self, text: str) -> Request | None:
         """The line's request (its time as written), or None if it is no line of this log."""
@@ -169,24 +196,18 @@ class AccessHandler(SearchPaths, LineHandler):
         if request is None:
             agg.reject(f"not {self.what} line", lineno)
             return
-        query = request.url.partition("?")[2].partition("#")[0] if request.url else ""
+        query = url_query(request.url) if request.url else ""
         value = first_value(unescaped(query), self.param) if query else None
         if value is None:
-            agg.ignored["request without the search parameter"] += 1
+            agg.ignored[NO_PARAM] += 1
             return
         if self.search_paths and self.elsewhere(url_path(request.url or "")):
             agg.ignored[OTHER_PATH] += 1
             return
         if request.agent and self.bot(request.agent):
-            agg.ignored["bot user agent"] += 1
+            agg.ignored[BOT] += 1
             return
-        ts = None
-        if request.time is not None:
-            if request.time == self._stamp[0]:
-                ts = self._stamp[1]
-            else:
-                ts = self.utc(request.time)
-                self._stamp = (request.time, ts)
+        ts = self.time(request.time) if request.time is not None else None
         if not in_window(self.window, ts, lineno, agg):
             return
         agg.add(decoded(value), 1, ts, request.user)

@@ -16,9 +16,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
-from curator.logs.access import BotCheck, decoded, first_value, url_path
+from curator.logs.access import (
+    BotCheck,
+    decoded,
+    first_value,
+    request_url,
+    url_path,
+    url_query,
+)
 from curator.logs.fields import TIME_FIELDS, URL_PARAMS, USER_FIELDS, Fields, get_path
 
 # where the URL is: a request line ("GET /search?q=x HTTP/1.1"), a URL or path with its
@@ -31,8 +38,6 @@ AGENT_FIELDS = ("http_user_agent", "user_agent", "userAgent", "httpRequest.userA
                 "request_User-Agent", "agent")
 RESULT_FIELDS = ("search.totalhits",)  # Vespa's access log: the search's total hits
 ACCESS_TIME_FIELDS = ("time_local", "time_iso8601", "StartUTC")
-NO_PARAM = "request without the search parameter"
-BOT = "bot user agent"
 
 
 @dataclass(frozen=True)
@@ -57,31 +62,30 @@ class UrlQuery:
         return isinstance(agent, str) and self.checked(agent)
 
 
-def request_path(value: Any) -> str | None:
-    """The path of a request line, URL or path (None for a query string alone)."""
+def _url(value: Any) -> str | None:
+    """The URL of a request line (`GET /search?q=x HTTP/1.1`), or the URL, path or
+    query string itself; None for what is no text."""
     if not isinstance(value, str):
         return None
     text = value.strip()
-    parts = text.split(" ")
-    if len(parts) in (2, 3) and parts[0].isalpha() and parts[0].isupper():
-        text = parts[1]
-    return url_path(text) if "/" in text else None
+    return (request_url(text) or text) if " " in text else text
+
+
+def request_path(value: Any) -> str | None:
+    """The path of a request line, URL or path (None for a query string alone)."""
+    url = _url(value)
+    return url_path(url) if url and "/" in url else None
 
 
 def query_string(value: Any) -> str | None:
     """The query string of a request line, a URL, a path or a query string, or None."""
-    if not isinstance(value, str):
+    url = _url(value)
+    if url is None:
         return None
-    text = value.strip()
-    parts = text.split(" ")
-    if len(parts) in (2, 3) and parts[0].isalpha() and parts[0].isupper():  # GET /search?q=x HTTP/1.1
-        text = parts[1]
-    if "?" in text:
-        if "#" in text or "\t" in text or "\r" in text or "\n" in text:
-            return urlsplit(text).query  # a fragment, or what urlsplit takes out first
-        return text.partition("?")[2]  # the same, at a fifth of urlsplit's cost
-    if "=" in text and "/" not in text and " " not in text:  # a query string alone
-        return text
+    if "?" in url:
+        return url_query(url)
+    if "=" in url and "/" not in url and " " not in url:  # a query string alone
+        return url
     return None
 
 

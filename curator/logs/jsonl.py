@@ -20,10 +20,10 @@ from itertools import compress
 from operator import not_
 from typing import Any
 
-from curator.logs.access import OTHER_PATH, SearchPaths
+from curator.logs.access import BOT, NO_PARAM, OTHER_PATH, SearchPaths
 from curator.logs.aggregate import USERS_CAP, Aggregate, parse_time
 from curator.logs.fields import Fields, as_number, get_path, guess_fields, id_list
-from curator.logs.json_access import BOT, NO_PARAM, UrlQuery, request_path
+from curator.logs.json_access import UrlQuery, request_path
 from curator.logs.lines import MAX_LINE_BYTES, LineHandler, Window, in_window, line_count
 
 try:  # optional speed-up; not a dependency

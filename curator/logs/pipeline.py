@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from curator._process import paused_gc
 from curator.errors import InputError
+from curator.logs.access import NO_PARAM
 from curator.logs.aggregate import Aggregate
 from curator.logs.candidates import ClusterItem, candidates, look_up_ids, look_up_users
 from curator.logs.cluster import cluster
@@ -285,7 +286,7 @@ def _require_found(read: FileRead) -> None:
             f"none of its {agg.lines} lines has the query field {read.fields.get('query')!r}",
             hint="Name the query field with --query-field (dotted paths like request.params.q work).",
         )
-    if agg.ignored.get("request without the search parameter"):
+    if agg.ignored.get(NO_PARAM):
         raise InputError(
             read.source.label,
             f"no request has the {read.fields.get('param')!r} parameter",

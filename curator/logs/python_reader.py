@@ -163,9 +163,8 @@ def read_python(source: Source, fmt: str, head: bytes, fields: Fields, param: st
                 max_line: int, progress: Progress, search_paths: tuple[str, ...] = (),
                 resume: Resume | None = None) -> FileRead:
     """Read one source completely with the python readers, hashing it on the way; a
-    grown log (`resume`, not a CSV: its header is at the start) from where its import ended."""
-    if resume is not None and (fmt in ("csv", "tsv", "w3c") or source.compression):
-        resume = None  # reading.WHOLE_FORMATS
+    grown log (`resume`: reading.read_source passes one for line formats only) from
+    where its import ended."""
     hasher = resume.hasher if resume else BlockHasher()
     start, first_line = (resume.offset, resume.lines + 1) if resume else (0, 1)
     content = BlockHasher() if source.compression else None

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qs
 
-from curator.logs.access import OTHER_PATH, SearchPaths, decoded
+from curator.logs.access import NO_PARAM, OTHER_PATH, SearchPaths, decoded
 from curator.logs.aggregate import Aggregate, parse_time
 from curator.logs.lines import MAX_LINE_BYTES, LineHandler, Window, in_window
 
@@ -28,7 +28,6 @@ _LOCAL_PARAMS = re.compile(r"^\{![^}]*\}\s*")
 MATCH_ALL = "match-all query (*:*)"
 SHARD = "shard sub-request (its search is counted once)"
 OTHER = "other Solr log line"
-NO_PARAM = "request without the search parameter"
 
 
 def looks_like_solr_log(head: bytes) -> bool:

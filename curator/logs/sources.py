@@ -273,38 +273,33 @@ class _Hashed(io.BufferedIOBase):
 
     def __init__(self, plain: io.BufferedIOBase | io.RawIOBase, hasher: BlockHasher | None,
                  stored: io.BufferedIOBase) -> None:
-        self.plain, self.hasher, self.stored = plain, hasher or _NO_HASH, stored
+        self.plain, self.hasher, self.stored = plain, hasher, stored
 
     def readable(self) -> bool:
         return True
 
     def read(self, size: int | None = -1) -> bytes:
         data = self.plain.read(-1 if size is None else size) or b""
-        self.hasher.update(data)
+        if self.hasher is not None:
+            self.hasher.update(data)
         return data
 
     def read1(self, size: int = -1) -> bytes:
         data = self.plain.read1(size)  # type: ignore[union-attr]  # GzipFile and BufferedReader have it
-        self.hasher.update(data)
+        if self.hasher is not None:
+            self.hasher.update(data)
         return data
 
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]  # io's stub: a WriteableBuffer
         n = self.plain.readinto(buffer) or 0
-        self.hasher.update(memoryview(buffer)[:n])
+        if self.hasher is not None:
+            self.hasher.update(memoryview(buffer)[:n])
         return n
 
     def close(self) -> None:
         self.plain.close()
         self.stored.close()
         super().close()
-
-
-class _NoHash(BlockHasher):
-    def update(self, data: bytes | memoryview) -> None:
-        pass
-
-
-_NO_HASH = _NoHash()
 
 
 def _has_zstandard() -> bool:

@@ -16,9 +16,20 @@ a parameter of `cs-uri-query` (or of `cs-uri`), URL-decoded as in access logs.
 
 from __future__ import annotations
 
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, unquote
 
-from curator.logs.access import OTHER_PATH, BotCheck, SearchPaths, decoded, first_value, url_path
+from curator.logs.access import (
+    BOT,
+    NO_PARAM,
+    OTHER_PATH,
+    BotCheck,
+    LastStamp,
+    SearchPaths,
+    decoded,
+    first_value,
+    url_path,
+    url_query,
+)
 from curator.logs.aggregate import Aggregate, parse_time
 from curator.logs.fields import URL_PARAMS, as_number
 from curator.logs.lines import MAX_LINE_BYTES, LineHandler, Window, in_window
@@ -60,7 +71,7 @@ class W3CHandler(SearchPaths, LineHandler):
         super().__init__(window, max_line_bytes)
         self.param = param
         self.bot = BotCheck()
-        self._stamp: tuple[str | None, str | None] = (None, None)  # the last time's text, and it read
+        self.time = LastStamp(parse_time)
         self._use(names)
 
     def _use(self, names: list[str]) -> None:
@@ -87,7 +98,7 @@ class W3CHandler(SearchPaths, LineHandler):
         if (query := self._get(values, "cs-uri-query")) is not None:
             return query
         uri = self._get(values, "cs-uri")
-        return urlsplit(uri).query if uri else None
+        return url_query(uri) if uri else None
 
     def handle(self, text: str, lineno: int, agg: Aggregate) -> None:
         if text.startswith("#"):
@@ -101,7 +112,7 @@ class W3CHandler(SearchPaths, LineHandler):
             return
         found = first_value(self._query(values) or "", self.param)
         if found is None:
-            agg.ignored["request without the search parameter"] += 1
+            agg.ignored[NO_PARAM] += 1
             return
         if self.search_paths:
             uri = self._get(values, "cs-uri")
@@ -110,15 +121,10 @@ class W3CHandler(SearchPaths, LineHandler):
                 return
         agent = self._get(values, "cs(User-Agent)")
         if agent and self.bot(agent.replace("+", " ")):
-            agg.ignored["bot user agent"] += 1
+            agg.ignored[BOT] += 1
             return
         day, clock = self._get(values, "date"), self._get(values, "time")
-        ts = None
-        if day and clock:
-            stamp = f"{day}T{clock}Z"
-            if stamp != self._stamp[0]:  # a busy second has many lines
-                self._stamp = (stamp, parse_time(stamp))
-            ts = self._stamp[1]
+        ts = self.time(f"{day}T{clock}Z") if day and clock else None
         if not in_window(self.window, ts, lineno, agg):
             return
         user = self._get(values, "cs-username") or self._get(values, "c-ip")  # counted, never stored

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from curator.errors import InputError
+from curator.logs.access import BOT, NO_PARAM
 from curator.logs.fields import Fields
-from curator.logs.json_access import BOT, NO_PARAM
 from curator.logs.reading import DUCKDB_MIN_BYTES, read_source
 from curator.logs.sources import Source
 
